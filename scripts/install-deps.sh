@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package sandgate needs to build, run and test.
+# Idempotent: when everything is present it returns without touching apt.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libboost1.81-dev libboost-json1.81-dev
+  libssl-dev openssl
+  libnghttp2-dev
+  libc-ares-dev
+  libtomlplusplus-dev
+  prometheus-cpp-dev libcivetweb-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format
+  curl python3
+  nftables iproute2
+  prometheus
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}; run as root (or with sudo)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

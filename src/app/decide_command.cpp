@@ -1,0 +1,46 @@
+#include "app/decide_command.hpp"
+
+#include <boost/json.hpp>
+#include <iostream>
+
+#include "policy/host.hpp"
+#include "policy/policy.hpp"
+
+namespace sandgate::app {
+
+int run_decide(const config::Config& cfg, const std::string& sandbox, const std::string& target) {
+  const auto parsed = policy::parse_target(target);
+  if (!parsed) {
+    std::cerr << "sandgate decide: cannot parse target \"" << target
+              << "\" (expected host, host:port or a http(s) URL)\n";
+    return 2;
+  }
+  if (!cfg.find_sandbox(sandbox)) {
+    std::cerr << "sandgate decide: no sandbox \"" << sandbox << "\" in " << cfg.path << "\n";
+    return 2;
+  }
+  const std::uint16_t port = parsed->port.value_or(443);
+  const auto policy = cfg.build_policy();
+  const policy::Host host = policy::normalize_host(parsed->host);
+  const policy::Decision d = policy->decide(sandbox, host, port, policy::EntryMode::http);
+
+  boost::json::object out;
+  out["decision"] = d.allowed ? "allow" : "deny";
+  out["reason"] = policy::reason_name(d.reason);
+  out["rule"] = d.rule;
+  out["sandbox"] = sandbox;
+  out["host"] = host.display();
+  out["host_kind"] = host.is_name() ? "name" : host.is_address() ? "address" : "invalid";
+  out["port"] = port;
+  if (host.is_address()) out["address_class"] = policy::class_name(d.address_class);
+  if (!host.is_valid()) out["detail"] = host.invalid_reason;
+  if (!d.allowed) {
+    if (const std::string line = policy::suggest_rule(d, host, port); !line.empty()) {
+      out["suggestion"] = line;
+    }
+  }
+  std::cout << boost::json::serialize(out) << "\n";
+  return d.allowed ? 0 : 3;
+}
+
+}  // namespace sandgate::app

@@ -1,0 +1,85 @@
+// sandgate: the egress proxy daemon and its operator commands. Parses arguments only.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/decide_command.hpp"
+#include "common/version.hpp"
+#include "config/config.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sandgate --config FILE             run the daemon\n"
+    "       sandgate --check-config FILE       validate a config and exit (0 ok, 2 errors)\n"
+    "       sandgate decide --config FILE --sandbox ID TARGET\n"
+    "                                          print one policy decision as JSON\n"
+    "                                          (exit 0 allow, 3 deny, 2 error)\n"
+    "       sandgate --version\n";
+
+int usage_error(const std::string& message) {
+  std::cerr << "sandgate: " << message << "\n" << kUsage;
+  return 2;
+}
+
+// Loads a config, printing every error; nullopt on failure.
+std::optional<sandgate::config::Config> load(const std::string& path) {
+  try {
+    return sandgate::config::load_config(path);
+  } catch (const sandgate::config::ConfigErrors& e) {
+    for (const auto& error : e.errors()) std::cerr << error.to_string() << "\n";
+    std::cerr << path << ": " << e.errors().size() << " error(s)\n";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run_daemon(const sandgate::config::Config& cfg);
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return usage_error("no command given");
+  if (args[0] == "--version") {
+    std::cout << "sandgate " << sandgate::kVersion << "\n";
+    return 0;
+  }
+  if (args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (args[0] == "--check-config") {
+    if (args.size() != 2) return usage_error("--check-config takes one FILE");
+    const auto cfg = load(args[1]);
+    if (!cfg) return 2;
+    std::cout << args[1] << ": ok (" << cfg->sandboxes.size() << " sandboxes)\n";
+    return 0;
+  }
+  if (args[0] == "decide") {
+    std::string config_path, sandbox, target;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--config" && i + 1 < args.size()) {
+        config_path = args[++i];
+      } else if (args[i] == "--sandbox" && i + 1 < args.size()) {
+        sandbox = args[++i];
+      } else if (target.empty() && !args[i].starts_with("--")) {
+        target = args[i];
+      } else {
+        return usage_error("decide: unexpected argument \"" + args[i] + "\"");
+      }
+    }
+    if (config_path.empty() || sandbox.empty() || target.empty()) {
+      return usage_error("decide needs --config FILE, --sandbox ID and a TARGET");
+    }
+    const auto cfg = load(config_path);
+    if (!cfg) return 2;
+    return sandgate::app::run_decide(*cfg, sandbox, target);
+  }
+  if (args[0] == "--config") {
+    if (args.size() != 2) return usage_error("--config takes one FILE");
+    const auto cfg = load(args[1]);
+    if (!cfg) return 2;
+    return run_daemon(*cfg);
+  }
+  return usage_error("unknown argument \"" + args[0] + "\"");
+}

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <boost/system/result.hpp>
+#include <cstdint>
+#include <string_view>
+#include <system_error>
+
+namespace sandgate {
+
+// Every failure sandgate reports to a client, a log line or a metric. The wire name
+// (code_name) is public contract: never reword one, add a new code instead.
+enum class Errc {
+  ok = 0,
+  network_denied,           // SANDBOX_NETWORK_DENIED
+  proxy_auth_required,      // PROXY_AUTH_REQUIRED
+  too_many_connections,     // TOO_MANY_CONNECTIONS
+  malformed_request,        // MALFORMED_REQUEST
+  request_line_too_long,    // REQUEST_LINE_TOO_LONG
+  headers_too_large,        // REQUEST_HEADERS_TOO_LARGE
+  content_length_with_te,   // CONTENT_LENGTH_WITH_TRANSFER_ENCODING
+  conflicting_length,       // CONFLICTING_CONTENT_LENGTH
+  bad_transfer_encoding,    // UNSUPPORTED_TRANSFER_ENCODING
+  obs_fold,                 // OBSOLETE_LINE_FOLDING
+  invalid_header,           // INVALID_HEADER
+  host_mismatch,            // HOST_MISMATCH
+  unsupported_target,       // UNSUPPORTED_REQUEST_TARGET
+  header_timeout,           // REQUEST_HEADER_TIMEOUT
+  upstream_dns_failed,      // UPSTREAM_DNS_FAILED
+  upstream_connect_failed,  // UPSTREAM_CONNECT_FAILED
+  upstream_tls_failed,      // UPSTREAM_TLS_FAILED
+  upstream_timeout,         // UPSTREAM_TIMEOUT
+  upstream_protocol_error,  // UPSTREAM_PROTOCOL_ERROR
+  credential_unavailable,   // CREDENTIAL_UNAVAILABLE
+  internal_error,           // INTERNAL_ERROR
+};
+
+// Which party a failure is blamed on; metrics split on it.
+enum class Side { client, upstream, internal };
+
+std::string_view code_name(Errc e);
+// The HTTP status an explicit-proxy client receives for the code.
+unsigned http_status(Errc e);
+// Whether the same request may succeed if retried unchanged.
+bool retryable(Errc e);
+Side side_of(Errc e);
+
+const std::error_category& sandgate_category();
+inline std::error_code make_error_code(Errc e) {
+  return {static_cast<int>(e), sandgate_category()};
+}
+
+template <class T>
+using Result = boost::system::result<T, std::error_code>;
+
+}  // namespace sandgate
+
+template <>
+struct std::is_error_code_enum<sandgate::Errc> : std::true_type {};

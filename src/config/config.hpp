@@ -1,0 +1,105 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "policy/ip_address.hpp"
+#include "policy/policy.hpp"
+
+namespace sandgate::config {
+
+// A listen address "127.0.0.1:3128" or "[::1]:3128". Port 0 asks the kernel for a free port.
+struct ListenAddress {
+  policy::IpAddress address;
+  std::uint16_t port = 0;
+  std::string text;  // as written, for messages
+};
+
+struct Listeners {
+  std::vector<ListenAddress> explicit_proxy;  // HTTP forward + CONNECT
+  std::optional<ListenAddress> admin;         // /metrics, /healthz, /readyz
+};
+
+struct Limits {
+  std::size_t max_request_line_bytes = 8 * 1024;
+  std::size_t max_header_bytes = 64 * 1024;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds connect_timeout{5'000};
+  std::chrono::milliseconds idle_timeout{300'000};
+  std::size_t max_connections = 20'000;
+  std::size_t max_connections_per_sandbox = 2'000;
+};
+
+struct Dns {
+  std::vector<std::string> servers;  // "ip" or "ip:port"; empty: /etc/resolv.conf
+  std::chrono::milliseconds timeout{5'000};
+  std::chrono::seconds max_ttl{300};
+  // Static answers, consulted before any server: name -> addresses.
+  std::map<std::string, std::vector<policy::IpAddress>> hosts;
+};
+
+struct Logging {
+  std::string audit = "stdout";  // "stdout", "stderr", "off" or a file path
+};
+
+// One sandbox as the daemon knows it: identity plus its effective policy.
+struct Sandbox {
+  policy::SandboxSpec spec;
+  std::string profile;
+  std::string token;  // explicit-proxy credential (Proxy-Authorization Basic id:token)
+  std::string file;   // where it was defined (main file or a drop-in)
+};
+
+// The whole configuration, validated. Immutable once loaded.
+struct Config {
+  std::string path;
+  unsigned workers = 0;  // 0: one per core
+  Listeners listeners;
+  Limits limits;
+  Dns dns;
+  Logging logging;
+  std::string sandboxes_dir;  // resolved relative to the config file; empty: none
+  std::vector<Sandbox> sandboxes;
+
+  const Sandbox* find_sandbox(std::string_view id) const;
+  // The policy for these sandboxes (self endpoints are added by the daemon).
+  std::shared_ptr<const policy::Policy> build_policy(
+      std::vector<policy::Endpoint> self_endpoints = {}) const;
+};
+
+// One problem found in a config file, located as precisely as the parser can.
+struct ConfigError {
+  std::string file;
+  std::uint32_t line = 0;    // 1-based; 0 when unknown
+  std::uint32_t column = 0;  // 1-based; 0 when unknown
+  std::string key;           // dotted key path, e.g. "profiles.default.allow[2]"
+  std::string message;
+
+  // "file:line:column: key: message"
+  std::string to_string() const;
+};
+
+// Thrown by load_config when the file (or a drop-in) has any error; holds them all.
+class ConfigErrors : public std::runtime_error {
+ public:
+  explicit ConfigErrors(std::vector<ConfigError> errors);
+  const std::vector<ConfigError>& errors() const { return errors_; }
+
+ private:
+  std::vector<ConfigError> errors_;
+};
+
+// Loads and validates the file and every "*.toml" in its sandboxes_dir.
+// Throws ConfigErrors listing every problem found (not only the first).
+Config load_config(const std::string& path);
+
+// Same, from text (tests); `name` stands in for the file name in messages.
+Config load_config_from_string(std::string_view toml, const std::string& name);
+
+}  // namespace sandgate::config

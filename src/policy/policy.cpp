@@ -1,0 +1,259 @@
+#include "policy/policy.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace sandgate::policy {
+
+namespace {
+
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+IpAddress masked(IpAddress a, unsigned prefix) {
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const unsigned bits = i * 8 >= prefix ? 0 : std::min(8u, prefix - static_cast<unsigned>(i * 8));
+    a.bytes[i] &= static_cast<std::uint8_t>(0xff00u >> bits);
+  }
+  return a;
+}
+
+// One host rule after compilation: the port it is pinned to (0: the sandbox's ports) and its
+// name for Decision::rule.
+struct NameRule {
+  std::uint16_t port = 0;
+  std::string name;
+};
+
+// Host rules of one list (allow or deny), indexed so that a lookup costs one probe for the
+// exact name and one per parent suffix, whatever the number of rules.
+struct NameTable {
+  StringMap<std::vector<NameRule>> exact;
+  StringMap<std::vector<NameRule>> wildcard;  // key: the domain after "*."
+
+  void add(const RuleSource& r) {
+    auto& table = r.pattern.wildcard ? wildcard : exact;
+    table[r.pattern.domain].push_back(
+        {r.pattern.port.value_or(0), r.origin + ":" + r.pattern.to_string()});
+  }
+
+  // Calls fn(rule) for the rules matching `name`, most specific first; stops when fn is true.
+  template <class Fn>
+  const NameRule* find(std::string_view name, Fn&& fn) const {
+    auto scan = [&](const StringMap<std::vector<NameRule>>& table,
+                    std::string_view key) -> const NameRule* {
+      const auto it = table.find(key);
+      if (it == table.end()) return nullptr;
+      for (const NameRule& rule : it->second) {
+        if (fn(rule)) return &rule;
+      }
+      return nullptr;
+    };
+    if (const NameRule* hit = scan(exact, name)) return hit;
+    for (auto dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.')) {
+      name.remove_prefix(dot + 1);
+      if (const NameRule* hit = scan(wildcard, name)) return hit;
+    }
+    return nullptr;
+  }
+};
+
+// Address ranges indexed by prefix length: one hash probe per distinct length in use.
+class CidrTable {
+ public:
+  void add(const CidrSource& c) {
+    auto& by_length = c.cidr.network.is_v4() ? v4_ : v6_;
+    by_length[c.cidr.prefix].emplace(key(c.cidr.network), c.origin + ":" + c.cidr.to_string());
+  }
+
+  // The rule name of the most specific range holding `a` (or its embedded IPv4), or nullptr.
+  const std::string* find(const IpAddress& a) const {
+    if (const std::string* hit = find_exact(a)) return hit;
+    if (auto inner = embedded_ipv4(a)) return find_exact(*inner);
+    return nullptr;
+  }
+
+ private:
+  using ByLength = std::map<unsigned, StringMap<std::string>, std::greater<>>;
+
+  static std::string key(const IpAddress& a) {
+    return std::string(reinterpret_cast<const char*>(a.bytes.data()), a.size());
+  }
+
+  const std::string* find_exact(const IpAddress& a) const {
+    const ByLength& by_length = a.is_v4() ? v4_ : v6_;
+    for (const auto& [prefix, table] : by_length) {
+      const auto it = table.find(key(masked(a, prefix)));
+      if (it != table.end()) return &it->second;
+    }
+    return nullptr;
+  }
+
+  ByLength v4_;
+  ByLength v6_;
+};
+
+struct CompiledSandbox {
+  std::vector<std::uint16_t> ports;  // sorted
+  NameTable allow;
+  NameTable deny;
+  CidrTable allow_cidrs;
+  CidrTable deny_cidrs;
+  bool allow_all_hosts = false;
+
+  bool port_allowed(std::uint16_t port) const {
+    return std::binary_search(ports.begin(), ports.end(), port);
+  }
+};
+
+Decision make(bool allowed, Reason reason, std::string rule = {},
+              AddressClass cls = AddressClass::global) {
+  return Decision{allowed, reason, std::move(rule), cls};
+}
+
+}  // namespace
+
+struct Policy::Compiled {
+  StringMap<CompiledSandbox> sandboxes;
+  std::vector<Endpoint> self;
+};
+
+std::string_view mode_name(EntryMode m) {
+  switch (m) {
+    case EntryMode::http: return "http";
+    case EntryMode::connect: return "connect";
+    case EntryMode::tls: return "tls";
+    case EntryMode::tcp: return "tcp";
+    case EntryMode::dns: return "dns";
+  }
+  return "unknown";
+}
+
+std::string_view reason_name(Reason r) {
+  switch (r) {
+    case Reason::allowed_by_rule: return "allowed_by_rule";
+    case Reason::allowed_by_cidr: return "allowed_by_cidr";
+    case Reason::allowed_all_hosts: return "allowed_all_hosts";
+    case Reason::unknown_sandbox: return "unknown_sandbox";
+    case Reason::invalid_host: return "invalid_host";
+    case Reason::no_matching_rule: return "no_matching_rule";
+    case Reason::denied_by_rule: return "denied_by_rule";
+    case Reason::port_not_allowed: return "port_not_allowed";
+    case Reason::ip_literal_not_allowed: return "ip_literal_not_allowed";
+    case Reason::special_address: return "special_address";
+    case Reason::always_denied_address: return "always_denied_address";
+    case Reason::proxy_loop: return "proxy_loop";
+  }
+  return "unknown";
+}
+
+Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_endpoints) {
+  auto compiled = std::make_unique<Compiled>();
+  compiled->self = std::move(self_endpoints);
+  for (const SandboxSpec& spec : sandboxes) {
+    CompiledSandbox& sb = compiled->sandboxes[spec.id];
+    sb.ports = spec.ports;
+    std::sort(sb.ports.begin(), sb.ports.end());
+    for (const auto& r : spec.allow) sb.allow.add(r);
+    for (const auto& r : spec.deny) sb.deny.add(r);
+    for (const auto& c : spec.allow_cidrs) sb.allow_cidrs.add(c);
+    for (const auto& c : spec.deny_cidrs) sb.deny_cidrs.add(c);
+    sb.allow_all_hosts = spec.allow_all_hosts;
+  }
+  impl_ = std::move(compiled);
+}
+
+Policy::~Policy() = default;
+
+bool Policy::has_sandbox(std::string_view id) const { return impl_->sandboxes.contains(id); }
+std::size_t Policy::sandbox_count() const { return impl_->sandboxes.size(); }
+
+Decision Policy::decide(const Query& q) const {
+  return decide(q.sandbox, normalize_host(q.host), q.port, q.mode);
+}
+
+Decision Policy::decide(std::string_view sandbox, const Host& host, std::uint16_t port,
+                        EntryMode /*mode: every entry mode gets the same answer*/) const {
+  const auto it = impl_->sandboxes.find(sandbox);
+  if (it == impl_->sandboxes.end()) return make(false, Reason::unknown_sandbox);
+  const CompiledSandbox& sb = it->second;
+
+  if (host.is_address()) {
+    Decision d = check_address(sandbox, host.address, port);
+    if (!d.allowed) return d;
+    if (d.reason != Reason::allowed_by_cidr) {
+      return make(false, Reason::ip_literal_not_allowed, {}, d.address_class);
+    }
+    if (!sb.port_allowed(port)) {
+      return make(false, Reason::port_not_allowed, std::move(d.rule), d.address_class);
+    }
+    return d;
+  }
+  if (!host.is_name()) return make(false, Reason::invalid_host);
+
+  // Deny beats allow. A deny rule without a port covers every port.
+  if (const NameRule* rule = sb.deny.find(
+          host.name, [&](const NameRule& r) { return r.port == 0 || r.port == port; })) {
+    return make(false, Reason::denied_by_rule, rule->name);
+  }
+  const NameRule* name_match = nullptr;
+  const NameRule* allowed = sb.allow.find(host.name, [&](const NameRule& r) {
+    if (!name_match) name_match = &r;
+    return r.port == 0 ? sb.port_allowed(port) : r.port == port;
+  });
+  if (allowed) return make(true, Reason::allowed_by_rule, allowed->name);
+  if (sb.allow_all_hosts) {
+    if (sb.port_allowed(port)) return make(true, Reason::allowed_all_hosts, "allow_all_hosts");
+    return make(false, Reason::port_not_allowed, "allow_all_hosts");
+  }
+  if (name_match) return make(false, Reason::port_not_allowed, name_match->name);
+  return make(false, Reason::no_matching_rule);
+}
+
+Decision Policy::check_address(std::string_view sandbox, const IpAddress& a,
+                               std::uint16_t port) const {
+  const auto it = impl_->sandboxes.find(sandbox);
+  if (it == impl_->sandboxes.end()) return make(false, Reason::unknown_sandbox);
+  const CompiledSandbox& sb = it->second;
+  const AddressClass cls = classify(a);
+
+  const std::optional<IpAddress> inner = embedded_ipv4(a);
+  for (const Endpoint& self : impl_->self) {
+    if (self.port == port && (self.address == a || (inner && self.address == *inner))) {
+      return make(false, Reason::proxy_loop, {}, cls);
+    }
+  }
+  if (always_denied(cls)) return make(false, Reason::always_denied_address, {}, cls);
+  if (const std::string* rule = sb.deny_cidrs.find(a)) {
+    return make(false, Reason::denied_by_rule, *rule, cls);
+  }
+  if (const std::string* rule = sb.allow_cidrs.find(a)) {
+    return make(true, Reason::allowed_by_cidr, *rule, cls);
+  }
+  if (is_special(cls)) return make(false, Reason::special_address, {}, cls);
+  return make(true, Reason::allowed_by_rule, {}, cls);
+}
+
+std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port) {
+  switch (d.reason) {
+    case Reason::no_matching_rule:
+    case Reason::port_not_allowed:
+      if (!host.is_name()) break;
+      return "allow = [\"" + host.name + ":" + std::to_string(port) + "\"]";
+    case Reason::ip_literal_not_allowed:
+    case Reason::special_address:
+      if (!host.is_address()) break;  // callers pass the resolved address as the host
+      return "allow_cidrs = [\"" + host.address.to_string() + "/" +
+             std::to_string(host.address.is_v4() ? 32 : 128) + "\"]";
+    default: break;
+  }
+  return {};
+}
+
+}  // namespace sandgate::policy

@@ -1,0 +1,273 @@
+#include "policy/policy.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sandgate::policy {
+namespace {
+
+RuleSource rule(const char* text, const char* origin = "sandboxes.sb.allow") {
+  auto p = parse_host_pattern(text);
+  EXPECT_TRUE(p) << text;
+  return {*p, origin};
+}
+CidrSource cidr(const char* text, const char* origin = "sandboxes.sb.allow_cidrs") {
+  auto c = parse_cidr(text);
+  EXPECT_TRUE(c) << text;
+  return {*c, origin};
+}
+
+// The sandbox "sb" used by the decision table below.
+std::shared_ptr<const Policy> make_policy() {
+  SandboxSpec sb;
+  sb.id = "sb";
+  sb.ports = {80, 443};
+  sb.allow = {rule("github.com"),
+              rule("*.github.com"),
+              rule("github.com:22"),
+              rule("*.internal.example:8443"),
+              rule("registry.npmjs.org"),
+              rule("*.example.org"),
+              rule("secret.example.org"),
+              rule("ssh.example.net:22"),
+              rule("private.test"),
+              rule("localhost")};
+  sb.deny = {rule("secret.example.org", "sandboxes.sb.deny"),
+             rule("*.evil.example.org", "sandboxes.sb.deny"),
+             rule("gist.github.com:443", "sandboxes.sb.deny")};
+  sb.allow_cidrs = {cidr("10.1.0.0/16"), cidr("127.0.0.0/8"), cidr("203.0.113.7"),
+                    cidr("169.254.0.0/16"), cidr("fd00::/8")};
+  sb.deny_cidrs = {cidr("10.1.2.0/24", "sandboxes.sb.deny_cidrs")};
+
+  SandboxSpec open;
+  open.id = "open";
+  open.allow_all_hosts = true;
+  open.deny = {rule("blocked.example", "sandboxes.open.deny")};
+
+  SandboxSpec empty;
+  empty.id = "empty";
+
+  std::vector<Endpoint> self = {{*parse_ip_literal("127.0.0.1"), 3128}};
+  return std::make_shared<const Policy>(std::vector<SandboxSpec>{sb, open, empty}, self);
+}
+
+struct DecisionRow {
+  const char* name;
+  const char* sandbox;
+  const char* host;
+  std::uint16_t port;
+  bool allowed;
+  Reason reason;
+  const char* rule;  // expected Decision::rule ("" for none)
+};
+
+void PrintTo(const DecisionRow& row, std::ostream* os) { *os << row.name; }
+
+class Decide : public testing::TestWithParam<DecisionRow> {};
+
+TEST_P(Decide, MatchesTable) {
+  static const auto policy = make_policy();
+  const DecisionRow& row = GetParam();
+  for (EntryMode mode : {EntryMode::http, EntryMode::connect, EntryMode::tls, EntryMode::tcp}) {
+    const Decision d = policy->decide({row.sandbox, row.host, row.port, mode});
+    EXPECT_EQ(d.allowed, row.allowed) << mode_name(mode);
+    EXPECT_EQ(reason_name(d.reason), reason_name(row.reason)) << mode_name(mode);
+    EXPECT_EQ(d.rule, row.rule) << mode_name(mode);
+  }
+}
+
+constexpr auto kRule = Reason::allowed_by_rule;
+constexpr auto kCidr = Reason::allowed_by_cidr;
+constexpr auto kNoRule = Reason::no_matching_rule;
+constexpr auto kDenyRule = Reason::denied_by_rule;
+constexpr auto kPort = Reason::port_not_allowed;
+constexpr auto kLiteral = Reason::ip_literal_not_allowed;
+constexpr auto kSpecial = Reason::special_address;
+constexpr auto kAlways = Reason::always_denied_address;
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, Decide,
+    testing::Values(
+        DecisionRow{"exact_443", "sb", "github.com", 443, true, kRule,
+                    "sandboxes.sb.allow:github.com"},
+        DecisionRow{"exact_80", "sb", "github.com", 80, true, kRule,
+                    "sandboxes.sb.allow:github.com"},
+        DecisionRow{"exact_upper_dot", "sb", "GitHub.COM.", 443, true, kRule,
+                    "sandboxes.sb.allow:github.com"},
+        DecisionRow{"exact_explicit_port", "sb", "github.com", 22, true, kRule,
+                    "sandboxes.sb.allow:github.com:22"},
+        DecisionRow{"exact_wrong_port", "sb", "github.com", 6379, false, kPort,
+                    "sandboxes.sb.allow:github.com"},
+        DecisionRow{"wildcard_one_level", "sb", "api.github.com", 443, true, kRule,
+                    "sandboxes.sb.allow:*.github.com"},
+        DecisionRow{"wildcard_deep", "sb", "a.b.c.github.com", 443, true, kRule,
+                    "sandboxes.sb.allow:*.github.com"},
+        DecisionRow{"wildcard_port_not_inherited", "sb", "api.github.com", 22, false, kPort,
+                    "sandboxes.sb.allow:*.github.com"},
+        DecisionRow{"lookalike_suffix", "sb", "evilgithub.com", 443, false, kNoRule, ""},
+        DecisionRow{"lookalike_prefix", "sb", "github.com.evil.example", 443, false, kNoRule,
+                    ""},
+        DecisionRow{"wildcard_not_apex", "sb", "example.org", 443, false, kNoRule, ""},
+        DecisionRow{"wildcard_pinned_port", "sb", "db.internal.example", 8443, true, kRule,
+                    "sandboxes.sb.allow:*.internal.example:8443"},
+        DecisionRow{"wildcard_pinned_port_other", "sb", "db.internal.example", 443, false, kPort,
+                    "sandboxes.sb.allow:*.internal.example:8443"},
+        DecisionRow{"deny_beats_exact_allow", "sb", "secret.example.org", 443, false, kDenyRule,
+                    "sandboxes.sb.deny:secret.example.org"},
+        DecisionRow{"deny_without_port_covers_all", "sb", "secret.example.org", 8080, false,
+                    kDenyRule, "sandboxes.sb.deny:secret.example.org"},
+        DecisionRow{"deny_wildcard", "sb", "x.evil.example.org", 443, false, kDenyRule,
+                    "sandboxes.sb.deny:*.evil.example.org"},
+        DecisionRow{"deny_wildcard_not_apex", "sb", "evil.example.org", 443, true, kRule,
+                    "sandboxes.sb.allow:*.example.org"},
+        DecisionRow{"deny_pinned_port", "sb", "gist.github.com", 443, false, kDenyRule,
+                    "sandboxes.sb.deny:gist.github.com:443"},
+        DecisionRow{"deny_pinned_port_other_port", "sb", "gist.github.com", 80, true, kRule,
+                    "sandboxes.sb.allow:*.github.com"},
+        DecisionRow{"ssh_port_rule", "sb", "ssh.example.net", 22, true, kRule,
+                    "sandboxes.sb.allow:ssh.example.net:22"},
+        DecisionRow{"ssh_port_rule_443", "sb", "ssh.example.net", 443, false, kPort,
+                    "sandboxes.sb.allow:ssh.example.net:22"},
+        DecisionRow{"unknown_host", "sb", "example.com", 443, false, kNoRule, ""},
+        DecisionRow{"unknown_sandbox", "nope", "github.com", 443, false, Reason::unknown_sandbox,
+                    ""},
+        DecisionRow{"empty_sandbox_denies_all", "empty", "github.com", 443, false, kNoRule, ""},
+        DecisionRow{"invalid_host", "sb", "git hub.com", 443, false, Reason::invalid_host, ""},
+        DecisionRow{"invalid_numeric", "sb", "1.2.3.999", 443, false, Reason::invalid_host, ""},
+        DecisionRow{"allow_all", "open", "anything.example", 443, true,
+                    Reason::allowed_all_hosts, "allow_all_hosts"},
+        DecisionRow{"allow_all_port", "open", "anything.example", 22, false, kPort,
+                    "allow_all_hosts"},
+        DecisionRow{"allow_all_deny_wins", "open", "blocked.example", 443, false, kDenyRule,
+                    "sandboxes.open.deny:blocked.example"},
+        DecisionRow{"allow_all_no_literals", "open", "8.8.8.8", 443, false, kLiteral, ""},
+        DecisionRow{"allow_all_no_loopback", "open", "127.0.0.1", 443, false, kSpecial, ""},
+        DecisionRow{"allow_all_no_metadata", "open", "169.254.169.254", 80, false, kAlways, ""},
+        // IP literals are addresses, never names, and need an explicit CIDR.
+        DecisionRow{"literal_public_no_cidr", "sb", "93.184.216.34", 443, false, kLiteral, ""},
+        DecisionRow{"literal_in_cidr", "sb", "10.1.3.4", 443, true, kCidr,
+                    "sandboxes.sb.allow_cidrs:10.1.0.0/16"},
+        DecisionRow{"literal_in_cidr_wrong_port", "sb", "10.1.3.4", 22, false, kPort,
+                    "sandboxes.sb.allow_cidrs:10.1.0.0/16"},
+        DecisionRow{"literal_deny_cidr_wins", "sb", "10.1.2.3", 443, false, kDenyRule,
+                    "sandboxes.sb.deny_cidrs:10.1.2.0/24"},
+        DecisionRow{"literal_single_address", "sb", "203.0.113.7", 443, true, kCidr,
+                    "sandboxes.sb.allow_cidrs:203.0.113.7/32"},
+        DecisionRow{"literal_private_outside", "sb", "10.2.0.1", 443, false, kSpecial, ""},
+        DecisionRow{"literal_short_form_loopback", "sb", "127.1", 80, true, kCidr,
+                    "sandboxes.sb.allow_cidrs:127.0.0.0/8"},
+        DecisionRow{"literal_decimal_loopback", "sb", "2130706433", 80, true, kCidr,
+                    "sandboxes.sb.allow_cidrs:127.0.0.0/8"},
+        DecisionRow{"literal_mapped_loopback", "sb", "[::ffff:127.0.0.1]", 80, true, kCidr,
+                    "sandboxes.sb.allow_cidrs:127.0.0.0/8"},
+        DecisionRow{"literal_mapped_deny_cidr", "sb", "::ffff:10.1.2.3", 80, false, kDenyRule,
+                    "sandboxes.sb.deny_cidrs:10.1.2.0/24"},
+        DecisionRow{"self_listener", "sb", "127.0.0.1", 3128, false, Reason::proxy_loop, ""},
+        DecisionRow{"self_listener_mapped", "sb", "[::ffff:127.0.0.1]", 3128, false,
+                    Reason::proxy_loop, ""},
+        DecisionRow{"self_listener_short", "sb", "127.1", 3128, false, Reason::proxy_loop, ""},
+        DecisionRow{"metadata_even_with_cidr", "sb", "169.254.169.254", 80, false, kAlways, ""},
+        DecisionRow{"link_local_even_with_cidr", "sb", "169.254.1.1", 80, false, kAlways, ""},
+        DecisionRow{"metadata_v6", "sb", "[fd00:ec2::254]", 80, false, kAlways, ""},
+        DecisionRow{"ula_in_cidr", "sb", "[fd12::1]", 443, true, kCidr,
+                    "sandboxes.sb.allow_cidrs:fd00::/8"},
+        DecisionRow{"unspecified", "sb", "0.0.0.0", 80, false, kAlways, ""},
+        DecisionRow{"unspecified_short", "sb", "0", 80, false, kAlways, ""},
+        DecisionRow{"broadcast", "sb", "255.255.255.255", 80, false, kAlways, ""},
+        DecisionRow{"multicast", "sb", "224.0.0.1", 80, false, kAlways, ""},
+        DecisionRow{"nat64_metadata", "sb", "[64:ff9b::a9fe:a9fe]", 80, false, kAlways, ""},
+        // A name is a name: "localhost" and "private.test" are allowed here as names; their
+        // resolved addresses still go through check_address.
+        DecisionRow{"localhost_name_allowed", "sb", "localhost", 80, true, kRule,
+                    "sandboxes.sb.allow:localhost"}));
+
+struct AddressRow {
+  const char* name;
+  const char* sandbox;
+  const char* address;
+  std::uint16_t port;
+  bool allowed;
+  Reason reason;
+};
+
+void PrintTo(const AddressRow& row, std::ostream* os) { *os << row.name; }
+
+class CheckAddress : public testing::TestWithParam<AddressRow> {};
+
+TEST_P(CheckAddress, MatchesTable) {
+  static const auto policy = make_policy();
+  const AddressRow& row = GetParam();
+  const auto address = parse_ip_literal(row.address);
+  ASSERT_TRUE(address) << row.address;
+  const Decision d = policy->check_address(row.sandbox, *address, row.port);
+  EXPECT_EQ(d.allowed, row.allowed);
+  EXPECT_EQ(reason_name(d.reason), reason_name(row.reason));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CheckAddress,
+    testing::Values(
+        AddressRow{"public", "sb", "93.184.216.34", 443, true, kRule},
+        AddressRow{"public_v6", "sb", "2606:2800:220:1::1", 443, true, kRule},
+        AddressRow{"rebind_loopback_allowed_by_cidr", "sb", "127.0.0.1", 80, true, kCidr},
+        AddressRow{"rebind_loopback_open_sandbox", "open", "127.0.0.1", 80, false, kSpecial},
+        AddressRow{"rebind_private", "open", "192.168.1.1", 80, false, kSpecial},
+        AddressRow{"rebind_cgnat", "open", "100.64.0.1", 80, false, kSpecial},
+        AddressRow{"rebind_mapped_private", "open", "::ffff:10.0.0.1", 80, false, kSpecial},
+        AddressRow{"rebind_6to4_loopback", "open", "2002:7f00:1::", 80, false, kSpecial},
+        AddressRow{"rebind_metadata", "sb", "169.254.169.254", 80, false, kAlways},
+        AddressRow{"rebind_ula", "open", "fd00::1", 80, false, kSpecial},
+        AddressRow{"ula_in_cidr", "sb", "fd00::1", 80, true, kCidr},
+        AddressRow{"deny_cidr", "sb", "10.1.2.200", 80, false, kDenyRule},
+        AddressRow{"loop", "sb", "127.0.0.1", 3128, false, Reason::proxy_loop},
+        AddressRow{"unknown_sandbox", "zzz", "93.184.216.34", 443, false,
+                   Reason::unknown_sandbox}));
+
+TEST(Policy, SandboxLookup) {
+  const auto policy = make_policy();
+  EXPECT_TRUE(policy->has_sandbox("sb"));
+  EXPECT_FALSE(policy->has_sandbox("SB"));
+  EXPECT_EQ(policy->sandbox_count(), 3u);
+}
+
+TEST(Policy, ManyRulesStillExact) {
+  SandboxSpec sb;
+  sb.id = "big";
+  for (int i = 0; i < 20000; ++i) {
+    sb.allow.push_back(rule(("host" + std::to_string(i) + ".example.com").c_str()));
+    sb.allow.push_back(rule(("*.zone" + std::to_string(i) + ".example.net").c_str()));
+  }
+  const Policy policy({sb}, {});
+  EXPECT_TRUE(policy.decide({"big", "host19999.example.com", 443, EntryMode::http}).allowed);
+  EXPECT_TRUE(policy.decide({"big", "a.zone7.example.net", 443, EntryMode::http}).allowed);
+  EXPECT_FALSE(policy.decide({"big", "zone7.example.net", 443, EntryMode::http}).allowed);
+  EXPECT_FALSE(policy.decide({"big", "host20000.example.com", 443, EntryMode::http}).allowed);
+}
+
+struct SuggestRow {
+  const char* host;
+  std::uint16_t port;
+  Reason reason;
+  const char* expected;
+};
+
+class Suggest : public testing::TestWithParam<SuggestRow> {};
+
+TEST_P(Suggest, Line) {
+  const SuggestRow& row = GetParam();
+  Decision d;
+  d.reason = row.reason;
+  EXPECT_EQ(suggest_rule(d, normalize_host(row.host), row.port), row.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, Suggest,
+    testing::Values(SuggestRow{"API.example.com", 443, kNoRule, "allow = [\"api.example.com:443\"]"},
+                    SuggestRow{"github.com", 22, kPort, "allow = [\"github.com:22\"]"},
+                    SuggestRow{"10.0.0.5", 80, kLiteral, "allow_cidrs = [\"10.0.0.5/32\"]"},
+                    SuggestRow{"::1", 80, kSpecial, "allow_cidrs = [\"::1/128\"]"},
+                    SuggestRow{"169.254.169.254", 80, kAlways, ""},
+                    SuggestRow{"x.example", 443, kDenyRule, ""},
+                    SuggestRow{"bad host", 443, Reason::invalid_host, ""}));
+
+}  // namespace
+}  // namespace sandgate::policy
