@@ -6,6 +6,7 @@
 #include "app/decide_command.hpp"
 #include "common/version.hpp"
 #include "config/config.hpp"
+#include "proxy/server.hpp"
 
 namespace {
 
@@ -34,8 +35,6 @@ std::optional<sandgate::config::Config> load(const std::string& path) {
 }
 
 }  // namespace
-
-int run_daemon(const sandgate::config::Config& cfg);
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
@@ -77,9 +76,10 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "--config") {
     if (args.size() != 2) return usage_error("--config takes one FILE");
-    const auto cfg = load(args[1]);
+    auto cfg = load(args[1]);
     if (!cfg) return 2;
-    return run_daemon(*cfg);
+    return sandgate::proxy::run_server(
+        std::make_shared<const sandgate::config::Config>(std::move(*cfg)));
   }
   return usage_error("unknown argument \"" + args[0] + "\"");
 }

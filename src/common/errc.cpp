@@ -15,33 +15,50 @@ struct CodeInfo {
 
 CodeInfo info(Errc e) {
   switch (e) {
-    case Errc::ok: return {"OK", 200, false, Side::internal};
-    case Errc::network_denied: return {"SANDBOX_NETWORK_DENIED", 403, false, Side::client};
-    case Errc::proxy_auth_required: return {"PROXY_AUTH_REQUIRED", 407, false, Side::client};
-    case Errc::too_many_connections: return {"TOO_MANY_CONNECTIONS", 429, true, Side::client};
-    case Errc::malformed_request: return {"MALFORMED_REQUEST", 400, false, Side::client};
-    case Errc::request_line_too_long: return {"REQUEST_LINE_TOO_LONG", 400, false, Side::client};
-    case Errc::headers_too_large: return {"REQUEST_HEADERS_TOO_LARGE", 400, false, Side::client};
+    case Errc::ok:
+      return {"OK", 200, false, Side::internal};
+    case Errc::network_denied:
+      return {"SANDBOX_NETWORK_DENIED", 403, false, Side::client};
+    case Errc::proxy_auth_required:
+      return {"PROXY_AUTH_REQUIRED", 407, false, Side::client};
+    case Errc::too_many_connections:
+      return {"TOO_MANY_CONNECTIONS", 429, true, Side::client};
+    case Errc::malformed_request:
+      return {"MALFORMED_REQUEST", 400, false, Side::client};
+    case Errc::request_line_too_long:
+      return {"REQUEST_LINE_TOO_LONG", 400, false, Side::client};
+    case Errc::headers_too_large:
+      return {"REQUEST_HEADERS_TOO_LARGE", 400, false, Side::client};
     case Errc::content_length_with_te:
       return {"CONTENT_LENGTH_WITH_TRANSFER_ENCODING", 400, false, Side::client};
-    case Errc::conflicting_length: return {"CONFLICTING_CONTENT_LENGTH", 400, false, Side::client};
+    case Errc::conflicting_length:
+      return {"CONFLICTING_CONTENT_LENGTH", 400, false, Side::client};
     case Errc::bad_transfer_encoding:
       return {"UNSUPPORTED_TRANSFER_ENCODING", 400, false, Side::client};
-    case Errc::obs_fold: return {"OBSOLETE_LINE_FOLDING", 400, false, Side::client};
-    case Errc::invalid_header: return {"INVALID_HEADER", 400, false, Side::client};
-    case Errc::host_mismatch: return {"HOST_MISMATCH", 400, false, Side::client};
-    case Errc::unsupported_target: return {"UNSUPPORTED_REQUEST_TARGET", 400, false, Side::client};
-    case Errc::header_timeout: return {"REQUEST_HEADER_TIMEOUT", 408, true, Side::client};
-    case Errc::upstream_dns_failed: return {"UPSTREAM_DNS_FAILED", 502, true, Side::upstream};
+    case Errc::obs_fold:
+      return {"OBSOLETE_LINE_FOLDING", 400, false, Side::client};
+    case Errc::invalid_header:
+      return {"INVALID_HEADER", 400, false, Side::client};
+    case Errc::host_mismatch:
+      return {"HOST_MISMATCH", 400, false, Side::client};
+    case Errc::unsupported_target:
+      return {"UNSUPPORTED_REQUEST_TARGET", 400, false, Side::client};
+    case Errc::header_timeout:
+      return {"REQUEST_HEADER_TIMEOUT", 408, true, Side::client};
+    case Errc::upstream_dns_failed:
+      return {"UPSTREAM_DNS_FAILED", 502, true, Side::upstream};
     case Errc::upstream_connect_failed:
       return {"UPSTREAM_CONNECT_FAILED", 502, true, Side::upstream};
-    case Errc::upstream_tls_failed: return {"UPSTREAM_TLS_FAILED", 502, false, Side::upstream};
-    case Errc::upstream_timeout: return {"UPSTREAM_TIMEOUT", 504, true, Side::upstream};
+    case Errc::upstream_tls_failed:
+      return {"UPSTREAM_TLS_FAILED", 502, false, Side::upstream};
+    case Errc::upstream_timeout:
+      return {"UPSTREAM_TIMEOUT", 504, true, Side::upstream};
     case Errc::upstream_protocol_error:
       return {"UPSTREAM_PROTOCOL_ERROR", 502, false, Side::upstream};
     case Errc::credential_unavailable:
       return {"CREDENTIAL_UNAVAILABLE", 503, true, Side::internal};
-    case Errc::internal_error: return {"INTERNAL_ERROR", 500, true, Side::internal};
+    case Errc::internal_error:
+      return {"INTERNAL_ERROR", 500, true, Side::internal};
   }
   return {"INTERNAL_ERROR", 500, true, Side::internal};
 }
@@ -56,10 +73,18 @@ class Category final : public std::error_category {
 
 }  // namespace
 
-std::string_view code_name(Errc e) { return info(e).name; }
-unsigned http_status(Errc e) { return info(e).status; }
-bool retryable(Errc e) { return info(e).retryable; }
-Side side_of(Errc e) { return info(e).side; }
+std::string_view code_name(Errc e) {
+  return info(e).name;
+}
+unsigned http_status(Errc e) {
+  return info(e).status;
+}
+bool retryable(Errc e) {
+  return info(e).retryable;
+}
+Side side_of(Errc e) {
+  return info(e).side;
+}
 
 const std::error_category& sandgate_category() {
   static const Category category;

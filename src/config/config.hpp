@@ -64,8 +64,8 @@ struct Config {
   Limits limits;
   Dns dns;
   Logging logging;
-  std::string sandboxes_dir;  // resolved relative to the config file; empty: none
-  std::vector<Sandbox> sandboxes;
+  std::string sandboxes_dir;       // resolved relative to the config file; empty: none
+  std::vector<Sandbox> sandboxes;  // sorted by id (find_sandbox relies on it)
 
   const Sandbox* find_sandbox(std::string_view id) const;
   // The policy for these sandboxes (self endpoints are added by the daemon).

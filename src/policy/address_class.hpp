@@ -10,19 +10,19 @@ namespace sandgate::policy {
 // Address Registries. `global` is an ordinary public address.
 enum class AddressClass {
   global,
-  loopback,        // 127/8, ::1
-  unspecified,     // 0.0.0.0/8 ("this network"), ::
-  private_net,     // RFC 1918: 10/8, 172.16/12, 192.168/16
-  cgnat,           // 100.64/10 shared address space
-  link_local,      // 169.254/16, fe80::/10
-  metadata,        // 169.254.169.254, fd00:ec2::254 (cloud instance metadata)
-  unique_local,    // fc00::/7
-  multicast,       // 224/4, ff00::/8
-  broadcast,       // 255.255.255.255
-  documentation,   // 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32, 3fff::/20
-  benchmarking,    // 198.18/15, 2001:2::/48
-  reserved,        // 240/4, 192.0.0/24 protocol assignments, 192.88.99/24, 100::/64 discard,
-                   // 2001::/23 IETF protocol assignments not otherwise listed, site-local fec0::/10
+  loopback,       // 127/8, ::1
+  unspecified,    // 0.0.0.0/8 ("this network"), ::
+  private_net,    // RFC 1918: 10/8, 172.16/12, 192.168/16
+  cgnat,          // 100.64/10 shared address space
+  link_local,     // 169.254/16, fe80::/10
+  metadata,       // 169.254.169.254, fd00:ec2::254 (cloud instance metadata)
+  unique_local,   // fc00::/7
+  multicast,      // 224/4, ff00::/8
+  broadcast,      // 255.255.255.255
+  documentation,  // 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32, 3fff::/20
+  benchmarking,   // 198.18/15, 2001:2::/48
+  reserved,       // 240/4, 192.0.0/24 protocol assignments, 192.88.99/24, 100::/64 discard,
+                  // 2001::/23 IETF protocol assignments not otherwise listed, site-local fec0::/10
 };
 
 // Classifies an address. IPv6 addresses that embed an IPv4 address (see embedded_ipv4) are
@@ -38,6 +38,8 @@ std::string_view class_name(AddressClass c);
 bool always_denied(AddressClass c);
 
 // Anything that is not `global`.
-inline bool is_special(AddressClass c) { return c != AddressClass::global; }
+inline bool is_special(AddressClass c) {
+  return c != AddressClass::global;
+}
 
 }  // namespace sandgate::policy

@@ -14,8 +14,8 @@ namespace sandgate::policy {
 struct Host {
   enum class Kind { name, address, invalid };
   Kind kind = Kind::invalid;
-  std::string name;    // kind == name: the normalised name; kind == invalid: the raw input
-  IpAddress address;   // kind == address
+  std::string name;   // kind == name: the normalised name; kind == invalid: the raw input
+  IpAddress address;  // kind == address
   std::string_view invalid_reason;  // kind == invalid: a static string
 
   bool is_name() const { return kind == Kind::name; }

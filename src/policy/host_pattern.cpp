@@ -49,8 +49,8 @@ std::optional<HostPattern> parse_host_pattern(std::string_view text, std::string
     return fail("IP addresses are not host patterns; use allow_cidrs");
   }
   if (!normalised.is_name()) {
-    return fail("invalid host name \"" + std::string(host) + "\": " +
-                std::string(normalised.invalid_reason));
+    return fail("invalid host name \"" + std::string(host) +
+                "\": " + std::string(normalised.invalid_reason));
   }
   pattern.domain = normalised.name;
   return pattern;

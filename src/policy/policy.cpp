@@ -126,29 +126,54 @@ struct Policy::Compiled {
 
 std::string_view mode_name(EntryMode m) {
   switch (m) {
-    case EntryMode::http: return "http";
-    case EntryMode::connect: return "connect";
-    case EntryMode::tls: return "tls";
-    case EntryMode::tcp: return "tcp";
-    case EntryMode::dns: return "dns";
+    case EntryMode::http:
+      return "http";
+    case EntryMode::connect:
+      return "connect";
+    case EntryMode::tls:
+      return "tls";
+    case EntryMode::tcp:
+      return "tcp";
+    case EntryMode::dns:
+      return "dns";
   }
   return "unknown";
 }
 
 std::string_view reason_name(Reason r) {
   switch (r) {
-    case Reason::allowed_by_rule: return "allowed_by_rule";
-    case Reason::allowed_by_cidr: return "allowed_by_cidr";
-    case Reason::allowed_all_hosts: return "allowed_all_hosts";
-    case Reason::unknown_sandbox: return "unknown_sandbox";
-    case Reason::invalid_host: return "invalid_host";
-    case Reason::no_matching_rule: return "no_matching_rule";
-    case Reason::denied_by_rule: return "denied_by_rule";
-    case Reason::port_not_allowed: return "port_not_allowed";
-    case Reason::ip_literal_not_allowed: return "ip_literal_not_allowed";
-    case Reason::special_address: return "special_address";
-    case Reason::always_denied_address: return "always_denied_address";
-    case Reason::proxy_loop: return "proxy_loop";
+    case Reason::allowed_by_rule:
+      return "allowed_by_rule";
+    case Reason::allowed_by_cidr:
+      return "allowed_by_cidr";
+    case Reason::allowed_all_hosts:
+      return "allowed_all_hosts";
+    case Reason::unknown_sandbox:
+      return "unknown_sandbox";
+    case Reason::invalid_host:
+      return "invalid_host";
+    case Reason::no_matching_rule:
+      return "no_matching_rule";
+    case Reason::denied_by_rule:
+      return "denied_by_rule";
+    case Reason::port_not_allowed:
+      return "port_not_allowed";
+    case Reason::ip_literal_not_allowed:
+      return "ip_literal_not_allowed";
+    case Reason::special_address:
+      return "special_address";
+    case Reason::always_denied_address:
+      return "always_denied_address";
+    case Reason::proxy_loop:
+      return "proxy_loop";
+    case Reason::sni_mismatch:
+      return "sni_mismatch";
+    case Reason::sni_missing:
+      return "sni_missing";
+    case Reason::tls_malformed:
+      return "tls_malformed";
+    case Reason::nested_proxy:
+      return "nested_proxy";
   }
   return "unknown";
 }
@@ -171,8 +196,12 @@ Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_en
 
 Policy::~Policy() = default;
 
-bool Policy::has_sandbox(std::string_view id) const { return impl_->sandboxes.contains(id); }
-std::size_t Policy::sandbox_count() const { return impl_->sandboxes.size(); }
+bool Policy::has_sandbox(std::string_view id) const {
+  return impl_->sandboxes.contains(id);
+}
+std::size_t Policy::sandbox_count() const {
+  return impl_->sandboxes.size();
+}
 
 Decision Policy::decide(const Query& q) const {
   return decide(q.sandbox, normalize_host(q.host), q.port, q.mode);
@@ -251,7 +280,8 @@ std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port
       if (!host.is_address()) break;  // callers pass the resolved address as the host
       return "allow_cidrs = [\"" + host.address.to_string() + "/" +
              std::to_string(host.address.is_v4() ? 32 : 128) + "\"]";
-    default: break;
+    default:
+      break;
   }
   return {};
 }

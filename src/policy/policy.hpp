@@ -20,18 +20,23 @@ std::string_view mode_name(EntryMode m);
 
 // Why a decision came out the way it did. Names (reason_name) appear in logs and error bodies.
 enum class Reason {
-  allowed_by_rule,        // a host rule allowed the name
-  allowed_by_cidr,        // an allow_cidrs range allowed the address
-  allowed_all_hosts,      // the sandbox allows every host name
-  unknown_sandbox,        // no such sandbox
-  invalid_host,           // not a valid name or IP literal
-  no_matching_rule,       // nothing allowed it
-  denied_by_rule,         // a deny rule matched (deny beats allow)
-  port_not_allowed,       // the host is allowed, but not on this port
-  ip_literal_not_allowed, // IP literal destination not inside an allow_cidrs range
-  special_address,        // a resolved/literal address in a special range not opened by config
-  always_denied_address,  // link-local, metadata, unspecified, multicast, broadcast
-  proxy_loop,             // one of sandgate's own listeners
+  allowed_by_rule,         // a host rule allowed the name
+  allowed_by_cidr,         // an allow_cidrs range allowed the address
+  allowed_all_hosts,       // the sandbox allows every host name
+  unknown_sandbox,         // no such sandbox
+  invalid_host,            // not a valid name or IP literal
+  no_matching_rule,        // nothing allowed it
+  denied_by_rule,          // a deny rule matched (deny beats allow)
+  port_not_allowed,        // the host is allowed, but not on this port
+  ip_literal_not_allowed,  // IP literal destination not inside an allow_cidrs range
+  special_address,         // a resolved/literal address in a special range not opened by config
+  always_denied_address,   // link-local, metadata, unspecified, multicast, broadcast
+  proxy_loop,              // one of sandgate's own listeners
+  // Decided by the data path on what it sees inside a connection:
+  sni_mismatch,   // TLS SNI names a host other than the CONNECT target (fronting)
+  sni_missing,    // TLS without SNI to a named CONNECT target
+  tls_malformed,  // bytes that start like TLS but are not a valid ClientHello
+  nested_proxy,   // a CONNECT request inside a CONNECT tunnel
 };
 std::string_view reason_name(Reason r);
 

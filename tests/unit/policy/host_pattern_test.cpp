@@ -11,7 +11,9 @@ struct PatternRow {
   const char* canonical;  // to_string() when ok; a substring of the error otherwise
 };
 
-void PrintTo(const PatternRow& row, std::ostream* os) { *os << '"' << row.input << '"'; }
+void PrintTo(const PatternRow& row, std::ostream* os) {
+  *os << '"' << row.input << '"';
+}
 
 class ParsePattern : public testing::TestWithParam<PatternRow> {};
 
@@ -35,10 +37,8 @@ INSTANTIATE_TEST_SUITE_P(
         PatternRow{"*.example.com", true, "*.example.com"},
         PatternRow{"*.Example.com:8443", true, "*.example.com:8443"},
         PatternRow{"github.com:22", true, "github.com:22"},
-        PatternRow{"localhost", true, "localhost"},
-        PatternRow{"", false, "empty host pattern"},
-        PatternRow{"*", false, "'*' is only allowed"},
-        PatternRow{"*.", false, "invalid host name"},
+        PatternRow{"localhost", true, "localhost"}, PatternRow{"", false, "empty host pattern"},
+        PatternRow{"*", false, "'*' is only allowed"}, PatternRow{"*.", false, "invalid host name"},
         PatternRow{"*example.com", false, "'*' is only allowed"},
         PatternRow{"a.*.example.com", false, "'*' is only allowed"},
         PatternRow{"**.example.com", false, "'*' is only allowed"},
@@ -50,8 +50,7 @@ INSTANTIATE_TEST_SUITE_P(
         PatternRow{"10.0.0.1", false, "use allow_cidrs"},
         PatternRow{"127.1", false, "use allow_cidrs"},
         PatternRow{"10.0.0.1:80", false, "use allow_cidrs"},
-        PatternRow{"[::1]", false, "use allow_cidrs"},
-        PatternRow{"::1", false, "use allow_cidrs"},
+        PatternRow{"[::1]", false, "use allow_cidrs"}, PatternRow{"::1", false, "use allow_cidrs"},
         PatternRow{"*.10.0.0.1", false, "use allow_cidrs"},
         PatternRow{"exa mple.com", false, "invalid host name"},
         PatternRow{"-bad.example", false, "invalid host name"},

@@ -11,7 +11,9 @@ struct HostRow {
   const char* expected;  // normalised name, address text, or "" for invalid
 };
 
-void PrintTo(const HostRow& row, std::ostream* os) { *os << '"' << row.input << '"'; }
+void PrintTo(const HostRow& row, std::ostream* os) {
+  *os << '"' << row.input << '"';
+}
 
 class NormalizeHost : public testing::TestWithParam<HostRow> {};
 
@@ -20,9 +22,15 @@ TEST_P(NormalizeHost, Normalises) {
   const Host h = normalize_host(row.input);
   ASSERT_EQ(h.kind, row.kind) << row.input;
   switch (row.kind) {
-    case Host::Kind::name: EXPECT_EQ(h.name, row.expected); break;
-    case Host::Kind::address: EXPECT_EQ(h.address.to_string(), row.expected); break;
-    case Host::Kind::invalid: EXPECT_FALSE(h.invalid_reason.empty()); break;
+    case Host::Kind::name:
+      EXPECT_EQ(h.name, row.expected);
+      break;
+    case Host::Kind::address:
+      EXPECT_EQ(h.address.to_string(), row.expected);
+      break;
+    case Host::Kind::invalid:
+      EXPECT_FALSE(h.invalid_reason.empty());
+      break;
   }
 }
 
@@ -39,24 +47,26 @@ INSTANTIATE_TEST_SUITE_P(
         HostRow{"xn--bcher-kva.example", N, "xn--bcher-kva.example"},
         HostRow{"_dmarc.example.com", N, "_dmarc.example.com"},
         HostRow{"a-b.example", N, "a-b.example"}, HostRow{"1a.example", N, "1a.example"},
-        HostRow{"example.123a", N, "example.123a"},
-        HostRow{"example.com..", I, ""}, HostRow{".example.com", I, ""},
-        HostRow{"example..com", I, ""}, HostRow{"", I, ""}, HostRow{".", I, ""},
-        HostRow{"-a.example", I, ""}, HostRow{"a-.example", I, ""},
+        HostRow{"example.123a", N, "example.123a"}, HostRow{"example.com..", I, ""},
+        HostRow{".example.com", I, ""}, HostRow{"example..com", I, ""}, HostRow{"", I, ""},
+        HostRow{".", I, ""}, HostRow{"-a.example", I, ""}, HostRow{"a-.example", I, ""},
         HostRow{"exa mple.com", I, ""}, HostRow{"exa\tmple.com", I, ""},
         HostRow{"example.com\r\nX: y", I, ""}, HostRow{"a/b", I, ""}, HostRow{"a@b", I, ""},
         HostRow{"a%2eb", I, ""}, HostRow{"a\\b", I, ""}, HostRow{"*.example.com", I, ""},
-        HostRow{"b\xc3\xbc" "cher.example", I, ""}, HostRow{"example.com:443", I, ""},
-        HostRow{"[::1", I, ""}, HostRow{"1.2.3.999", I, ""}, HostRow{"1.2.3.4.5", I, ""},
+        HostRow{"b\xc3\xbc"
+                "cher.example",
+                I, ""},
+        HostRow{"example.com:443", I, ""}, HostRow{"[::1", I, ""}, HostRow{"1.2.3.999", I, ""},
+        HostRow{"1.2.3.4.5", I, ""},
         HostRow{"0x1g.0.0.1", I, ""},  // numeric last label: an IPv4 parse that fails
-        HostRow{"1.2.3.0x1g", N, "1.2.3.0x1g"},
-        HostRow{"4294967296", I, ""}, HostRow{"01.02.03.09", I, ""},
+        HostRow{"1.2.3.0x1g", N, "1.2.3.0x1g"}, HostRow{"4294967296", I, ""},
+        HostRow{"01.02.03.09", I, ""},
         HostRow{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example", I, ""},
         HostRow{"127.0.0.1", A, "127.0.0.1"}, HostRow{"127.1", A, "127.0.0.1"},
         HostRow{"2130706433", A, "127.0.0.1"}, HostRow{"0x7f.1", A, "127.0.0.1"},
         HostRow{"0177.0.0.1", A, "127.0.0.1"}, HostRow{"0x7F000001", A, "127.0.0.1"},
-        HostRow{"127.0.0.1.", A, "127.0.0.1"}, HostRow{"[::1]", A, "::1"},
-        HostRow{"::1", A, "::1"}, HostRow{"[::ffff:127.0.0.1]", A, "::ffff:127.0.0.1"},
+        HostRow{"127.0.0.1.", A, "127.0.0.1"}, HostRow{"[::1]", A, "::1"}, HostRow{"::1", A, "::1"},
+        HostRow{"[::ffff:127.0.0.1]", A, "::ffff:127.0.0.1"},
         HostRow{"[::FFFF:7F00:1]", A, "::ffff:127.0.0.1"},
         HostRow{"169.254.169.254", A, "169.254.169.254"},
         HostRow{"0251.0376.0251.0376", A, "169.254.169.254"},
@@ -84,7 +94,9 @@ struct TargetRow {
   int port;  // -1: none
 };
 
-void PrintTo(const TargetRow& row, std::ostream* os) { *os << '"' << row.input << '"'; }
+void PrintTo(const TargetRow& row, std::ostream* os) {
+  *os << '"' << row.input << '"';
+}
 
 class ParseTarget : public testing::TestWithParam<TargetRow> {};
 

@@ -21,16 +21,11 @@ std::shared_ptr<const Policy> make_policy() {
   SandboxSpec sb;
   sb.id = "sb";
   sb.ports = {80, 443};
-  sb.allow = {rule("github.com"),
-              rule("*.github.com"),
-              rule("github.com:22"),
-              rule("*.internal.example:8443"),
-              rule("registry.npmjs.org"),
-              rule("*.example.org"),
-              rule("secret.example.org"),
-              rule("ssh.example.net:22"),
-              rule("private.test"),
-              rule("localhost")};
+  sb.allow = {rule("github.com"),         rule("*.github.com"),
+              rule("github.com:22"),      rule("*.internal.example:8443"),
+              rule("registry.npmjs.org"), rule("*.example.org"),
+              rule("secret.example.org"), rule("ssh.example.net:22"),
+              rule("private.test"),       rule("localhost")};
   sb.deny = {rule("secret.example.org", "sandboxes.sb.deny"),
              rule("*.evil.example.org", "sandboxes.sb.deny"),
              rule("gist.github.com:443", "sandboxes.sb.deny")};
@@ -60,7 +55,9 @@ struct DecisionRow {
   const char* rule;  // expected Decision::rule ("" for none)
 };
 
-void PrintTo(const DecisionRow& row, std::ostream* os) { *os << row.name; }
+void PrintTo(const DecisionRow& row, std::ostream* os) {
+  *os << row.name;
+}
 
 class Decide : public testing::TestWithParam<DecisionRow> {};
 
@@ -104,8 +101,7 @@ INSTANTIATE_TEST_SUITE_P(
         DecisionRow{"wildcard_port_not_inherited", "sb", "api.github.com", 22, false, kPort,
                     "sandboxes.sb.allow:*.github.com"},
         DecisionRow{"lookalike_suffix", "sb", "evilgithub.com", 443, false, kNoRule, ""},
-        DecisionRow{"lookalike_prefix", "sb", "github.com.evil.example", 443, false, kNoRule,
-                    ""},
+        DecisionRow{"lookalike_prefix", "sb", "github.com.evil.example", 443, false, kNoRule, ""},
         DecisionRow{"wildcard_not_apex", "sb", "example.org", 443, false, kNoRule, ""},
         DecisionRow{"wildcard_pinned_port", "sb", "db.internal.example", 8443, true, kRule,
                     "sandboxes.sb.allow:*.internal.example:8443"},
@@ -133,8 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
         DecisionRow{"empty_sandbox_denies_all", "empty", "github.com", 443, false, kNoRule, ""},
         DecisionRow{"invalid_host", "sb", "git hub.com", 443, false, Reason::invalid_host, ""},
         DecisionRow{"invalid_numeric", "sb", "1.2.3.999", 443, false, Reason::invalid_host, ""},
-        DecisionRow{"allow_all", "open", "anything.example", 443, true,
-                    Reason::allowed_all_hosts, "allow_all_hosts"},
+        DecisionRow{"allow_all", "open", "anything.example", 443, true, Reason::allowed_all_hosts,
+                    "allow_all_hosts"},
         DecisionRow{"allow_all_port", "open", "anything.example", 22, false, kPort,
                     "allow_all_hosts"},
         DecisionRow{"allow_all_deny_wins", "open", "blocked.example", 443, false, kDenyRule,
@@ -189,7 +185,9 @@ struct AddressRow {
   Reason reason;
 };
 
-void PrintTo(const AddressRow& row, std::ostream* os) { *os << row.name; }
+void PrintTo(const AddressRow& row, std::ostream* os) {
+  *os << row.name;
+}
 
 class CheckAddress : public testing::TestWithParam<AddressRow> {};
 
@@ -261,7 +259,8 @@ TEST_P(Suggest, Line) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, Suggest,
-    testing::Values(SuggestRow{"API.example.com", 443, kNoRule, "allow = [\"api.example.com:443\"]"},
+    testing::Values(SuggestRow{"API.example.com", 443, kNoRule,
+                               "allow = [\"api.example.com:443\"]"},
                     SuggestRow{"github.com", 22, kPort, "allow = [\"github.com:22\"]"},
                     SuggestRow{"10.0.0.5", 80, kLiteral, "allow_cidrs = [\"10.0.0.5/32\"]"},
                     SuggestRow{"::1", 80, kSpecial, "allow_cidrs = [\"::1/128\"]"},

@@ -1,0 +1,232 @@
+#include "config/config.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "config/sandboxes.hpp"
+#include "config/sections.hpp"
+#include "config/toml_reader.hpp"
+
+namespace sandgate::config {
+
+namespace {
+
+namespace fs = std::filesystem;
+using detail::ErrorSink;
+
+constexpr std::string_view kDefaultSandboxesDir = "sandboxes.d";
+constexpr std::int64_t kMaxWorkers = 1024;
+
+// Everything one load collects: the errors of every file, each ranked by when its file was
+// read, so the final list is ordered main file first, then drop-ins by name.
+class Loader {
+ public:
+  ErrorSink sink_for(std::string file) { return ErrorSink(errors_, std::move(file), files_++); }
+
+  [[noreturn]] void throw_errors() {
+    std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.order, a.error.line, a.error.column) <
+             std::tie(b.order, b.error.line, b.error.column);
+    });
+    std::vector<ConfigError> errors;
+    errors.reserve(errors_.size());
+    for (auto& entry : errors_) errors.push_back(std::move(entry.error));
+    throw ConfigErrors(std::move(errors));
+  }
+
+  bool failed() const { return !errors_.empty(); }
+
+ private:
+  std::vector<ErrorSink::Entry> errors_;
+  std::size_t files_ = 0;
+};
+
+std::optional<std::string> read_file(const std::string& path, ErrorSink& sink) {
+  std::ifstream in(path, std::ios::binary);
+  if (in) {
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in.bad() && !text.bad()) return std::move(text).str();
+  }
+  sink.add_unlocated("", std::string("cannot read file: ") + std::strerror(errno));
+  return std::nullopt;
+}
+
+std::optional<toml::table> parse_toml(std::string_view text, const std::string& file,
+                                      ErrorSink& sink) {
+  try {
+    return toml::parse(text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    sink.add(e.source(), "", std::string(e.description()));
+    return std::nullopt;
+  }
+}
+
+fs::path resolve(const fs::path& base_dir, const std::string& path) {
+  const fs::path p(path);
+  return p.is_absolute() ? p : (base_dir / p).lexically_normal();
+}
+
+// Reads every "*.toml" in `dir` (by name; dot-files and other entries skipped). A missing
+// directory is an error only when the file named it (`key_where` set): the default may be
+// absent.
+void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Loader& loader,
+                   ErrorSink& main_sink, detail::SandboxCollector& sandboxes) {
+  const auto report = [&](const std::string& message) {
+    if (key_where != nullptr) {
+      main_sink.add(*key_where, "sandboxes_dir", message);
+    } else {
+      main_sink.add_unlocated("sandboxes_dir", message);
+    }
+  };
+  const std::string shown = detail::in_quotes(dir.string());
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (status.type() == fs::file_type::not_found) {
+    if (key_where != nullptr) report("directory " + shown + " does not exist");
+    return;
+  }
+  if (ec) {
+    report("cannot access " + shown + ": " + ec.message());
+    return;
+  }
+  if (!fs::is_directory(status)) {
+    report(shown + " is not a directory");
+    return;
+  }
+
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& file = it->path();
+    std::error_code type_ec;
+    if (file.filename().string().starts_with('.') || file.extension() != ".toml" ||
+        !it->is_regular_file(type_ec)) {
+      continue;
+    }
+    files.push_back(file);
+  }
+  if (ec) {
+    report("cannot list " + shown + ": " + ec.message());
+    return;
+  }
+  std::sort(files.begin(), files.end());
+
+  for (const fs::path& file : files) {
+    ErrorSink sink = loader.sink_for(file.string());
+    const auto text = read_file(file.string(), sink);
+    if (!text) continue;
+    if (const auto root = parse_toml(*text, sink.file(), sink)) sandboxes.read_drop_in(*root, sink);
+  }
+}
+
+// Loads the main file's text; `sink` is the main file's.
+Config load(std::string_view text, const std::string& name, Loader& loader, ErrorSink& sink) {
+  Config config;
+  config.path = name;
+  const auto root = parse_toml(text, name, sink);
+  if (!root) return config;
+
+  check_known_keys(
+      *root, "",
+      {"workers", "sandboxes_dir", "listeners", "limits", "dns", "log", "profiles", "sandboxes"},
+      sink);
+  const fs::path base_dir = fs::path(name).parent_path();
+  if (const toml::node* node = root->get("workers")) {
+    // In [0, kMaxWorkers], so the cast cannot truncate.
+    config.workers =
+        static_cast<unsigned>(detail::read_int(*node, "workers", 0, kMaxWorkers, sink).value_or(0));
+  }
+  const toml::node* listeners = root->get("listeners");
+  config.listeners =
+      listeners != nullptr ? detail::read_listeners(*listeners, sink) : detail::default_listeners();
+  if (const toml::node* node = root->get("limits")) {
+    config.limits = detail::read_limits(*node, sink);
+  }
+  if (const toml::node* node = root->get("dns")) config.dns = detail::read_dns(*node, sink);
+  if (const toml::node* node = root->get("log")) {
+    config.logging = detail::read_logging(*node, base_dir, sink);
+  }
+
+  detail::Profiles profiles;
+  if (const toml::node* node = root->get("profiles")) profiles = detail::read_profiles(*node, sink);
+  detail::SandboxCollector sandboxes(profiles);
+  if (const toml::node* node = root->get("sandboxes")) sandboxes.read_main_table(*node, sink);
+
+  const toml::node* dir_node = root->get("sandboxes_dir");
+  std::optional<std::string> dir(kDefaultSandboxesDir);
+  if (dir_node != nullptr) dir = detail::read_string(*dir_node, "sandboxes_dir", sink);
+  if (dir && !dir->empty()) {
+    const fs::path resolved = resolve(base_dir, *dir);
+    config.sandboxes_dir = resolved.string();
+    load_drop_ins(resolved, dir_node != nullptr ? &dir_node->source() : nullptr, loader, sink,
+                  sandboxes);
+  }
+  config.sandboxes = sandboxes.take();
+  return config;
+}
+
+std::string join_errors(const std::vector<ConfigError>& errors) {
+  std::string out;
+  for (const ConfigError& error : errors) {
+    if (!out.empty()) out += '\n';
+    out += error.to_string();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ConfigError::to_string() const {
+  std::string out = file;
+  if (line != 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  out += message;
+  return out;
+}
+
+ConfigErrors::ConfigErrors(std::vector<ConfigError> errors)
+    : std::runtime_error(join_errors(errors)), errors_(std::move(errors)) {}
+
+const Sandbox* Config::find_sandbox(std::string_view id) const {
+  assert(std::is_sorted(sandboxes.begin(), sandboxes.end(),
+                        [](const Sandbox& a, const Sandbox& b) { return a.spec.id < b.spec.id; }));
+  const auto it = std::lower_bound(
+      sandboxes.begin(), sandboxes.end(), id,
+      [](const Sandbox& sandbox, std::string_view wanted) { return sandbox.spec.id < wanted; });
+  return it != sandboxes.end() && it->spec.id == id ? &*it : nullptr;
+}
+
+std::shared_ptr<const policy::Policy> Config::build_policy(
+    std::vector<policy::Endpoint> self_endpoints) const {
+  std::vector<policy::SandboxSpec> specs;
+  specs.reserve(sandboxes.size());
+  for (const Sandbox& sandbox : sandboxes) specs.push_back(sandbox.spec);
+  return std::make_shared<const policy::Policy>(std::move(specs), std::move(self_endpoints));
+}
+
+Config load_config(const std::string& path) {
+  Loader loader;
+  ErrorSink sink = loader.sink_for(path);
+  Config config;
+  if (const auto text = read_file(path, sink)) config = load(*text, path, loader, sink);
+  if (loader.failed()) loader.throw_errors();
+  return config;
+}
+
+Config load_config_from_string(std::string_view toml, const std::string& name) {
+  Loader loader;
+  ErrorSink sink = loader.sink_for(name);
+  Config config = load(toml, name, loader, sink);
+  if (loader.failed()) loader.throw_errors();
+  return config;
+}
+
+}  // namespace sandgate::config

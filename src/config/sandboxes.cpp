@@ -1,0 +1,263 @@
+#include "config/sandboxes.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "policy/host_pattern.hpp"
+#include "policy/ip_address.hpp"
+
+namespace sandgate::config::detail {
+
+namespace {
+
+constexpr std::string_view kIdRule = "use 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-'";
+
+std::optional<std::vector<std::uint16_t>> read_ports(const toml::node& node,
+                                                     const std::string& path, ErrorSink& sink) {
+  const auto* array = node.as_array();
+  if (array == nullptr) {
+    sink.add(node.source(), path,
+             "expected an array of integers, got " + std::string(type_name(node)));
+    return std::nullopt;
+  }
+  std::vector<std::uint16_t> ports;
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const auto port = read_int(*array->get(i), join_index(path, i), 1, 65535, sink);
+    if (!port) continue;
+    const auto value = static_cast<std::uint16_t>(*port);  // in range: checked above
+    if (std::find(ports.begin(), ports.end(), value) == ports.end()) ports.push_back(value);
+  }
+  return ports;
+}
+
+void read_patterns(const toml::table& table, std::string_view key, const std::string& path,
+                   const std::string& origin_prefix, std::vector<policy::RuleSource>& out,
+                   ErrorSink& sink) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return;
+  const auto items = read_string_array(*node, join_key(path, key), sink);
+  if (!items) return;
+  const std::string origin = join_key(origin_prefix, key);
+  for (const StringItem& item : *items) {
+    std::string reason;
+    if (auto pattern = policy::parse_host_pattern(item.value, &reason)) {
+      out.push_back({std::move(*pattern), origin});
+    } else {
+      sink.add(
+          item.where, item.path,
+          "invalid host pattern " + in_quotes(item.value) + (reason.empty() ? "" : ": ") + reason);
+    }
+  }
+}
+
+void read_cidrs(const toml::table& table, std::string_view key, const std::string& path,
+                const std::string& origin_prefix, std::vector<policy::CidrSource>& out,
+                ErrorSink& sink) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return;
+  const auto items = read_string_array(*node, join_key(path, key), sink);
+  if (!items) return;
+  const std::string origin = join_key(origin_prefix, key);
+  for (const StringItem& item : *items) {
+    std::string reason;
+    if (auto cidr = policy::parse_cidr(item.value, &reason)) {
+      out.push_back({*cidr, origin});
+    } else {
+      sink.add(item.where, item.path,
+               "invalid CIDR " + in_quotes(item.value) + (reason.empty() ? "" : ": ") + reason);
+    }
+  }
+}
+
+// The keys a profile and a sandbox share. `path` prefixes error keys; `origin_prefix`
+// prefixes rule origins ("profiles.default", "sandboxes.ci").
+RuleSet read_rules(const toml::table& table, const std::string& path,
+                   const std::string& origin_prefix, ErrorSink& sink) {
+  RuleSet rules;
+  if (const toml::node* node = table.get("ports")) {
+    rules.ports = read_ports(*node, join_key(path, "ports"), sink);
+  }
+  read_patterns(table, "allow", path, origin_prefix, rules.allow, sink);
+  read_patterns(table, "deny", path, origin_prefix, rules.deny, sink);
+  read_cidrs(table, "allow_cidrs", path, origin_prefix, rules.allow_cidrs, sink);
+  read_cidrs(table, "deny_cidrs", path, origin_prefix, rules.deny_cidrs, sink);
+  return rules;
+}
+
+template <class T>
+void append(std::vector<T>& to, const std::vector<T>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+// Profile rules first, then the sandbox's own; the sandbox's ports replace the profile's.
+policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const RuleSet& own) {
+  policy::SandboxSpec spec;
+  spec.id = id;
+  if (own.ports) {
+    spec.ports = *own.ports;
+  } else if (profile != nullptr && profile->ports) {
+    spec.ports = *profile->ports;
+  }
+  if (profile != nullptr) {
+    append(spec.allow, profile->allow);
+    append(spec.deny, profile->deny);
+    append(spec.allow_cidrs, profile->allow_cidrs);
+    append(spec.deny_cidrs, profile->deny_cidrs);
+  }
+  append(spec.allow, own.allow);
+  append(spec.deny, own.deny);
+  append(spec.allow_cidrs, own.allow_cidrs);
+  append(spec.deny_cidrs, own.deny_cidrs);
+  return spec;
+}
+
+// A token goes into a Proxy-Authorization header: visible ASCII only, so it survives
+// copy-paste and Basic encoding unchanged. Its value never appears in a message.
+void check_token(const toml::node& node, const std::string& path, std::string& token,
+                 ErrorSink& sink) {
+  auto value = read_string(node, path, sink);
+  if (!value) return;
+  if (value->empty()) {
+    sink.add(node.source(), path, "must not be empty");
+    return;
+  }
+  const bool visible =
+      std::all_of(value->begin(), value->end(), [](char c) { return c > ' ' && c <= '~'; });
+  if (!visible) {
+    sink.add(node.source(), path, "must be printable ASCII without spaces or control characters");
+    return;
+  }
+  token = std::move(*value);
+}
+
+}  // namespace
+
+bool valid_id(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+  });
+}
+
+Profiles read_profiles(const toml::node& node, ErrorSink& sink) {
+  Profiles profiles;
+  const toml::table* table = read_table(node, "profiles", sink);
+  if (table == nullptr) return profiles;
+  for (auto&& [key, value] : *table) {
+    const std::string name(key.str());
+    const std::string path = join_key("profiles", name);
+    if (!valid_id(name)) {
+      sink.add(key.source(), path,
+               "invalid profile name " + in_quotes(name) + ": " + std::string(kIdRule));
+    }
+    const toml::table* body = read_table(value, path, sink);
+    if (body == nullptr) {
+      profiles.emplace(name, RuleSet{});  // reported; keeps "unknown profile" from piling on
+      continue;
+    }
+    check_known_keys(*body, path, {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs"}, sink);
+    profiles.emplace(name, read_rules(*body, path, path, sink));
+  }
+  return profiles;
+}
+
+void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) {
+  const toml::table* table = read_table(node, "sandboxes", sink);
+  if (table == nullptr) return;
+  for (auto&& [key, value] : *table) {
+    const std::string id(key.str());
+    const std::string path = join_key("sandboxes", id);
+    const toml::table* body = read_table(value, path, sink);
+    if (body == nullptr) continue;
+    check_known_keys(*body, path,
+                     {"profile", "token", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
+                      "allow_all_hosts"},
+                     sink);
+    read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
+  }
+}
+
+void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink) {
+  check_known_keys(root, "",
+                   {"id", "profile", "token", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
+                    "allow_all_hosts"},
+                   sink);
+  const toml::node* id_node = root.get("id");
+  std::optional<std::string> id;
+  if (id_node == nullptr) {
+    sink.add_unlocated("id", "missing required key");
+  } else {
+    id = read_string(*id_node, "id", sink);
+  }
+  // Without a usable id the rest is still checked, so every error is reported at once.
+  read_sandbox(id, root, "", "id", id_node != nullptr ? id_node->source() : root.source(), nullptr,
+               sink);
+}
+
+bool SandboxCollector::claim_id(const std::string& id, const std::string& id_key,
+                                const toml::source_region& id_where, ErrorSink& sink) {
+  if (!valid_id(id)) {
+    sink.add(id_where, id_key, "invalid sandbox id " + in_quotes(id) + ": " + std::string(kIdRule));
+    return false;
+  }
+  if (const auto first = seen_.find(id); first != seen_.end()) {
+    sink.add(id_where, id_key,
+             "duplicate sandbox id " + in_quotes(id) + ", first defined at " +
+                 describe_location(first->second.file, first->second.where));
+    return false;
+  }
+  seen_.emplace(id, Site{sink.file(), id_where});
+  return true;
+}
+
+void SandboxCollector::read_sandbox(const std::optional<std::string>& maybe_id,
+                                    const toml::table& body, const std::string& path,
+                                    const std::string& id_key, const toml::source_region& id_where,
+                                    const toml::source_region* table_where, ErrorSink& sink) {
+  const std::string id = maybe_id.value_or("");
+  const bool usable = maybe_id.has_value() && claim_id(id, id_key, id_where, sink);
+
+  Sandbox sandbox;
+  sandbox.file = sink.file();
+  const RuleSet* profile = nullptr;
+  if (const toml::node* node = body.get("profile")) {
+    const std::string key = join_key(path, "profile");
+    if (auto name = read_string(*node, key, sink)) {
+      if (const auto found = profiles_.find(*name); found != profiles_.end()) {
+        profile = &found->second;
+        sandbox.profile = std::move(*name);
+      } else {
+        std::vector<std::string_view> names;
+        for (const auto& [known, rules] : profiles_) names.push_back(known);
+        std::string message = "unknown profile " + in_quotes(*name);
+        if (const auto suggestion = closest_name(*name, names)) {
+          message += "; did you mean " + in_quotes(*suggestion) + "?";
+        }
+        sink.add(node->source(), key, std::move(message));
+      }
+    }
+  }
+  if (const toml::node* node = body.get("token")) {
+    check_token(*node, join_key(path, "token"), sandbox.token, sink);
+  } else if (table_where != nullptr) {
+    sink.add(*table_where, join_key(path, "token"), "missing required key");
+  } else {
+    sink.add_unlocated(join_key(path, "token"), "missing required key");
+  }
+  const RuleSet own = read_rules(body, path, join_key("sandboxes", id), sink);
+  sandbox.spec = merge(id, profile, own);
+  if (const toml::node* node = body.get("allow_all_hosts")) {
+    sandbox.spec.allow_all_hosts =
+        read_bool(*node, join_key(path, "allow_all_hosts"), sink).value_or(false);
+  }
+  if (usable) sandboxes_.push_back(std::move(sandbox));
+}
+
+std::vector<Sandbox> SandboxCollector::take() {
+  std::sort(sandboxes_.begin(), sandboxes_.end(),
+            [](const Sandbox& a, const Sandbox& b) { return a.spec.id < b.spec.id; });
+  return std::move(sandboxes_);
+}
+
+}  // namespace sandgate::config::detail

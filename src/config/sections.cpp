@@ -1,0 +1,228 @@
+#include "config/sections.hpp"
+
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "config/addresses.hpp"
+#include "policy/host.hpp"
+
+namespace sandgate::config::detail {
+
+namespace {
+
+// Upper bound of every size, count and duration: big enough for any real setting, small
+// enough that no conversion (to a 32-bit timer, to size_t) can overflow.
+constexpr std::int64_t kMaxLimit = std::numeric_limits<std::int32_t>::max();
+
+// A listen address with where it was written, to report duplicates.
+struct PlacedListener {
+  ListenAddress address;
+  std::string path;
+  toml::source_region where;
+};
+
+std::optional<PlacedListener> read_listener(const std::string& text, std::string path,
+                                            const toml::source_region& where, ErrorSink& sink) {
+  std::string error;
+  auto address = parse_listen_address(text, &error);
+  if (!address) {
+    sink.add(where, std::move(path), std::move(error));
+    return std::nullopt;
+  }
+  return PlacedListener{std::move(*address), std::move(path), where};
+}
+
+// Two listeners on the same fixed address and port cannot both bind.
+void check_duplicate_listeners(const std::vector<PlacedListener>& listeners, ErrorSink& sink) {
+  for (std::size_t i = 0; i < listeners.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const ListenAddress& a = listeners[i].address;
+      const ListenAddress& b = listeners[j].address;
+      if (a.port != 0 && a.port == b.port && a.address == b.address) {
+        sink.add(listeners[i].where, listeners[i].path,
+                 "duplicate listen address " + in_quotes(a.text) + ", also at " +
+                     describe_location(sink.file(), listeners[j].where));
+        break;
+      }
+    }
+  }
+}
+
+std::optional<std::int64_t> read_limit(const toml::table& table, std::string_view key,
+                                       std::int64_t min, const std::string& prefix,
+                                       ErrorSink& sink) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return std::nullopt;
+  return read_int(*node, join_key(prefix, key), min, kMaxLimit, sink);
+}
+
+void read_dns_hosts(const toml::node& node, Dns& dns, ErrorSink& sink) {
+  const toml::table* table = read_table(node, "dns.hosts", sink);
+  if (table == nullptr) return;
+  std::map<std::string, toml::source_region> seen;
+  for (const auto& [key_ptr, value_ptr] : in_document_order(*table)) {
+    const toml::key& key = *key_ptr;
+    const toml::node& value = *value_ptr;
+    const std::string path = join_key("dns.hosts", key.str());
+    const policy::Host host = policy::normalize_host(key.str());
+    if (host.is_address()) {
+      sink.add(key.source(), path,
+               in_quotes(key.str()) + " is an IP address; static answers are for host names");
+    } else if (!host.is_name()) {
+      sink.add(
+          key.source(), path,
+          "invalid host name " + in_quotes(key.str()) + ": " + std::string(host.invalid_reason));
+    } else if (const auto first = seen.find(host.name); first != seen.end()) {
+      sink.add(key.source(), path,
+               "duplicate host name " + in_quotes(host.name) + ", first written at " +
+                   describe_location(sink.file(), first->second));
+    } else {
+      seen.emplace(host.name, key.source());
+    }
+    const auto items = read_string_array(value, path, sink);
+    if (!items) continue;
+    if (value.as_array()->empty()) {
+      sink.add(value.source(), path, "expected at least one address");
+      continue;
+    }
+    std::vector<policy::IpAddress> addresses;
+    for (const StringItem& item : *items) {
+      if (const auto address = parse_strict_ip(item.value)) {
+        addresses.push_back(*address);
+      } else {
+        sink.add(item.where, item.path, invalid_ip_message(item.value));
+      }
+    }
+    if (host.is_name()) dns.hosts[host.name] = std::move(addresses);
+  }
+}
+
+}  // namespace
+
+Listeners default_listeners() {
+  std::string error;
+  Listeners listeners;
+  listeners.explicit_proxy.push_back(*parse_listen_address("127.0.0.1:3128", &error));
+  return listeners;
+}
+
+Listeners read_listeners(const toml::node& node, ErrorSink& sink) {
+  Listeners listeners;
+  const toml::table* table = read_table(node, "listeners", sink);
+  if (table == nullptr) return listeners;
+  check_known_keys(*table, "listeners", {"explicit", "admin"}, sink);
+
+  std::vector<PlacedListener> placed;
+  if (const toml::node* explicit_node = table->get("explicit")) {
+    if (const auto items = read_string_array(*explicit_node, "listeners.explicit", sink)) {
+      for (const StringItem& item : *items) {
+        if (auto listener = read_listener(item.value, item.path, item.where, sink)) {
+          listeners.explicit_proxy.push_back(listener->address);
+          placed.push_back(std::move(*listener));
+        }
+      }
+    }
+  } else {
+    listeners.explicit_proxy = default_listeners().explicit_proxy;
+  }
+  if (const toml::node* admin_node = table->get("admin")) {
+    if (const auto text = read_string(*admin_node, "listeners.admin", sink)) {
+      if (auto listener = read_listener(*text, "listeners.admin", admin_node->source(), sink)) {
+        listeners.admin = listener->address;
+        placed.push_back(std::move(*listener));
+      }
+    }
+  }
+  check_duplicate_listeners(placed, sink);
+  return listeners;
+}
+
+Limits read_limits(const toml::node& node, ErrorSink& sink) {
+  Limits limits;
+  const toml::table* table = read_table(node, "limits", sink);
+  if (table == nullptr) return limits;
+  const std::string prefix = "limits";
+  check_known_keys(
+      *table, prefix,
+      {"max_request_line_bytes", "max_header_bytes", "header_timeout_ms", "connect_timeout_ms",
+       "idle_timeout_ms", "max_connections", "max_connections_per_sandbox"},
+      sink);
+  // Every value is within [1, kMaxLimit], so the casts below cannot truncate.
+  const auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
+  const auto ms = [](std::int64_t v) { return std::chrono::milliseconds(v); };
+  if (auto v = read_limit(*table, "max_request_line_bytes", 1, prefix, sink)) {
+    limits.max_request_line_bytes = size(*v);
+  }
+  if (auto v = read_limit(*table, "max_header_bytes", 1, prefix, sink)) {
+    limits.max_header_bytes = size(*v);
+  }
+  if (auto v = read_limit(*table, "header_timeout_ms", 1, prefix, sink)) {
+    limits.header_timeout = ms(*v);
+  }
+  if (auto v = read_limit(*table, "connect_timeout_ms", 1, prefix, sink)) {
+    limits.connect_timeout = ms(*v);
+  }
+  if (auto v = read_limit(*table, "idle_timeout_ms", 1, prefix, sink)) {
+    limits.idle_timeout = ms(*v);
+  }
+  if (auto v = read_limit(*table, "max_connections", 1, prefix, sink)) {
+    limits.max_connections = size(*v);
+  }
+  if (auto v = read_limit(*table, "max_connections_per_sandbox", 1, prefix, sink)) {
+    limits.max_connections_per_sandbox = size(*v);
+  }
+  return limits;
+}
+
+Dns read_dns(const toml::node& node, ErrorSink& sink) {
+  Dns dns;
+  const toml::table* table = read_table(node, "dns", sink);
+  if (table == nullptr) return dns;
+  check_known_keys(*table, "dns", {"servers", "timeout_ms", "max_ttl_s", "hosts"}, sink);
+  if (const toml::node* servers = table->get("servers")) {
+    if (const auto items = read_string_array(*servers, "dns.servers", sink)) {
+      for (const StringItem& item : *items) {
+        std::string error;
+        if (check_dns_server(item.value, &error)) {
+          dns.servers.push_back(item.value);
+        } else {
+          sink.add(item.where, item.path, std::move(error));
+        }
+      }
+    }
+  }
+  if (auto v = read_limit(*table, "timeout_ms", 1, "dns", sink)) {
+    dns.timeout = std::chrono::milliseconds(*v);
+  }
+  // 0 is allowed: answers are then not cached at all.
+  if (auto v = read_limit(*table, "max_ttl_s", 0, "dns", sink)) {
+    dns.max_ttl = std::chrono::seconds(*v);
+  }
+  if (const toml::node* hosts = table->get("hosts")) read_dns_hosts(*hosts, dns, sink);
+  return dns;
+}
+
+Logging read_logging(const toml::node& node, const std::filesystem::path& base_dir,
+                     ErrorSink& sink) {
+  Logging logging;
+  const toml::table* table = read_table(node, "log", sink);
+  if (table == nullptr) return logging;
+  check_known_keys(*table, "log", {"audit"}, sink);
+  const toml::node* audit = table->get("audit");
+  if (audit == nullptr) return logging;
+  auto value = read_string(*audit, "log.audit", sink);
+  if (!value) return logging;
+  if (value->empty()) {
+    sink.add(audit->source(), "log.audit",
+             "expected \"stdout\", \"stderr\", \"off\" or a file path, got an empty string");
+  } else if (*value == "stdout" || *value == "stderr" || *value == "off") {
+    logging.audit = std::move(*value);
+  } else {
+    const std::filesystem::path path(*value);
+    logging.audit = path.is_absolute() ? *value : (base_dir / path).lexically_normal().string();
+  }
+  return logging;
+}
+
+}  // namespace sandgate::config::detail

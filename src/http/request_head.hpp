@@ -1,0 +1,76 @@
+#pragma once
+
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/errc.hpp"
+#include "http/request_target.hpp"
+
+namespace sandgate::http {
+
+// Size limits for one request head, checked before anything is parsed.
+struct HeadLimits {
+  std::size_t max_request_line = 8192;   // bytes before the first CRLF
+  std::size_t max_header_bytes = 65536;  // the whole head including the final CRLFCRLF
+};
+
+// Finds the end of the head in the bytes buffered so far: the offset just past the first
+// "\r\n\r\n", or 0 while more bytes are needed. Fails as soon as the buffered bytes prove the
+// head bad, so a reader can stop early:
+//   request line over the limit -> request_line_too_long; head over the limit -> headers_too_large;
+//   a CR not followed by LF or an LF not preceded by CR -> malformed_request in the request line,
+//   invalid_header after it.
+// Scans from the start on every call; the caller bounds the buffer by max_header_bytes.
+Result<std::size_t> find_head_end(std::string_view buffered, const HeadLimits& limits);
+
+// One client request head, parsed by Beast after sandgate's own stricter byte-level checks.
+struct RequestHead {
+  using Form = TargetForm;
+
+  // The parsed message. Validated, but hop-by-hop fields are still present: the caller reads
+  // Proxy-Authorization first, then calls strip_hop_by_hop before forwarding.
+  boost::beast::http::request<boost::beast::http::empty_body> msg;
+  Form form = Form::origin;
+  std::string scheme;          // "http" for the absolute form; empty otherwise
+  std::string host;            // target authority, or Host for origin/asterisk form; raw
+  std::uint16_t port = 80;     // explicit, else 80; for CONNECT the required port
+  std::string path_and_query;  // what to send upstream in origin form: "/" if the target had none
+  bool has_body = false;       // chunked, or Content-Length > 0
+  bool chunked = false;
+  std::optional<std::uint64_t> content_length;
+  bool keep_alive = false;  // from every Connection field; Proxy-Connection is ignored
+};
+
+// Validates and parses a raw head: exactly the bytes up to and including the CRLFCRLF that
+// find_head_end located. Every refusal is a client error (Side::client):
+//   malformed_request       request line (method, target bytes, fragment, version other than
+//                           HTTP/1.0 or 1.1), a non-numeric Content-Length, a body on CONNECT,
+//                           leading empty lines, trailing bytes after the head
+//   request_line_too_long / headers_too_large   over HeadLimits
+//   content_length_with_te  both present, in either order and whatever the TE value
+//   conflicting_length      Content-Length repeated (even with the same value) or a list ("5, 5")
+//   bad_transfer_encoding   anything but one Transfer-Encoding field equal to "chunked", or any
+//                           Transfer-Encoding on HTTP/1.0
+//   obs_fold                a field line starting with SP or HTAB
+//   invalid_header          bad field-name token (incl. whitespace before ':'), control bytes in a
+//                           value, bare CR/LF, HTTP/1.1 without Host, Host repeated or unparsable
+//   host_mismatch           Host disagrees with an absolute-form or CONNECT authority
+//   unsupported_target      see parse_request_target
+// The origin form is returned as such; an explicit proxy decides whether to refuse it.
+Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& limits);
+
+// Removes hop-by-hop fields (RFC 9110 §7.6.1) before a message is forwarded, request or
+// response alike (both headers derive from fields): Connection and every field it names,
+// Proxy-Connection, Keep-Alive, TE, Upgrade, Proxy-Authorization and Proxy-Authenticate.
+// Trailer and Transfer-Encoding stay; the caller owns framing. Connection cannot remove Host,
+// Content-Length or Transfer-Encoding: dropping those would change how the upstream frames the
+// message it receives, which is how hop-by-hop abuse turns into smuggling.
+void strip_hop_by_hop(boost::beast::http::fields& f);
+
+}  // namespace sandgate::http

@@ -1,0 +1,96 @@
+#include "proxy/admin.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include "common/version.hpp"
+
+namespace sandgate::proxy {
+
+namespace {
+
+namespace bhttp = boost::beast::http;
+using namespace boost::asio::experimental::awaitable_operators;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr auto kAdminTimeout = std::chrono::seconds(10);
+
+bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_body>& req,
+                                            const Shared& shared) {
+  bhttp::response<bhttp::string_body> res{bhttp::status::ok, 11};
+  res.set(bhttp::field::server, std::string("sandgate/") + kVersion);
+  res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
+  res.keep_alive(false);
+  const std::string_view target = req.target();
+  auto json = [&](const boost::json::value& v) {
+    res.set(bhttp::field::content_type, "application/json");
+    res.body() = boost::json::serialize(v) + "\n";
+  };
+  if (req.method() != bhttp::verb::get && req.method() != bhttp::verb::head) {
+    res.result(bhttp::status::method_not_allowed);
+    res.body() = "only GET\n";
+  } else if (target == "/metrics") {
+    res.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+    res.body() = shared.metrics->serialize();
+  } else if (target == "/healthz") {
+    res.body() = "ok\n";
+  } else if (target == "/readyz") {
+    const bool ready = shared.ready.load();
+    res.result(ready ? bhttp::status::ok : bhttp::status::service_unavailable);
+    res.body() = ready ? "ready\n" : "starting\n";
+  } else if (target == "/sandboxes") {
+    const auto snap = shared.current();
+    boost::json::array ids;
+    for (const auto& sb : snap->config->sandboxes) ids.emplace_back(sb.spec.id);
+    json(boost::json::object{{"sandboxes", std::move(ids)}});
+  } else if (target.starts_with("/sandboxes/")) {
+    const auto id = target.substr(std::string_view("/sandboxes/").size());
+    const auto snap = shared.current();
+    if (const config::Sandbox* sb = snap->config->find_sandbox(id)) {
+      json(boost::json::object{{"id", sb->spec.id}, {"profile", sb->profile}, {"active", true}});
+    } else {
+      res.result(bhttp::status::not_found);
+      json(boost::json::object{{"id", id}, {"active", false}});
+    }
+  } else {
+    res.result(bhttp::status::not_found);
+    res.body() = "not found\n";
+  }
+  res.prepare_payload();
+  return res;
+}
+
+asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> shared) {
+  boost::beast::flat_buffer buffer;
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.header_limit(8192);
+  parser.body_limit(0);
+  asio::steady_timer timer(socket.get_executor(), kAdminTimeout);
+  auto read = co_await (bhttp::async_read(socket, buffer, parser, use_tuple) ||
+                        timer.async_wait(use_tuple));
+  if (read.index() != 0 || std::get<0>(std::get<0>(read))) co_return;
+  auto res = respond(parser.get(), *shared);
+  timer.expires_after(kAdminTimeout);
+  co_await (bhttp::async_write(socket, res, use_tuple) || timer.async_wait(use_tuple));
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+}  // namespace
+
+asio::awaitable<void> admin_accept_loop(tcp::acceptor& acceptor, std::shared_ptr<Shared> shared) {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+    if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
+    if (ec) continue;
+    asio::co_spawn(acceptor.get_executor(), serve_admin(std::move(socket), shared), asio::detached);
+  }
+}
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <memory>
+
+#include "proxy/runtime.hpp"
+
+namespace sandgate::proxy {
+
+// The admin listener: GET /metrics (Prometheus text), /healthz (process alive), /readyz
+// (listeners bound and config loaded), /sandboxes and /sandboxes/ID (what the daemon knows;
+// the launcher polls this). One request per connection; nothing here touches a secret.
+boost::asio::awaitable<void> admin_accept_loop(tcp::acceptor& acceptor,
+                                               std::shared_ptr<Shared> shared);
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,62 @@
+#include "proxy/auth.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+namespace sandgate::proxy {
+
+namespace {
+
+constexpr std::size_t kMaxCredentialBytes = 1024;
+
+bool iequals(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](char x, char y) { return std::tolower(x) == std::tolower(y); });
+}
+
+// Strict base64 (with padding) via OpenSSL; nullopt when malformed.
+std::optional<std::string> decode_base64(std::string_view in) {
+  if (in.empty() || in.size() % 4 != 0 || in.size() > kMaxCredentialBytes) return std::nullopt;
+  std::string out(in.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
+  if (n < 0) return std::nullopt;
+  // EVP_DecodeBlock counts padding as zero bytes; drop them.
+  std::size_t size = static_cast<std::size_t>(n);
+  if (in.ends_with("==")) {
+    size -= 2;
+  } else if (in.ends_with("=")) {
+    size -= 1;
+  }
+  out.resize(size);
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> authenticate(const Snapshot& snap, std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  const auto space = value.find(' ');
+  if (space == std::string_view::npos || !iequals(value.substr(0, space), "basic")) {
+    return std::nullopt;
+  }
+  std::string_view encoded = value.substr(space + 1);
+  while (!encoded.empty() && encoded.front() == ' ') encoded.remove_prefix(1);
+  auto decoded = decode_base64(encoded);
+  if (!decoded) return std::nullopt;
+  const auto colon = decoded->find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string id = decoded->substr(0, colon);
+  const auto it = snap.token_digests.find(id);
+  const std::string digest = sha256(std::string_view(*decoded).substr(colon + 1));
+  OPENSSL_cleanse(decoded->data(), decoded->size());
+  if (it == snap.token_digests.end()) return std::nullopt;
+  if (CRYPTO_memcmp(digest.data(), it->second.data(), digest.size()) != 0) return std::nullopt;
+  return id;
+}
+
+}  // namespace sandgate::proxy

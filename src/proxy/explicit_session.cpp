@@ -1,0 +1,159 @@
+// The explicit-proxy session: read a request head, authenticate, decide, dispatch to
+// CONNECT or HTTP forwarding, and repeat on keep-alive connections.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <cstring>
+
+#include "http/request_head.hpp"
+#include "proxy/auth.hpp"
+#include "proxy/session.hpp"
+
+namespace sandgate::proxy {
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kReadChunk = 4096;
+
+// Reads until the buffer holds a whole request head. Returns its size, or the error code to
+// answer with (Errc::ok with size 0: the client went away or idled out before a byte).
+asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) {
+  const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
+  bool started = s.buffer.size() > 0;
+  s.watchdog->arm(first || started ? s.limits().header_timeout : s.limits().idle_timeout);
+  std::size_t scanned = 0;
+  for (;;) {
+    const auto* data = static_cast<const char*>(s.buffer.data().data());
+    const std::string_view view(data, s.buffer.size());
+    // Re-scan only when a line ended since the last scan (slow-header clients cost little).
+    if (view.size() > scanned && std::memchr(data + scanned, '\n', view.size() - scanned)) {
+      auto end = http::find_head_end(view, limits);
+      if (!end) co_return std::pair{static_cast<Errc>(end.error().value()), std::size_t{0}};
+      if (*end > 0) co_return std::pair{Errc::ok, *end};
+    } else if (view.size() > limits.max_header_bytes) {
+      co_return std::pair{Errc::headers_too_large, std::size_t{0}};
+    }
+    scanned = view.size();
+    auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(kReadChunk), use_tuple);
+    s.buffer.commit(n);
+    if (ec) {
+      if (s.watchdog->expired() && (started || first)) {
+        co_return std::pair{started ? Errc::header_timeout : Errc::ok, std::size_t{0}};
+      }
+      co_return std::pair{Errc::ok, std::size_t{0}};
+    }
+    if (!started && n > 0) {
+      started = true;
+      s.watchdog->arm(s.limits().header_timeout);
+    }
+  }
+}
+
+// Binds the connection to its sandbox on the first request and enforces the per-sandbox cap.
+// A later request on the same connection must carry the same identity.
+Errc bind_identity(Session& s, const std::string& sandbox) {
+  if (!s.sandbox.empty()) return s.sandbox == sandbox ? Errc::ok : Errc::proxy_auth_required;
+  s.sandbox = sandbox;
+  auto& counter = s.deps.shared->connections.for_sandbox(sandbox);
+  if (counter.fetch_add(1, std::memory_order_relaxed) >= s.limits().max_connections_per_sandbox) {
+    counter.fetch_sub(1, std::memory_order_relaxed);
+    return Errc::too_many_connections;
+  }
+  s.sandbox_connections = &counter;
+  return Errc::ok;
+}
+
+}  // namespace
+
+Session::Session(tcp::socket s, WorkerDeps d)
+    : client(std::move(s)),
+      deps(std::move(d)),
+      snap(deps.shared->current()),
+      watchdog(std::make_shared<Watchdog>(client.get_executor())) {
+  boost::system::error_code ec;
+  const auto ep = client.remote_endpoint(ec);
+  if (!ec) {
+    client_ip = ep.address().to_string();
+    client_port = ep.port();
+  }
+  client.set_option(tcp::no_delay(true), ec);
+}
+
+asio::awaitable<boost::system::error_code> Session::write_client(std::string_view bytes) {
+  auto [ec, n] = co_await asio::async_write(client, asio::buffer(bytes), use_tuple);
+  co_return ec;
+}
+
+asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
+  Session s(std::move(socket), std::move(deps));
+  auto& shared = *s.deps.shared;
+  auto active = shared.metrics->active_connection();
+  s.watchdog->start([&s] {
+    boost::system::error_code ignored;
+    s.client.cancel(ignored);
+    if (s.upstream) s.upstream->socket.cancel(ignored);
+  });
+
+  if (shared.connections.total.fetch_add(1) >= s.limits().max_connections) {
+    co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);
+  } else {
+    for (bool first = true;; first = false) {
+      s.snap = shared.current();  // every request is decided on the newest policy
+      const auto [read_error, head_size] = co_await read_head(s, first);
+      if (read_error != Errc::ok) {
+        co_await s.fail(policy::EntryMode::http, read_error);
+        break;
+      }
+      if (head_size == 0) break;
+
+      const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
+      const auto* data = static_cast<const char*>(s.buffer.data().data());
+      auto head = http::parse_request_head(std::string_view(data, head_size), limits);
+      if (!head) {
+        co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
+        break;
+      }
+      const bool is_connect = head->form == http::RequestHead::Form::authority;
+      const auto mode = is_connect ? policy::EntryMode::connect : policy::EntryMode::http;
+
+      const auto auth_field = head->msg[boost::beast::http::field::proxy_authorization];
+      const auto sandbox =
+          authenticate(*s.snap, std::string_view(auth_field.data(), auth_field.size()));
+      if (!sandbox) {
+        co_await s.fail(mode, Errc::proxy_auth_required, head->host, head->port);
+        break;
+      }
+      if (const Errc e = bind_identity(s, *sandbox); e != Errc::ok) {
+        co_await s.fail(mode, e, head->host, head->port);
+        break;
+      }
+      if (!is_connect && head->form != http::RequestHead::Form::absolute) {
+        co_await s.fail(mode, Errc::unsupported_target, head->host, head->port);
+        break;
+      }
+
+      const policy::Host host = policy::normalize_host(head->host);
+      const policy::Decision d = s.snap->policy->decide(s.sandbox, host, head->port, mode);
+      if (!d.allowed) {
+        co_await s.deny(mode, host, head->port, d);
+        break;
+      }
+      if (is_connect) {
+        s.buffer.consume(head_size);
+        co_await handle_connect(s, host, head->port);
+        break;
+      }
+      if (!co_await handle_http(s, host, head->port, head_size)) break;
+    }
+  }
+
+  shared.connections.total.fetch_sub(1);
+  if (s.sandbox_connections) s.sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
+  s.watchdog->stop();
+  boost::system::error_code ignored;
+  s.client.shutdown(tcp::socket::shutdown_both, ignored);
+  s.client.close(ignored);
+}
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,218 @@
+// Absolute-form http:// forwarding: one request and its response, bodies streamed through a
+// fixed buffer in both directions (never buffered whole), hop-by-hop headers removed.
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+#include <limits>
+
+#include "http/request_head.hpp"
+#include "proxy/session.hpp"
+#include "proxy/upstream.hpp"
+
+namespace sandgate::proxy {
+
+namespace {
+
+namespace bhttp = boost::beast::http;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kBodyChunk = 16 * 1024;
+
+enum class RelayError { none, read, write };
+
+// Streams one message's body from `in` to `out` through a fixed buffer, re-framing as the
+// (already edited) header says. The header is written first, by the serializer.
+template <bool isRequest>
+asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_buffer& in_buffer,
+                                          bhttp::parser<isRequest, bhttp::buffer_body>& p,
+                                          tcp::socket& out, std::uint64_t& bytes) {
+  bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
+  auto chunk = std::make_unique<char[]>(kBodyChunk);
+  do {
+    if (!p.is_done()) {
+      p.get().body().data = chunk.get();
+      p.get().body().size = kBodyChunk;
+      auto [ec, n] = co_await bhttp::async_read(in, in_buffer, p, use_tuple);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      if (ec) co_return RelayError::read;
+      p.get().body().size = kBodyChunk - p.get().body().size;
+      p.get().body().data = chunk.get();
+      p.get().body().more = !p.is_done();
+    } else {
+      p.get().body().data = nullptr;
+      p.get().body().size = 0;
+      p.get().body().more = false;
+    }
+    auto [ec, n] = co_await bhttp::async_write(out, sr, use_tuple);
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) co_return RelayError::write;
+    bytes += n;
+  } while (!p.is_done() && !sr.is_done());
+  co_return RelayError::none;
+}
+
+// True when a kept-alive upstream connection still looks usable (not closed by the server,
+// no stray bytes waiting).
+bool upstream_reusable(UpstreamConn& up) {
+  char byte;
+  const ssize_t n = ::recv(up.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && up.buffer.size() == 0;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
+}  // namespace
+
+asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port,
+                                  std::size_t /*head_size*/) {
+  auto& shared = *s.deps.shared;
+  const std::string authority = host.display() + (port == 80 ? "" : ":" + std::to_string(port));
+
+  // One upstream connection per authority: a kept-alive connection is reused only for the
+  // same host and port, and only after this request was decided on its own.
+  if (s.upstream && (s.upstream->authority != authority || !upstream_reusable(*s.upstream))) {
+    s.upstream.reset();
+  }
+  if (!s.upstream) {
+    s.watchdog->arm(s.limits().connect_timeout * 4);
+    Dialed dialed = co_await dial_checked(s.deps, *s.snap, s.sandbox, host, port);
+    if (dialed.error == Errc::network_denied) {
+      co_await s.deny(policy::EntryMode::http, host, port, dialed.denial, &dialed.denied_host);
+      co_return false;
+    }
+    if (dialed.error != Errc::ok) {
+      co_await s.fail(policy::EntryMode::http, dialed.error, host.display(), port);
+      co_return false;
+    }
+    s.upstream.emplace(std::move(dialed.socket), authority, dialed.address);
+  }
+  UpstreamConn& up = *s.upstream;
+
+  // The request: parsed again by Beast from the validated head, then edited for upstream.
+  s.watchdog->arm(s.limits().idle_timeout);
+  bhttp::request_parser<bhttp::buffer_body> req_parser;
+  req_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
+  req_parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  if (auto [ec, n] = co_await bhttp::async_read_header(s.client, s.buffer, req_parser, use_tuple);
+      ec) {
+    co_return false;
+  }
+  auto& req = req_parser.get();
+  const bool client_keep_alive = req.keep_alive();
+  const unsigned client_version = req.version();
+  const std::string method(req.method_string());
+  {
+    // absolute-form -> origin-form: the path and query only.
+    const std::string absolute(req.target());
+    const auto scheme_end = absolute.find("://");
+    const auto path = absolute.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+    req.target(path == std::string::npos ? "/" : absolute.substr(path));
+  }
+  const std::string origin_target(req.target());
+  const std::string_view path_only =
+      std::string_view(origin_target).substr(0, origin_target.find('?'));
+  const bool expect_continue = iequals(req[bhttp::field::expect], "100-continue");
+  const bool request_chunked = req.chunked();
+  http::strip_hop_by_hop(req.base());
+  req.erase(bhttp::field::expect);
+  req.set(bhttp::field::host, authority);
+  req.version(11);
+  if (request_chunked) req.chunked(true);
+
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  if (expect_continue && client_version == 11 && !req_parser.is_done()) {
+    if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
+  }
+  if (const RelayError e =
+          co_await relay_message(s.client, s.buffer, req_parser, up.socket, bytes_up);
+      e != RelayError::none) {
+    if (e == RelayError::write) {
+      co_await s.fail(
+          policy::EntryMode::http,
+          s.watchdog->expired() ? Errc::upstream_timeout : Errc::upstream_connect_failed,
+          host.display(), port);
+    }
+    co_return false;
+  }
+
+  // The response: skip interim 1xx (forwarded as they come), then stream the final one.
+  int status = 0;
+  bool upstream_keep_alive = false;
+  bool keep_alive = client_keep_alive;
+  for (;;) {
+    bhttp::response_parser<bhttp::buffer_body> res_parser;
+    res_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
+    res_parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    if (method == "HEAD") res_parser.skip(true);
+    auto [ec, n] = co_await bhttp::async_read_header(up.socket, up.buffer, res_parser, use_tuple);
+    if (ec) {
+      const Errc code = s.watchdog->expired() ? Errc::upstream_timeout
+                        : (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+                           ec == asio::error::connection_reset)
+                            ? Errc::upstream_connect_failed
+                            : Errc::upstream_protocol_error;
+      s.upstream.reset();
+      co_await s.fail(policy::EntryMode::http, code, host.display(), port);
+      co_return false;
+    }
+    auto& res = res_parser.get();
+    status = static_cast<int>(res.result_int());
+    if (status == 101) {
+      s.upstream.reset();
+      co_await s.fail(policy::EntryMode::http, Errc::upstream_protocol_error, host.display(), port,
+                      "the destination switched protocols without an Upgrade request");
+      co_return false;
+    }
+    const bool interim = status >= 100 && status < 200;
+    const bool eof_delimited =
+        !interim && !res_parser.is_done() && !res.has_content_length() && !res.chunked();
+    const bool was_chunked = res.chunked();
+    http::strip_hop_by_hop(res.base());
+    if (was_chunked || eof_delimited) {
+      if (client_version == 11) {
+        res.chunked(true);  // re-frame an EOF-delimited body so the client may keep alive
+      } else {
+        keep_alive = false;  // HTTP/1.0: no chunking; the end of the body is the close
+      }
+    }
+    if (!interim) res.keep_alive(keep_alive);
+    const RelayError e =
+        co_await relay_message(up.socket, up.buffer, res_parser, s.client, bytes_down);
+    if (e != RelayError::none) {
+      s.upstream.reset();
+      co_return false;  // head already sent: all we can do is close
+    }
+    if (!interim) {
+      upstream_keep_alive = res_parser.keep_alive() && !eof_delimited;
+      break;
+    }
+  }
+  const std::string dialed_ip = up.address.to_string();
+  if (!upstream_keep_alive) s.upstream.reset();
+
+  telemetry::AuditRecord r = s.record(policy::EntryMode::http);
+  const std::string shown = host.display();
+  r.event = "http_request";
+  r.outcome = "success";
+  r.host = shown;
+  r.port = port;
+  r.destination_ip = dialed_ip;
+  r.method = method;
+  r.url_path = path_only;
+  r.http_status = status;
+  r.bytes_up = bytes_up;
+  r.bytes_down = bytes_down;
+  shared.audit->write(r);
+  shared.metrics->request(telemetry::Mode::http, telemetry::Outcome::allowed);
+  shared.metrics->bytes(telemetry::Direction::upstream, bytes_up);
+  shared.metrics->bytes(telemetry::Direction::downstream, bytes_down);
+  co_return keep_alive;
+}
+
+}  // namespace sandgate::proxy

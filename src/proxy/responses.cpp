@@ -1,0 +1,77 @@
+#include "proxy/responses.hpp"
+
+#include <boost/beast/http/status.hpp>
+#include <boost/json.hpp>
+
+namespace sandgate::proxy {
+
+std::string_view default_message(Errc code) {
+  switch (code) {
+    case Errc::network_denied:
+      return "the sandbox's network policy does not allow this destination";
+    case Errc::proxy_auth_required:
+      return "Proxy-Authorization with Basic sandbox-id:token is required";
+    case Errc::too_many_connections:
+      return "connection limit reached";
+    case Errc::header_timeout:
+      return "the request head was not received in time";
+    case Errc::host_mismatch:
+      return "the Host header does not match the request target";
+    case Errc::unsupported_target:
+      return "only absolute-form http:// requests and CONNECT are accepted here";
+    case Errc::upstream_dns_failed:
+      return "the destination name could not be resolved";
+    case Errc::upstream_connect_failed:
+      return "the destination refused or reset the connection";
+    case Errc::upstream_timeout:
+      return "the destination did not answer in time";
+    case Errc::upstream_protocol_error:
+      return "the destination sent an invalid HTTP response";
+    default:
+      return "the request was rejected";
+  }
+}
+
+std::string error_response(const ErrorInfo& info) {
+  boost::json::object body;
+  body["code"] = code_name(info.code);
+  body["message"] = info.message.empty() ? default_message(info.code) : info.message;
+  body["retryable"] = retryable(info.code);
+  if (!info.sandbox.empty()) body["sandbox"] = info.sandbox;
+  if (!info.host.empty()) body["host"] = info.host;
+  if (info.port != 0) body["port"] = info.port;
+  if (info.code == Errc::network_denied) {
+    body["reason"] = info.reason;
+    body["rule"] = info.rule;
+    if (!info.suggestion.empty()) body["suggestion"] = info.suggestion;
+  }
+  std::string json = boost::json::serialize(body);
+  json += '\n';
+
+  const unsigned status = http_status(info.code);
+  std::string out;
+  out.reserve(256 + json.size());
+  out += "HTTP/1.1 ";
+  out += std::to_string(status);
+  out += ' ';
+  out += boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
+  out += "\r\nX-Sandgate-Error: ";
+  out += code_name(info.code);
+  out += "\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n";
+  if (info.code == Errc::proxy_auth_required) {
+    out += "Proxy-Authenticate: Basic realm=\"sandgate\"\r\n";
+  }
+  out += "Connection: close\r\nContent-Length: ";
+  out += std::to_string(json.size());
+  out += "\r\n\r\n";
+  out += json;
+  return out;
+}
+
+std::string_view tls_access_denied_alert() {
+  // ContentType alert(21), TLS 1.2 record version, length 2, fatal(2), access_denied(49).
+  static constexpr char kAlert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
+  return {kAlert, sizeof kAlert};
+}
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/errc.hpp"
+#include "policy/policy.hpp"
+
+namespace sandgate::proxy {
+
+// What an explicit-proxy client is told when sandgate refuses or fails its request. Every
+// response carries `X-Sandgate-Error: CODE`, a JSON body and `Connection: close`.
+struct ErrorInfo {
+  Errc code = Errc::internal_error;
+  std::string_view sandbox;
+  std::string_view host;
+  std::uint16_t port = 0;
+  std::string_view reason;      // policy reason name, for denials
+  std::string_view rule;        // deciding rule, for denials
+  std::string_view suggestion;  // config line that would allow it, for denials
+  std::string_view message;     // human-readable detail; never contains a secret
+};
+
+// The whole HTTP/1.1 response (head and body) as bytes ready to write.
+std::string error_response(const ErrorInfo& info);
+
+// A default human message for a code.
+std::string_view default_message(Errc code);
+
+// A fatal TLS alert record (access_denied), sent to a TLS client instead of an HTTP error
+// once a tunnel is established.
+std::string_view tls_access_denied_alert();
+
+}  // namespace sandgate::proxy

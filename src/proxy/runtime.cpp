@@ -1,0 +1,42 @@
+#include "proxy/runtime.hpp"
+
+#include <openssl/sha.h>
+
+namespace sandgate::proxy {
+
+std::atomic<std::size_t>& ConnectionCounter::for_sandbox(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto& slot = by_sandbox_[id];
+  if (!slot) slot = std::make_unique<std::atomic<std::size_t>>(0);
+  return *slot;
+}
+
+std::string sha256(std::string_view data) {
+  std::string digest(SHA256_DIGEST_LENGTH, '\0');
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+         reinterpret_cast<unsigned char*>(digest.data()));
+  return digest;
+}
+
+std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Config> cfg,
+                                              std::vector<policy::Endpoint> self) {
+  auto snap = std::make_shared<Snapshot>();
+  snap->policy = cfg->build_policy(std::move(self));
+  for (const config::Sandbox& sb : cfg->sandboxes) {
+    snap->token_digests.emplace(sb.spec.id, sha256(sb.token));
+  }
+  snap->config = std::move(cfg);
+  return snap;
+}
+
+policy::IpAddress to_policy(const asio::ip::address& a) {
+  if (a.is_v4()) return policy::IpAddress::v4(a.to_v4().to_uint());
+  return policy::IpAddress::v6(a.to_v6().to_bytes());
+}
+
+asio::ip::address to_asio(const policy::IpAddress& a) {
+  if (a.is_v4()) return asio::ip::address_v4(a.v4_value());
+  return asio::ip::address_v6(a.bytes);
+}
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,73 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.hpp"
+#include "dns/resolver.hpp"
+#include "policy/policy.hpp"
+#include "telemetry/audit_log.hpp"
+#include "telemetry/metrics.hpp"
+
+namespace sandgate::proxy {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// One immutable view of the configuration: what a session reads for a decision. Swapped
+// atomically as a whole on reload, so readers take no lock and never see half a change.
+struct Snapshot {
+  std::shared_ptr<const config::Config> config;
+  std::shared_ptr<const policy::Policy> policy;
+  // sandbox id -> SHA-256 of its token (compared in constant time).
+  std::unordered_map<std::string, std::string> token_digests;
+};
+
+// Connection counts, total and per sandbox. Lock-free on the hot path: a sandbox's counter is
+// created on first use under a mutex and never removed, so a pointer to it stays valid.
+class ConnectionCounter {
+ public:
+  std::atomic<std::size_t>& for_sandbox(const std::string& id);
+  std::atomic<std::size_t> total{0};
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<std::atomic<std::size_t>>> by_sandbox_;
+};
+
+// What every worker shares. Owned by the Server; sessions hold a shared_ptr.
+struct Shared {
+  std::atomic<std::shared_ptr<const Snapshot>> snapshot;
+  std::shared_ptr<telemetry::AuditLog> audit;
+  std::shared_ptr<telemetry::Metrics> metrics;
+  ConnectionCounter connections;
+  std::atomic<bool> ready{false};
+
+  std::shared_ptr<const Snapshot> current() const {
+    return snapshot.load(std::memory_order_acquire);
+  }
+};
+
+// Per worker thread: the shared state plus what must not cross threads (the resolver).
+struct WorkerDeps {
+  std::shared_ptr<Shared> shared;
+  std::shared_ptr<dns::Resolver> resolver;
+};
+
+// SHA-256 of data, raw bytes.
+std::string sha256(std::string_view data);
+
+// Builds a snapshot (hashes the tokens, compiles the policy with sandgate's own endpoints).
+std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Config> cfg,
+                                              std::vector<policy::Endpoint> self);
+
+// Converts between Asio and policy address types.
+policy::IpAddress to_policy(const asio::ip::address& a);
+asio::ip::address to_asio(const policy::IpAddress& a);
+
+}  // namespace sandgate::proxy

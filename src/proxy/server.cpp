@@ -1,0 +1,226 @@
+#include "proxy/server.hpp"
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <iostream>
+#include <thread>
+
+#include "common/version.hpp"
+#include "proxy/admin.hpp"
+#include "proxy/session.hpp"
+
+namespace sandgate::proxy {
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr auto kShutdownGrace = std::chrono::seconds(5);
+using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+struct Worker {
+  asio::io_context ioc{1};
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::unique_ptr<tcp::acceptor> admin;
+  std::thread thread;
+};
+
+tcp::acceptor open_acceptor(asio::io_context& ioc, const tcp::endpoint& ep) {
+  tcp::acceptor acceptor(ioc);
+  acceptor.open(ep.protocol());
+  acceptor.set_option(tcp::acceptor::reuse_address(true));
+  acceptor.set_option(reuse_port(true));
+  if (ep.address().is_v6()) acceptor.set_option(asio::ip::v6_only(true));
+  acceptor.bind(ep);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  return acceptor;
+}
+
+// Every address this host answers on, for listeners bound to 0.0.0.0 or ::.
+std::vector<policy::IpAddress> local_addresses() {
+  std::vector<policy::IpAddress> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+      out.push_back(policy::IpAddress::v4(ntohl(sin->sin_addr.s_addr)));
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+      std::array<std::uint8_t, 16> bytes;
+      std::memcpy(bytes.data(), sin6->sin6_addr.s6_addr, 16);
+      out.push_back(policy::IpAddress::v6(bytes));
+    }
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+void add_self(std::vector<policy::Endpoint>& self, const tcp::endpoint& ep) {
+  const auto port = ep.port();
+  if (ep.address().is_unspecified()) {
+    for (const auto& a : local_addresses()) self.push_back({a, port});
+  }
+  self.push_back({to_policy(ep.address()), port});
+}
+
+std::vector<std::string> denial_reasons() {
+  std::vector<std::string> out;
+  for (int i = 0; i <= static_cast<int>(policy::Reason::nested_proxy); ++i) {
+    const auto r = static_cast<policy::Reason>(i);
+    if (r != policy::Reason::allowed_by_rule && r != policy::Reason::allowed_by_cidr &&
+        r != policy::Reason::allowed_all_hosts) {
+      out.emplace_back(policy::reason_name(r));
+    }
+  }
+  return out;
+}
+
+asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, WorkerDeps deps) {
+  const auto ex = acceptor.get_executor();
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+    if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
+    if (ec) {  // out of descriptors or memory: back off instead of spinning
+      asio::steady_timer pause(ex, std::chrono::milliseconds(50));
+      co_await pause.async_wait(use_tuple);
+      continue;
+    }
+    auto shared = deps.shared;
+    asio::co_spawn(ex, serve_explicit(std::move(socket), deps), [shared](std::exception_ptr e) {
+      if (e)
+        shared->metrics->error(Errc::internal_error);  // a bug: sessions return errors as values
+    });
+  }
+}
+
+dns::ResolverOptions resolver_options(const config::Config& cfg) {
+  dns::ResolverOptions o;
+  o.servers = cfg.dns.servers;
+  o.timeout = cfg.dns.timeout;
+  o.max_ttl = cfg.dns.max_ttl;
+  o.hosts = cfg.dns.hosts;
+  return o;
+}
+
+std::string endpoint_text(const tcp::endpoint& ep) {
+  const auto a = ep.address();
+  return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+int run_server(std::shared_ptr<const config::Config> cfg) {
+  const unsigned n_workers =
+      cfg->workers ? cfg->workers : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (unsigned i = 0; i < n_workers; ++i) workers.push_back(std::make_unique<Worker>());
+
+  auto shared = std::make_shared<Shared>();
+  std::vector<policy::Endpoint> self;
+  boost::json::object ready{{"event", "ready"}, {"version", kVersion}, {"workers", n_workers}};
+  try {
+    shared->audit = std::make_shared<telemetry::AuditLog>(cfg->logging.audit);
+    shared->metrics = std::make_shared<telemetry::Metrics>(kVersion, denial_reasons(),
+                                                           telemetry::all_error_codes());
+    shared->metrics->set_audit_failures_source(
+        [audit = shared->audit] { return audit->write_failures(); });
+
+    // Each worker gets its own acceptor on the same port (SO_REUSEPORT): the kernel spreads
+    // connections and no session ever changes thread.
+    boost::json::array explicit_eps;
+    for (const auto& listen : cfg->listeners.explicit_proxy) {
+      tcp::endpoint ep(to_asio(listen.address), listen.port);
+      for (auto& w : workers) {
+        w->acceptors.push_back(std::make_unique<tcp::acceptor>(open_acceptor(w->ioc, ep)));
+        ep = w->acceptors.back()->local_endpoint();  // port 0: the others join the chosen port
+      }
+      add_self(self, ep);
+      explicit_eps.emplace_back(endpoint_text(ep));
+    }
+    ready["explicit"] = std::move(explicit_eps);
+    if (cfg->listeners.admin) {
+      const tcp::endpoint ep(to_asio(cfg->listeners.admin->address), cfg->listeners.admin->port);
+      workers[0]->admin = std::make_unique<tcp::acceptor>(open_acceptor(workers[0]->ioc, ep));
+      add_self(self, workers[0]->admin->local_endpoint());
+      ready["admin"] = endpoint_text(workers[0]->admin->local_endpoint());
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "sandgate: cannot start: " << e.what() << "\n";
+    return 1;
+  }
+  shared->snapshot.store(make_snapshot(cfg, self));
+
+  for (auto& w : workers) {
+    w->thread = std::thread([&w = *w, shared, cfg] {
+      auto resolver = std::make_shared<dns::Resolver>(w.ioc.get_executor(), resolver_options(*cfg));
+      const WorkerDeps deps{shared, resolver};
+      for (auto& acceptor : w.acceptors) {
+        asio::co_spawn(w.ioc, accept_loop(*acceptor, deps), asio::detached);
+      }
+      if (w.admin) asio::co_spawn(w.ioc, admin_accept_loop(*w.admin, shared), asio::detached);
+      w.ioc.run();
+      // Sessions still suspended are destroyed with the io_context; the resolver goes first
+      // on this thread, as it requires.
+      resolver.reset();
+    });
+  }
+  shared->ready = true;
+  std::cerr << boost::json::serialize(ready) << std::endl;
+
+  // Signals are handled on the main thread.
+  asio::io_context main_ioc{1};
+  asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
+  signals.add(SIGUSR1);
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    if (sig == SIGUSR1) {
+      shared->audit->reopen();
+    } else if (sig == SIGHUP) {
+      try {
+        auto next = std::make_shared<const config::Config>(config::load_config(cfg->path));
+        shared->snapshot.store(make_snapshot(std::move(next), self));
+        std::cerr << R"({"event":"reloaded"})" << std::endl;
+      } catch (const config::ConfigErrors& e) {
+        for (const auto& error : e.errors()) std::cerr << error.to_string() << "\n";
+        std::cerr << R"({"event":"reload_failed"})" << std::endl;
+      }
+    } else {
+      return;  // SIGINT/SIGTERM: leave the handler loop; shutdown follows
+    }
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
+  main_ioc.run();
+
+  // Shutdown: stop accepting, give open connections a bounded grace period, then stop.
+  shared->ready = false;
+  for (auto& w : workers) {
+    asio::post(w->ioc, [&w = *w] {
+      boost::system::error_code ignored;
+      for (auto& a : w.acceptors) a->close(ignored);
+      if (w.admin) w.admin->close(ignored);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kShutdownGrace;
+  while (shared->connections.total.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& w : workers) w->ioc.stop();
+  for (auto& w : workers) w->thread.join();
+  shared->audit->flush();
+  std::cerr << R"({"event":"stopped"})" << std::endl;
+  return 0;
+}
+
+}  // namespace sandgate::proxy

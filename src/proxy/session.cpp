@@ -1,0 +1,91 @@
+// What every explicit session shares: the audit record, denials and failures.
+#include "proxy/session.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace sandgate::proxy {
+
+telemetry::Mode to_metrics_mode(policy::EntryMode m) {
+  switch (m) {
+    case policy::EntryMode::http:
+      return telemetry::Mode::http;
+    case policy::EntryMode::connect:
+      return telemetry::Mode::connect;
+    case policy::EntryMode::tls:
+      return telemetry::Mode::tls;
+    case policy::EntryMode::tcp:
+      return telemetry::Mode::tcp;
+    case policy::EntryMode::dns:
+      return telemetry::Mode::dns;
+  }
+  return telemetry::Mode::http;
+}
+
+telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
+  telemetry::AuditRecord r;
+  r.sandbox_id = sandbox;
+  r.source_ip = client_ip;
+  r.source_port = client_port;
+  r.protocol = policy::mode_name(mode);
+  return r;
+}
+
+asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& host,
+                                    std::uint16_t port, const policy::Decision& d,
+                                    const policy::Host* suggest_for) {
+  const std::string shown = host.display();
+  const std::string suggestion = policy::suggest_rule(d, suggest_for ? *suggest_for : host, port);
+  const std::string_view reason = policy::reason_name(d.reason);
+
+  telemetry::AuditRecord r = record(mode);
+  r.event = code_name(Errc::network_denied);
+  r.outcome = "failure";
+  r.host = shown;
+  r.port = port;
+  r.reason = reason;
+  r.rule = d.rule;
+  r.http_status = 403;
+  deps.shared->audit->write(r);
+  deps.shared->metrics->denial(reason);
+  deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::denied);
+
+  std::string suggestion_line;
+  if (!suggestion.empty()) suggestion_line = "[sandboxes." + sandbox + "] " + suggestion;
+  ErrorInfo info;
+  info.code = Errc::network_denied;
+  info.sandbox = sandbox;
+  info.host = shown;
+  info.port = port;
+  info.reason = reason;
+  info.rule = d.rule;
+  info.suggestion = suggestion_line;
+  const std::string response = error_response(info);
+  watchdog->arm(limits().header_timeout);
+  co_await write_client(response);
+}
+
+asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
+                                    std::uint16_t port, std::string_view message) {
+  telemetry::AuditRecord r = record(mode);
+  r.event = code_name(code);
+  r.outcome = "failure";
+  r.host = host;
+  r.port = port;
+  r.http_status = static_cast<int>(http_status(code));
+  deps.shared->audit->write(r);
+  deps.shared->metrics->error(code);
+  deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::error);
+
+  ErrorInfo info;
+  info.code = code;
+  info.sandbox = sandbox;
+  info.host = host;
+  info.port = port;
+  info.message = message;
+  const std::string response = error_response(info);
+  watchdog->arm(limits().header_timeout);
+  co_await write_client(response);
+}
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/errc.hpp"
+#include "policy/policy.hpp"
+#include "proxy/responses.hpp"
+#include "proxy/runtime.hpp"
+#include "proxy/watchdog.hpp"
+#include "telemetry/audit_log.hpp"
+
+namespace sandgate::proxy {
+
+// An upstream connection kept between keep-alive requests for one authority.
+struct UpstreamConn {
+  UpstreamConn(tcp::socket s, std::string auth, const policy::IpAddress& a)
+      : socket(std::move(s)), authority(std::move(auth)), address(a) {}
+
+  tcp::socket socket;
+  boost::beast::flat_buffer buffer;
+  std::string authority;  // normalised host + ":" + port it serves
+  policy::IpAddress address;
+};
+
+// One client connection on an explicit listener, from accept to close. Lives in the frame of
+// serve_explicit() on the worker that accepted it; everything here runs on that worker.
+struct Session {
+  Session(tcp::socket s, WorkerDeps d);
+
+  tcp::socket client;
+  WorkerDeps deps;
+  std::shared_ptr<const Snapshot> snap;  // the snapshot this request is decided on
+  boost::beast::flat_buffer buffer;      // bytes read from the client, not yet handled
+  std::shared_ptr<Watchdog> watchdog;
+  std::string client_ip;
+  std::uint16_t client_port = 0;
+  std::string sandbox;  // bound at the first authenticated request
+  std::atomic<std::size_t>* sandbox_connections = nullptr;
+  std::optional<UpstreamConn> upstream;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  const config::Limits& limits() const { return snap->config->limits; }
+
+  // Writes raw bytes to the client under the session's current deadline.
+  asio::awaitable<boost::system::error_code> write_client(std::string_view bytes);
+
+  // Refusal by policy: audit line, metrics, 403 with the denial contract.
+  asio::awaitable<void> deny(policy::EntryMode mode, const policy::Host& host, std::uint16_t port,
+                             const policy::Decision& d, const policy::Host* suggest_for = nullptr);
+  // Any other failure with its own code: audit line, metrics, and the error response.
+  asio::awaitable<void> fail(policy::EntryMode mode, Errc code, std::string_view host = {},
+                             std::uint16_t port = 0, std::string_view message = {});
+
+  // Base audit record with the fields every line of this session shares.
+  telemetry::AuditRecord record(policy::EntryMode mode) const;
+};
+
+asio::awaitable<void> serve_explicit(tcp::socket client, WorkerDeps deps);
+
+// CONNECT: dial, 200, inspect the first client bytes (SNI, nested CONNECT), relay.
+asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::uint16_t port);
+
+// One absolute-form http:// request and its response. Returns true when the client
+// connection may carry another request.
+asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port,
+                                  std::size_t head_size);
+
+telemetry::Mode to_metrics_mode(policy::EntryMode m);
+
+}  // namespace sandgate::proxy

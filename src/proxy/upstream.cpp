@@ -1,0 +1,93 @@
+#include "proxy/upstream.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace sandgate::proxy {
+
+namespace {
+
+using namespace boost::asio::experimental::awaitable_operators;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// One connect attempt under a deadline. Returns the socket error, or timed_out.
+asio::awaitable<boost::system::error_code> connect_once(tcp::socket& socket, tcp::endpoint ep,
+                                                        std::chrono::milliseconds timeout) {
+  asio::steady_timer timer(socket.get_executor(), timeout);
+  auto result = co_await (socket.async_connect(ep, use_tuple) || timer.async_wait(use_tuple));
+  if (result.index() == 1) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    co_return asio::error::timed_out;
+  }
+  co_return std::get<0>(std::get<0>(result));
+}
+
+}  // namespace
+
+asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& snap,
+                                     std::string_view sandbox, const policy::Host& host,
+                                     std::uint16_t port) {
+  Dialed out(co_await asio::this_coro::executor);
+  telemetry::Metrics& metrics = *deps.shared->metrics;
+
+  std::vector<policy::IpAddress> candidates;
+  if (host.is_address()) {
+    candidates.push_back(host.address);  // already checked by Policy::decide
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    auto answer = co_await deps.resolver->resolve(host.name);
+    if (!answer) {
+      metrics.dns_lookup(telemetry::DnsResult::failed);
+      out.error = answer.error() == make_error_code(Errc::upstream_timeout)
+                      ? Errc::upstream_timeout
+                      : Errc::upstream_dns_failed;
+      co_return out;
+    }
+    if (answer->from_cache) {
+      metrics.dns_lookup(telemetry::DnsResult::cache_hit);
+    } else {
+      metrics.dns_lookup(telemetry::DnsResult::ok);
+      metrics.dns_lookup_duration(std::chrono::steady_clock::now() - start);
+    }
+    for (const policy::IpAddress& a : answer->addresses) {
+      policy::Decision d = snap.policy->check_address(sandbox, a, port);
+      if (d.allowed) {
+        candidates.push_back(a);
+      } else if (out.error == Errc::ok) {
+        out.error = Errc::network_denied;  // remembered; cleared if any address passes
+        out.denial = std::move(d);
+        out.denied_host.kind = policy::Host::Kind::address;
+        out.denied_host.address = a;
+      }
+    }
+    if (candidates.empty()) {
+      if (out.error == Errc::ok) out.error = Errc::upstream_dns_failed;
+      co_return out;
+    }
+    out.error = Errc::ok;
+  }
+
+  const auto timeout = snap.config->limits.connect_timeout;
+  bool any_refused = false;
+  for (const policy::IpAddress& a : candidates) {
+    out.address = a;
+    const auto start = std::chrono::steady_clock::now();
+    const auto ec = co_await connect_once(out.socket, {to_asio(a), port}, timeout);
+    if (!ec) {
+      metrics.upstream_connect_duration(std::chrono::steady_clock::now() - start);
+      boost::system::error_code ignored;
+      out.socket.set_option(tcp::no_delay(true), ignored);
+      co_return out;
+    }
+    if (ec != asio::error::timed_out) any_refused = true;
+    boost::system::error_code ignored;
+    out.socket.close(ignored);
+  }
+  out.error = any_refused ? Errc::upstream_connect_failed : Errc::upstream_timeout;
+  co_return out;
+}
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <optional>
+
+#include "common/errc.hpp"
+#include "policy/policy.hpp"
+#include "proxy/runtime.hpp"
+
+namespace sandgate::proxy {
+
+// The result of dialling an allowed destination: a connected socket, or why not.
+// (Constructed outside the coroutine body: GCC 12 miscompiles braced aggregate
+// initialisation of non-trivial members inside coroutines.)
+struct Dialed {
+  explicit Dialed(const asio::any_io_executor& ex) : socket(ex) {}
+
+  Errc error = Errc::ok;     // ok, network_denied, upstream_dns_failed, _connect_failed, _timeout
+  policy::Decision denial;   // error == network_denied: why every address was refused
+  policy::Host denied_host;  // error == network_denied: the refused address, for suggestions
+  tcp::socket socket;
+  policy::IpAddress address;  // the address dialled (or last tried)
+};
+
+// Resolves an allowed host once, checks every address with Policy::check_address, and
+// connects to the first allowed address that answers, trying each in order with the
+// per-attempt connect timeout. The address dialled is exactly one that passed the check:
+// there is no second resolution between check and dial (no DNS-rebinding window).
+boost::asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& snap,
+                                            std::string_view sandbox, const policy::Host& host,
+                                            std::uint16_t port);
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,149 @@
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/errc.hpp"
+
+namespace prometheus {
+class Counter;
+class Gauge;
+class Histogram;
+class Registry;
+}  // namespace prometheus
+
+namespace sandgate::telemetry {
+
+// How a client reached sandgate; also the audit log's network.protocol.
+enum class Mode : std::uint8_t { http, connect, tls, tcp, dns };
+inline constexpr std::size_t kModeCount = 5;
+// What became of a connection or request.
+enum class Outcome : std::uint8_t { allowed, denied, error };
+inline constexpr std::size_t kOutcomeCount = 3;
+// upstream = client -> destination, downstream = destination -> client.
+enum class Direction : std::uint8_t { upstream, downstream };
+inline constexpr std::size_t kDirectionCount = 2;
+enum class DnsResult : std::uint8_t { ok, failed, cache_hit };
+inline constexpr std::size_t kDnsResultCount = 3;
+inline constexpr std::size_t kSideCount = 3;  // sandgate::Side: client, upstream, internal
+
+// The label values, also usable as audit log strings.
+std::string_view name(Mode m);
+std::string_view name(Outcome o);
+std::string_view name(Direction d);
+std::string_view name(DnsResult r);
+
+// Every error code name from common/errc.hpp except "OK": the usual `error_codes` list.
+std::vector<std::string> all_error_codes();
+
+// All of sandgate's Prometheus metrics in one registry.
+//
+// Every label combination is created in the constructor and kept as a pointer in an array
+// indexed by enum, so recording an event is an array index plus an atomic add: no map
+// lookup, no lock (histograms take prometheus-cpp's internal per-histogram lock). Labels are
+// bounded: no sandbox id, host or address ever becomes a label. Denial reasons and error
+// codes come from fixed lists given at construction; a string not on its list is counted
+// under "other". Thread-safe; share one instance.
+class Metrics {
+ public:
+  Metrics(std::string_view version, std::vector<std::string> denial_reasons,
+          std::vector<std::string> error_codes);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // sandgate_connections_total{mode, outcome}
+  void connection(Mode m, Outcome o) noexcept;
+  // sandgate_requests_total{mode, outcome}: each HTTP request, keep-alive ones included.
+  void request(Mode m, Outcome o) noexcept;
+
+  // sandgate_denials_total{reason}. Resolve a reason once with denial_index() to skip the
+  // string lookup on the hot path; an unknown reason maps to the "other" slot.
+  std::size_t denial_index(std::string_view reason) const noexcept;
+  void denial(std::size_t reason_index) noexcept;
+  void denial(std::string_view reason) noexcept { denial(denial_index(reason)); }
+
+  // sandgate_errors_total{code, side}; same lookup scheme as denials.
+  std::size_t error_index(std::string_view code) const noexcept;
+  void error(std::size_t code_index, Side side) noexcept;
+  void error(std::string_view code, Side side) noexcept { error(error_index(code), side); }
+  void error(Errc e) noexcept { error(code_name(e), side_of(e)); }
+
+  // sandgate_bytes_total{direction}
+  void bytes(Direction d, std::uint64_t n) noexcept;
+
+  // sandgate_active_connections / sandgate_active_tunnels. Prefer the Active guard, which
+  // cannot leak a count on an early return.
+  void connection_opened() noexcept;
+  void connection_closed() noexcept;
+  void tunnel_opened() noexcept;
+  void tunnel_closed() noexcept;
+
+  // sandgate_dns_lookups_total{result}. Observe a duration only for real lookups, not
+  // cache hits, so the histogram describes the resolver.
+  void dns_lookup(DnsResult r) noexcept;
+  // sandgate_dns_lookup_duration_seconds
+  void dns_lookup_duration(std::chrono::nanoseconds d) noexcept;
+  // sandgate_upstream_connect_duration_seconds
+  void upstream_connect_duration(std::chrono::nanoseconds d) noexcept;
+
+  // sandgate_audit_log_write_failures_total is read at scrape time: serialize() calls the
+  // source (normally [&log] { return log.write_failures(); }) and advances the counter to
+  // its value. Without a source the counter stays 0. Call once at startup.
+  void set_audit_failures_source(std::function<std::uint64_t()> source);
+
+  // Prometheus text exposition format (0.0.4) of every metric.
+  std::string serialize() const;
+
+  // For wiring extra collectors; the families above are already registered.
+  const std::shared_ptr<prometheus::Registry>& registry() const noexcept { return registry_; }
+
+  // Holds one unit of an active gauge from construction to destruction. Move-only.
+  class Active {
+   public:
+    Active() = default;
+    explicit Active(prometheus::Gauge* gauge) noexcept;
+    Active(Active&& other) noexcept : gauge_(std::exchange(other.gauge_, nullptr)) {}
+    Active& operator=(Active&& other) noexcept;
+    ~Active();
+
+   private:
+    prometheus::Gauge* gauge_ = nullptr;
+  };
+  [[nodiscard]] Active active_connection() noexcept { return Active(active_connections_); }
+  [[nodiscard]] Active active_tunnel() noexcept { return Active(active_tunnels_); }
+
+ private:
+  using ByModeOutcome = std::array<std::array<prometheus::Counter*, kOutcomeCount>, kModeCount>;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  ByModeOutcome connections_{};
+  ByModeOutcome requests_{};
+  // Label lists as given plus "other" last; lookup tables sorted by name for binary search.
+  std::vector<prometheus::Counter*> denials_;
+  std::vector<std::pair<std::string, std::size_t>> denial_lookup_;
+  std::vector<std::array<prometheus::Counter*, kSideCount>> errors_;
+  std::vector<std::pair<std::string, std::size_t>> error_lookup_;
+  std::array<prometheus::Counter*, kDirectionCount> bytes_{};
+  prometheus::Gauge* active_connections_ = nullptr;
+  prometheus::Gauge* active_tunnels_ = nullptr;
+  std::array<prometheus::Counter*, kDnsResultCount> dns_lookups_{};
+  prometheus::Histogram* dns_duration_ = nullptr;
+  prometheus::Histogram* connect_duration_ = nullptr;
+  prometheus::Counter* audit_failures_ = nullptr;
+
+  mutable std::mutex audit_mutex_;  // guards the source and what was already counted
+  std::function<std::uint64_t()> audit_source_;
+  mutable std::uint64_t audit_counted_ = 0;
+};
+
+}  // namespace sandgate::telemetry

@@ -1,0 +1,713 @@
+#include "config/config.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "policy/host.hpp"
+#include "policy/host_pattern.hpp"
+#include "policy/ip_address.hpp"
+#include "policy/policy.hpp"
+
+namespace sandgate::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A name in a directory that does not exist, so the default sandboxes_dir ("sandboxes.d"
+// next to the file) is absent and no drop-ins from the test's working directory leak in.
+const std::string kFile = "/nonexistent/sandgate.toml";
+
+std::vector<ConfigError> errors_of(std::string_view toml, const std::string& name = kFile) {
+  try {
+    load_config_from_string(toml, name);
+  } catch (const ConfigErrors& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+std::string dump(const std::vector<ConfigError>& errors) {
+  std::string out;
+  for (const auto& e : errors) out += "\n  " + e.to_string();
+  return out;
+}
+
+// The messages that embed a reason from the policy parsers, built the same way the loader
+// builds them so these tests pin the loader's wording, not policy's.
+std::string host_pattern_message(const std::string& text) {
+  std::string reason;
+  EXPECT_FALSE(policy::parse_host_pattern(text, &reason)) << text;
+  return "invalid host pattern \"" + text + "\": " + reason;
+}
+std::string cidr_message(const std::string& text) {
+  std::string reason;
+  EXPECT_FALSE(policy::parse_cidr(text, &reason)) << text;
+  return "invalid CIDR \"" + text + "\": " + reason;
+}
+std::string host_name_message(const std::string& text) {
+  const policy::Host host = policy::normalize_host(text);
+  EXPECT_FALSE(host.is_valid()) << text;
+  return "invalid host name \"" + text + "\": " + std::string(host.invalid_reason);
+}
+
+// A private directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sandgate-config-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  std::string write(const std::string& relative, std::string_view text) const {
+    const fs::path file = path_ / relative;
+    fs::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << text;
+    return file.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Valid configurations
+
+constexpr std::string_view kFullConfig = R"(
+workers = 4
+sandboxes_dir = ""
+
+[listeners]
+explicit = ["127.0.0.1:3128", "[::1]:0"]
+admin = "127.0.0.1:9090"
+
+[limits]
+max_request_line_bytes = 4096
+max_header_bytes = 32768
+header_timeout_ms = 1000
+connect_timeout_ms = 2000
+idle_timeout_ms = 3000
+max_connections = 100
+max_connections_per_sandbox = 10
+
+[dns]
+servers = ["192.0.2.53", "192.0.2.54:5353", "[2001:db8::53]:53", "2001:db8::54"]
+timeout_ms = 1500
+max_ttl_s = 0
+[dns.hosts]
+"Origin.Test." = ["127.0.0.1", "::1"]
+
+[log]
+audit = "logs/audit.jsonl"
+
+[profiles.default]
+ports = [443, 8443, 443]
+allow = ["github.com", "*.github.com:443"]
+deny = ["gist.github.com"]
+allow_cidrs = ["10.0.0.0/8"]
+deny_cidrs = ["10.9.0.0/16"]
+
+[profiles.bare]
+
+[sandboxes.ci]
+profile = "default"
+token = "s3cret:with-colon"
+allow = ["registry.npmjs.org"]
+deny_cidrs = ["10.1.0.0/16"]
+
+[sandboxes."agent.2"]
+profile = "default"
+token = "t2"
+ports = [80]
+allow_all_hosts = true
+
+[sandboxes.lone]
+token = "t3"
+)";
+
+TEST(ConfigLoad, FullConfigFillsEveryField) {
+  const Config c = load_config_from_string(kFullConfig, "/etc/sandgate/sandgate.toml");
+  EXPECT_EQ(c.path, "/etc/sandgate/sandgate.toml");
+  EXPECT_EQ(c.workers, 4u);
+  EXPECT_EQ(c.sandboxes_dir, "");
+
+  ASSERT_EQ(c.listeners.explicit_proxy.size(), 2u);
+  EXPECT_EQ(c.listeners.explicit_proxy[0].text, "127.0.0.1:3128");
+  EXPECT_EQ(c.listeners.explicit_proxy[0].port, 3128);
+  EXPECT_EQ(c.listeners.explicit_proxy[0].address, *policy::parse_ip_literal("127.0.0.1"));
+  EXPECT_EQ(c.listeners.explicit_proxy[1].port, 0);
+  EXPECT_EQ(c.listeners.explicit_proxy[1].address, *policy::parse_ip_literal("::1"));
+  ASSERT_TRUE(c.listeners.admin.has_value());
+  EXPECT_EQ(c.listeners.admin->port, 9090);
+
+  EXPECT_EQ(c.limits.max_request_line_bytes, 4096u);
+  EXPECT_EQ(c.limits.max_header_bytes, 32768u);
+  EXPECT_EQ(c.limits.header_timeout, std::chrono::milliseconds(1000));
+  EXPECT_EQ(c.limits.connect_timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(c.limits.idle_timeout, std::chrono::milliseconds(3000));
+  EXPECT_EQ(c.limits.max_connections, 100u);
+  EXPECT_EQ(c.limits.max_connections_per_sandbox, 10u);
+
+  EXPECT_EQ(c.dns.servers, (std::vector<std::string>{"192.0.2.53", "192.0.2.54:5353",
+                                                     "[2001:db8::53]:53", "2001:db8::54"}));
+  EXPECT_EQ(c.dns.timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(c.dns.max_ttl, std::chrono::seconds(0));
+  ASSERT_EQ(c.dns.hosts.size(), 1u);
+  ASSERT_TRUE(c.dns.hosts.contains("origin.test"));  // normalised
+  EXPECT_EQ(c.dns.hosts.at("origin.test"),
+            (std::vector<policy::IpAddress>{*policy::parse_ip_literal("127.0.0.1"),
+                                            *policy::parse_ip_literal("::1")}));
+
+  EXPECT_EQ(c.logging.audit, "/etc/sandgate/logs/audit.jsonl");
+
+  ASSERT_EQ(c.sandboxes.size(), 3u);  // sorted by id
+  EXPECT_EQ(c.sandboxes[0].spec.id, "agent.2");
+  EXPECT_EQ(c.sandboxes[1].spec.id, "ci");
+  EXPECT_EQ(c.sandboxes[2].spec.id, "lone");
+}
+
+TEST(ConfigLoad, SandboxMergesProfileRulesFirst) {
+  const Config c = load_config_from_string(kFullConfig, kFile);
+  const Sandbox* ci = c.find_sandbox("ci");
+  ASSERT_NE(ci, nullptr);
+  EXPECT_EQ(ci->profile, "default");
+  EXPECT_EQ(ci->token, "s3cret:with-colon");
+  EXPECT_EQ(ci->file, kFile);
+  EXPECT_EQ(ci->spec.ports, (std::vector<std::uint16_t>{443, 8443}));  // duplicates dropped
+  EXPECT_FALSE(ci->spec.allow_all_hosts);
+
+  ASSERT_EQ(ci->spec.allow.size(), 3u);
+  EXPECT_EQ(ci->spec.allow[0].pattern, *policy::parse_host_pattern("github.com"));
+  EXPECT_EQ(ci->spec.allow[0].origin, "profiles.default.allow");
+  EXPECT_EQ(ci->spec.allow[1].pattern, *policy::parse_host_pattern("*.github.com:443"));
+  EXPECT_EQ(ci->spec.allow[2].pattern, *policy::parse_host_pattern("registry.npmjs.org"));
+  EXPECT_EQ(ci->spec.allow[2].origin, "sandboxes.ci.allow");
+  ASSERT_EQ(ci->spec.deny.size(), 1u);
+  EXPECT_EQ(ci->spec.deny[0].origin, "profiles.default.deny");
+  ASSERT_EQ(ci->spec.allow_cidrs.size(), 1u);
+  EXPECT_EQ(ci->spec.allow_cidrs[0].cidr, *policy::parse_cidr("10.0.0.0/8"));
+  EXPECT_EQ(ci->spec.allow_cidrs[0].origin, "profiles.default.allow_cidrs");
+  ASSERT_EQ(ci->spec.deny_cidrs.size(), 2u);
+  EXPECT_EQ(ci->spec.deny_cidrs[0].origin, "profiles.default.deny_cidrs");
+  EXPECT_EQ(ci->spec.deny_cidrs[1].cidr, *policy::parse_cidr("10.1.0.0/16"));
+  EXPECT_EQ(ci->spec.deny_cidrs[1].origin, "sandboxes.ci.deny_cidrs");
+}
+
+TEST(ConfigLoad, SandboxPortsReplaceProfilePortsAndDefaultTo80And443) {
+  const Config c = load_config_from_string(kFullConfig, kFile);
+  const Sandbox* agent = c.find_sandbox("agent.2");
+  ASSERT_NE(agent, nullptr);
+  EXPECT_EQ(agent->spec.ports, (std::vector<std::uint16_t>{80}));
+  EXPECT_TRUE(agent->spec.allow_all_hosts);
+  EXPECT_EQ(agent->spec.allow.size(), 2u);  // the profile's only
+
+  const Sandbox* lone = c.find_sandbox("lone");
+  ASSERT_NE(lone, nullptr);
+  EXPECT_EQ(lone->profile, "");
+  EXPECT_EQ(lone->spec.ports, (std::vector<std::uint16_t>{80, 443}));
+  EXPECT_TRUE(lone->spec.allow.empty());
+
+  EXPECT_EQ(c.find_sandbox("nope"), nullptr);
+  EXPECT_EQ(c.find_sandbox(""), nullptr);
+}
+
+TEST(ConfigLoad, EmptyFileGivesDefaults) {
+  const Config c = load_config_from_string("", kFile);
+  const Limits defaults;
+  EXPECT_EQ(c.workers, 0u);
+  ASSERT_EQ(c.listeners.explicit_proxy.size(), 1u);
+  EXPECT_EQ(c.listeners.explicit_proxy[0].text, "127.0.0.1:3128");
+  EXPECT_EQ(c.listeners.explicit_proxy[0].port, 3128);
+  EXPECT_FALSE(c.listeners.admin.has_value());
+  EXPECT_EQ(c.limits.max_header_bytes, defaults.max_header_bytes);
+  EXPECT_EQ(c.limits.idle_timeout, defaults.idle_timeout);
+  EXPECT_TRUE(c.dns.servers.empty());
+  EXPECT_EQ(c.dns.max_ttl, std::chrono::seconds(300));
+  EXPECT_EQ(c.logging.audit, "stdout");
+  EXPECT_EQ(c.sandboxes_dir, "/nonexistent/sandboxes.d");  // default; absent is fine
+  EXPECT_TRUE(c.sandboxes.empty());
+}
+
+TEST(ConfigLoad, EmptyExplicitListListensNowhere) {
+  const Config c = load_config_from_string("[listeners]\nexplicit = []\n", kFile);
+  EXPECT_TRUE(c.listeners.explicit_proxy.empty());
+}
+
+TEST(ConfigLoad, BuildPolicyDecidesWithMergedRules) {
+  const Config c = load_config_from_string(kFullConfig, kFile);
+  const auto policy = c.build_policy();
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ(policy->sandbox_count(), 3u);
+  EXPECT_TRUE(policy->has_sandbox("ci"));
+  const auto allowed =
+      policy->decide({"ci", "registry.npmjs.org", 443, policy::EntryMode::connect});
+  EXPECT_TRUE(allowed.allowed) << allowed.rule;
+  EXPECT_EQ(allowed.rule, "sandboxes.ci.allow:registry.npmjs.org");
+  const auto from_profile = policy->decide({"ci", "api.github.com", 443, policy::EntryMode::tls});
+  EXPECT_TRUE(from_profile.allowed);
+  EXPECT_EQ(from_profile.rule, "profiles.default.allow:*.github.com:443");
+  EXPECT_FALSE(policy->decide({"ci", "gist.github.com", 443, policy::EntryMode::tls}).allowed);
+  EXPECT_FALSE(policy->decide({"lone", "github.com", 443, policy::EntryMode::tls}).allowed);
+}
+
+TEST(ConfigError, ToStringOmitsUnknownPositionAndEmptyKey) {
+  EXPECT_EQ((ConfigError{"a.toml", 3, 7, "limits.x", "bad"}).to_string(),
+            "a.toml:3:7: limits.x: bad");
+  EXPECT_EQ((ConfigError{"a.toml", 0, 0, "id", "missing required key"}).to_string(),
+            "a.toml: id: missing required key");
+  EXPECT_EQ((ConfigError{"a.toml", 1, 2, "", "syntax"}).to_string(), "a.toml:1:2: syntax");
+}
+
+// ---------------------------------------------------------------------------------------------
+// One error per row: the exact text, line, column and key.
+
+struct ErrorCase {
+  std::string name;
+  std::string toml;
+  std::uint32_t line;
+  std::uint32_t column;
+  std::string key;
+  std::string message;
+};
+
+void PrintTo(const ErrorCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+// Tokens for sandbox tables in rows that are about something else.
+const std::string kSandboxHead = "[sandboxes.ci]\ntoken = \"t\"\n";
+
+std::vector<ErrorCase> error_cases() {
+  const std::string range_limit = "must be between 1 and 2147483647, got ";
+  return {
+      // TOML syntax: toml++'s own description at its position.
+      {"SyntaxMissingValue", "workers = \n", 1, 11, "",
+       "Error while parsing key-value pair: expected value, saw '\\n'"},
+      {"SyntaxDuplicateKey", "workers = 1\nworkers = 2\n", 2, 11, "",
+       "Error while parsing key-value pair: cannot redefine existing integer 'workers'"},
+      {"SyntaxUnclosedHeader", "workers = 1\n[limits\n", 2, 8, "",
+       "Error while parsing table header: expected ']', saw '\\n'"},
+
+      // Unknown keys, with a suggestion when one is close.
+      {"UnknownTopLevelKey", "worker = 4\n", 1, 1, "worker",
+       "unknown key \"worker\"; did you mean \"workers\"?"},
+      {"UnknownProfileKey", "[profiles.default]\nalow = []\n", 2, 1, "profiles.default.alow",
+       "unknown key \"alow\"; did you mean \"allow\"?"},
+      {"UnknownKeyNoSuggestion", "[limits]\nfoo_bar_baz = 1\n", 2, 1, "limits.foo_bar_baz",
+       "unknown key \"foo_bar_baz\""},
+      {"UnknownSandboxKey", kSandboxHead + "allow_all_host = true\n", 3, 1,
+       "sandboxes.ci.allow_all_host",
+       "unknown key \"allow_all_host\"; did you mean \"allow_all_hosts\"?"},
+      {"UnknownSandboxIdKey", kSandboxHead + "id = \"ci\"\n", 3, 1, "sandboxes.ci.id",
+       "unknown key \"id\""},
+      {"UnknownListenersKey", "[listeners]\nexplict = []\n", 2, 1, "listeners.explict",
+       "unknown key \"explict\"; did you mean \"explicit\"?"},
+      {"UnknownDnsKey", "[dns]\nserver = []\n", 2, 1, "dns.server",
+       "unknown key \"server\"; did you mean \"servers\"?"},
+      {"UnknownLogKey", "[log]\naduit = \"off\"\n", 2, 1, "log.aduit",
+       "unknown key \"aduit\"; did you mean \"audit\"?"},
+      {"UnknownQuotedKey", "\"my key\" = 1\n", 1, 1, "\"my key\"", "unknown key \"my key\""},
+
+      // Wrong types.
+      {"WorkersString", "workers = \"4\"\n", 1, 11, "workers", "expected an integer, got string"},
+      {"WorkersFloat", "workers = 4.0\n", 1, 11, "workers", "expected an integer, got float"},
+      {"AllowNotArray", "[profiles.default]\nallow = \"github.com\"\n", 2, 9,
+       "profiles.default.allow", "expected an array of strings, got string"},
+      {"AllowElementNotString", "[profiles.default]\nallow = [\"a.com\", 5]\n", 2, 19,
+       "profiles.default.allow[1]", "expected a string, got integer"},
+      {"ListenersNotTable", "listeners = []\n", 1, 13, "listeners", "expected a table, got array"},
+      {"ProfilesArrayOfTables", "[[profiles]]\n", 1, 1, "profiles", "expected a table, got array"},
+      {"SandboxNotTable", "[sandboxes]\nci = \"x\"\n", 2, 6, "sandboxes.ci",
+       "expected a table, got string"},
+      {"AllowAllHostsString", kSandboxHead + "allow_all_hosts = \"yes\"\n", 3, 19,
+       "sandboxes.ci.allow_all_hosts", "expected a boolean, got string"},
+      {"SandboxesDirInteger", "sandboxes_dir = 1\n", 1, 17, "sandboxes_dir",
+       "expected a string, got integer"},
+      {"PortsNotArray", "[profiles.p]\nports = 443\n", 2, 9, "profiles.p.ports",
+       "expected an array of integers, got integer"},
+      {"PortNotInteger", "[profiles.p]\nports = [\"443\"]\n", 2, 10, "profiles.p.ports[0]",
+       "expected an integer, got string"},
+      {"TokenInteger", "[sandboxes.ci]\ntoken = 5\n", 2, 9, "sandboxes.ci.token",
+       "expected a string, got integer"},
+      {"AuditBoolean", "[log]\naudit = false\n", 2, 9, "log.audit",
+       "expected a string, got boolean"},
+      {"DnsHostsNotArray", "[dns.hosts]\n\"a.test\" = \"127.0.0.1\"\n", 2, 12,
+       "dns.hosts.\"a.test\"", "expected an array of strings, got string"},
+
+      // Host patterns and CIDRs: the policy parser's reason, prefixed with the value.
+      {"BadAllowPattern", "[profiles.p]\nallow = [\"ok.com\", \"foo.*.com\"]\n", 2, 20,
+       "profiles.p.allow[1]", host_pattern_message("foo.*.com")},
+      {"IpLiteralDenyPattern", kSandboxHead + "deny = [\"1.2.3.4\"]\n", 3, 9,
+       "sandboxes.ci.deny[0]", host_pattern_message("1.2.3.4")},
+      {"CidrHostBitsSet", "[profiles.p]\nallow_cidrs = [\"10.0.0.1/8\"]\n", 2, 16,
+       "profiles.p.allow_cidrs[0]", cidr_message("10.0.0.1/8")},
+      {"CidrPrefixTooLong", kSandboxHead + "deny_cidrs = [\"10.0.0.0/33\"]\n", 3, 15,
+       "sandboxes.ci.deny_cidrs[0]", cidr_message("10.0.0.0/33")},
+
+      // dns.hosts.
+      {"DnsHostBadAddress", "[dns.hosts]\n\"origin.test\" = [\"127.1\"]\n", 2, 18,
+       "dns.hosts.\"origin.test\"[0]",
+       "invalid IP address \"127.1\": use dotted-quad IPv4 or standard IPv6 text"},
+      {"DnsHostNoAddress", "[dns.hosts]\n\"origin.test\" = []\n", 2, 17,
+       "dns.hosts.\"origin.test\"", "expected at least one address"},
+      {"DnsHostIsAddress", "[dns.hosts]\n\"127.0.0.1\" = [\"127.0.0.1\"]\n", 2, 1,
+       "dns.hosts.\"127.0.0.1\"",
+       "\"127.0.0.1\" is an IP address; static answers are for host names"},
+      {"DnsHostBadName", "[dns.hosts]\n\"bad..name\" = [\"127.0.0.1\"]\n", 2, 1,
+       "dns.hosts.\"bad..name\"", host_name_message("bad..name")},
+      {"DnsHostDuplicateAfterNormalising",
+       "[dns.hosts]\n\"a.test\" = [\"127.0.0.1\"]\n\"A.TEST.\" = [\"127.0.0.2\"]\n", 3, 1,
+       "dns.hosts.\"A.TEST.\"",
+       "duplicate host name \"a.test\", first written at " + kFile + ":2:1"},
+
+      // dns.servers.
+      {"DnsServerPortZero", "[dns]\nservers = [\"192.0.2.1:0\"]\n", 2, 12, "dns.servers[0]",
+       "invalid DNS server \"192.0.2.1:0\": port must be between 1 and 65535"},
+      {"DnsServerName", "[dns]\nservers = [\"dns.google\"]\n", 2, 12, "dns.servers[0]",
+       "invalid DNS server \"dns.google\": expected \"ip\", \"ip:port\" or \"[ipv6]:port\""},
+      {"DnsServerBracketedV4", "[dns]\nservers = [\"[192.0.2.1]:53\"]\n", 2, 12, "dns.servers[0]",
+       "invalid DNS server \"[192.0.2.1]:53\": \"192.0.2.1\" is not an IP address"},
+
+      // Listen addresses.
+      {"ListenNoPort", "[listeners]\nexplicit = [\"127.0.0.1\"]\n", 2, 13, "listeners.explicit[0]",
+       "invalid listen address \"127.0.0.1\": expected \"ip:port\" or \"[ipv6]:port\""},
+      {"ListenHostName", "[listeners]\nexplicit = [\"localhost:3128\"]\n", 2, 13,
+       "listeners.explicit[0]",
+       "invalid listen address \"localhost:3128\": \"localhost\" is not an IP address"},
+      {"ListenSloppyIpv4", "[listeners]\nexplicit = [\"127.1:3128\"]\n", 2, 13,
+       "listeners.explicit[0]",
+       "invalid listen address \"127.1:3128\": \"127.1\" is not an IP address"},
+      {"ListenUnbracketedV6", "[listeners]\nexplicit = [\"::1:3128\"]\n", 2, 13,
+       "listeners.explicit[0]",
+       "invalid listen address \"::1:3128\": write an IPv6 address in brackets, e.g. "
+       "\"[::1]:3128\""},
+      {"ListenPortTooBig", "[listeners]\nexplicit = [\"127.0.0.1:65536\"]\n", 2, 13,
+       "listeners.explicit[0]",
+       "invalid listen address \"127.0.0.1:65536\": port must be between 0 and 65535"},
+      {"AdminPortName", "[listeners]\nadmin = \"127.0.0.1:http\"\n", 2, 9, "listeners.admin",
+       "invalid listen address \"127.0.0.1:http\": port must be between 0 and 65535"},
+      {"AdminSameAsExplicit",
+       "[listeners]\nexplicit = [\"127.0.0.1:3128\"]\nadmin = \"127.0.0.1:3128\"\n", 3, 9,
+       "listeners.admin",
+       "duplicate listen address \"127.0.0.1:3128\", also at " + kFile + ":2:13"},
+
+      // Ports and limits out of range.
+      {"RulePortZero", "[profiles.p]\nports = [0]\n", 2, 10, "profiles.p.ports[0]",
+       "must be between 1 and 65535, got 0"},
+      {"RulePortTooBig", kSandboxHead + "ports = [443, 65536]\n", 3, 15, "sandboxes.ci.ports[1]",
+       "must be between 1 and 65535, got 65536"},
+      {"LimitZero", "[limits]\nmax_connections = 0\n", 2, 19, "limits.max_connections",
+       range_limit + "0"},
+      {"LimitNegative", "[limits]\nheader_timeout_ms = -5\n", 2, 21, "limits.header_timeout_ms",
+       range_limit + "-5"},
+      {"LimitTooBig", "[limits]\nmax_header_bytes = 4294967296\n", 2, 20, "limits.max_header_bytes",
+       range_limit + "4294967296"},
+      {"WorkersNegative", "workers = -1\n", 1, 11, "workers", "must be between 0 and 1024, got -1"},
+      {"WorkersTooMany", "workers = 5000\n", 1, 11, "workers",
+       "must be between 0 and 1024, got 5000"},
+      {"DnsTimeoutZero", "[dns]\ntimeout_ms = 0\n", 2, 14, "dns.timeout_ms", range_limit + "0"},
+      {"DnsMaxTtlNegative", "[dns]\nmax_ttl_s = -1\n", 2, 13, "dns.max_ttl_s",
+       "must be between 0 and 2147483647, got -1"},
+
+      // Profiles.
+      {"ProfileMisspelt", "[profiles.default]\n" + kSandboxHead + "profile = \"defualt\"\n", 4, 11,
+       "sandboxes.ci.profile", "unknown profile \"defualt\"; did you mean \"default\"?"},
+      {"ProfileMissing", kSandboxHead + "profile = \"nope\"\n", 3, 11, "sandboxes.ci.profile",
+       "unknown profile \"nope\""},
+      {"ProfileBadName", "[profiles.\"bad name\"]\n", 1, 11, "profiles.\"bad name\"",
+       "invalid profile name \"bad name\": use 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-'"},
+
+      // Sandbox ids and tokens.
+      {"SandboxIdWithSpace", "[sandboxes.\"bad id\"]\ntoken = \"t\"\n", 1, 12,
+       "sandboxes.\"bad id\"",
+       "invalid sandbox id \"bad id\": use 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-'"},
+      {"SandboxIdTooLong", "[sandboxes." + std::string(65, 'a') + "]\ntoken = \"t\"\n", 1, 12,
+       "sandboxes." + std::string(65, 'a'),
+       "invalid sandbox id \"" + std::string(65, 'a') +
+           "\": use 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-'"},
+      {"TokenMissing", "workers = 1\n[sandboxes.ci]\nallow = []\n", 2, 1, "sandboxes.ci.token",
+       "missing required key"},
+      {"TokenEmpty", "[sandboxes.ci]\ntoken = \"\"\n", 2, 9, "sandboxes.ci.token",
+       "must not be empty"},
+      {"TokenWithSpace", "[sandboxes.ci]\ntoken = \"two words\"\n", 2, 9, "sandboxes.ci.token",
+       "must be printable ASCII without spaces or control characters"},
+
+      // Paths.
+      {"AuditEmpty", "[log]\naudit = \"\"\n", 2, 9, "log.audit",
+       "expected \"stdout\", \"stderr\", \"off\" or a file path, got an empty string"},
+      {"SandboxesDirMissing", "sandboxes_dir = \"drop-ins\"\n", 1, 17, "sandboxes_dir",
+       "directory \"/nonexistent/drop-ins\" does not exist"},
+  };
+}
+
+class ConfigErrorCase : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(ConfigErrorCase, ReportsExactlyThisError) {
+  const ErrorCase& c = GetParam();
+  const auto errors = errors_of(c.toml);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  const ConfigError& e = errors[0];
+  EXPECT_EQ(e.file, kFile);
+  EXPECT_EQ(e.message, c.message);
+  EXPECT_EQ(e.key, c.key);
+  EXPECT_EQ(e.line, c.line);
+  EXPECT_EQ(e.column, c.column);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, ConfigErrorCase, ::testing::ValuesIn(error_cases()),
+                         [](const auto& row) { return row.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// Several errors at once
+
+TEST(ConfigErrors, AllErrorsAreCollectedInFileOrder) {
+  const auto errors = errors_of(R"([sandboxes.ci]
+token = "t"
+profile = "nope"
+
+[profiles.p]
+alow = ["x.com"]
+ports = [0, 70000]
+
+[limits]
+max_connections = 0
+)");
+  ASSERT_EQ(errors.size(), 5u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "sandboxes.ci.profile");
+  EXPECT_EQ(errors[1].key, "profiles.p.alow");
+  EXPECT_EQ(errors[2].key, "profiles.p.ports[0]");
+  EXPECT_EQ(errors[3].key, "profiles.p.ports[1]");
+  EXPECT_EQ(errors[4].key, "limits.max_connections");
+}
+
+TEST(ConfigErrors, WhatListsEveryError) {
+  try {
+    load_config_from_string("worker = 1\n[limits]\nmax_connections = 0\n", "x.toml");
+    FAIL() << "expected ConfigErrors";
+  } catch (const ConfigErrors& e) {
+    EXPECT_STREQ(e.what(),
+                 "x.toml:1:1: worker: unknown key \"worker\"; did you mean \"workers\"?\n"
+                 "x.toml:3:19: limits.max_connections: must be between 1 and 2147483647, got 0");
+  }
+}
+
+TEST(ConfigErrors, MessagesNeverContainTheToken) {
+  const auto errors = errors_of("[sandboxes.ci]\ntoken = \"hunter2 secret\"\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].to_string().find("hunter2"), std::string::npos);
+}
+
+TEST(ConfigErrors, ControlCharactersAreEscapedInMessages) {
+  const auto errors = errors_of("[profiles.p]\nallow = [\"a\\nb.com\"]\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message.find('\n'), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[0].message.find("\"a\\x0ab.com\""), std::string::npos) << errors[0].message;
+}
+
+TEST(LoadConfigFile, MissingFileIsAnError) {
+  TempDir dir;
+  const std::string path = (dir.path() / "absent.toml").string();
+  try {
+    load_config(path);
+    FAIL() << "expected ConfigErrors";
+  } catch (const ConfigErrors& e) {
+    ASSERT_EQ(e.errors().size(), 1u);
+    EXPECT_EQ(e.errors()[0].to_string(), path + ": cannot read file: No such file or directory");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drop-in files
+
+constexpr std::string_view kMainWithDropIns = R"(sandboxes_dir = "sandboxes.d"
+[profiles.default]
+allow = ["github.com"]
+
+[sandboxes.main-one]
+token = "m1"
+)";
+
+TEST(DropIns, LoadsEveryTomlFileInNameOrder) {
+  TempDir dir;
+  const std::string main = dir.write("sandgate.toml", kMainWithDropIns);
+  const std::string b = dir.write("sandboxes.d/b.toml",
+                                  "id = \"ci-b\"\ntoken = \"tb\"\nprofile = \"default\"\n"
+                                  "allow = [\"npmjs.org\"]\nports = [443]\n");
+  const std::string a = dir.write("sandboxes.d/a.toml", "id = \"ci-a\"\ntoken = \"ta\"\n");
+  dir.write("sandboxes.d/.hidden.toml", "this is not toml");
+  dir.write("sandboxes.d/notes.txt", "this is not toml either");
+  dir.write("sandboxes.d/a.toml.tmp", "neither is this");
+  fs::create_directories(dir.path() / "sandboxes.d" / "sub.toml");
+
+  const Config c = load_config(main);
+  EXPECT_EQ(c.sandboxes_dir, (dir.path() / "sandboxes.d").string());
+  ASSERT_EQ(c.sandboxes.size(), 3u);
+  const Sandbox* sb = c.find_sandbox("ci-b");
+  ASSERT_NE(sb, nullptr);
+  EXPECT_EQ(sb->file, b);
+  EXPECT_EQ(sb->token, "tb");
+  EXPECT_EQ(sb->spec.ports, (std::vector<std::uint16_t>{443}));
+  ASSERT_EQ(sb->spec.allow.size(), 2u);
+  EXPECT_EQ(sb->spec.allow[0].origin, "profiles.default.allow");
+  EXPECT_EQ(sb->spec.allow[1].origin, "sandboxes.ci-b.allow");
+  ASSERT_NE(c.find_sandbox("ci-a"), nullptr);
+  EXPECT_EQ(c.find_sandbox("ci-a")->file, a);
+  ASSERT_NE(c.find_sandbox("main-one"), nullptr);
+  EXPECT_EQ(c.find_sandbox("main-one")->file, main);
+}
+
+TEST(DropIns, FromStringResolvesAgainstTheNamesDirectory) {
+  TempDir dir;
+  dir.write("sandboxes.d/a.toml", "id = \"ci-a\"\ntoken = \"ta\"\n");
+  const Config c = load_config_from_string(kMainWithDropIns, (dir.path() / "x.toml").string());
+  EXPECT_NE(c.find_sandbox("ci-a"), nullptr);
+}
+
+TEST(DropIns, DefaultDirectoryIsReadWhenPresent) {
+  TempDir dir;
+  dir.write("sandboxes.d/a.toml", "id = \"ci-a\"\ntoken = \"ta\"\n");
+  const Config c = load_config(dir.write("sandgate.toml", ""));
+  EXPECT_NE(c.find_sandbox("ci-a"), nullptr);
+}
+
+TEST(DropIns, EmptySandboxesDirMeansNone) {
+  TempDir dir;
+  dir.write("sandboxes.d/a.toml", "id = \"ci-a\"\ntoken = \"ta\"\n");
+  const Config c = load_config(dir.write("sandgate.toml", "sandboxes_dir = \"\"\n"));
+  EXPECT_EQ(c.sandboxes_dir, "");
+  EXPECT_TRUE(c.sandboxes.empty());
+}
+
+TEST(DropIns, AbsoluteSandboxesDir) {
+  TempDir dir;
+  dir.write("elsewhere/a.toml", "id = \"ci-a\"\ntoken = \"ta\"\n");
+  const Config c = load_config_from_string(
+      "sandboxes_dir = \"" + (dir.path() / "elsewhere").string() + "\"\n", kFile);
+  EXPECT_NE(c.find_sandbox("ci-a"), nullptr);
+}
+
+std::vector<ConfigError> load_errors(const std::string& path) {
+  try {
+    load_config(path);
+  } catch (const ConfigErrors& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+TEST(DropIns, DuplicateOfMainFileSandboxNamesBothPlaces) {
+  TempDir dir;
+  const std::string main = dir.write("sandgate.toml", kMainWithDropIns);
+  const std::string drop_in =
+      dir.write("sandboxes.d/dup.toml", "# comment\nid = \"main-one\"\ntoken = \"x\"\n");
+  const auto errors = load_errors(main);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(), drop_in + ":2:6: id: duplicate sandbox id \"main-one\", " +
+                                       "first defined at " + main + ":5:12");
+}
+
+TEST(DropIns, DuplicateBetweenTwoDropIns) {
+  TempDir dir;
+  const std::string main = dir.write("sandgate.toml", kMainWithDropIns);
+  const std::string first = dir.write("sandboxes.d/10-a.toml", "id = \"same\"\ntoken = \"x\"\n");
+  const std::string second = dir.write("sandboxes.d/20-b.toml", "id = \"same\"\ntoken = \"y\"\n");
+  const auto errors = load_errors(main);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            second + ":1:6: id: duplicate sandbox id \"same\", first defined at " + first + ":1:6");
+}
+
+TEST(DropIns, ErrorsFromEveryFileAreCollected) {
+  TempDir dir;
+  const std::string main = dir.write("sandgate.toml", "worker = 1\n");
+  const std::string no_id = dir.write("sandboxes.d/1.toml", "token = \"t\"\nalow = []\n");
+  const std::string no_token = dir.write("sandboxes.d/2.toml", "id = \"b\"\n");
+  const std::string syntax = dir.write("sandboxes.d/3.toml", "id = \n");
+  const std::string bad = dir.write("sandboxes.d/4.toml",
+                                    "id = \"bad id\"\ntoken = \"t\"\nprofile = \"nope\"\n"
+                                    "[sandboxes.x]\n");
+  const auto errors = load_errors(main);
+  std::vector<std::string> lines;
+  for (const auto& e : errors) lines.push_back(e.to_string());
+  EXPECT_EQ(lines,
+            (std::vector<std::string>{
+                main + ":1:1: worker: unknown key \"worker\"; did you mean \"workers\"?",
+                no_id + ": id: missing required key",
+                no_id + ":2:1: alow: unknown key \"alow\"; did you mean \"allow\"?",
+                no_token + ": token: missing required key",
+                syntax + ":1:6: Error while parsing key-value pair: expected value, saw '\\n'",
+                bad + ":1:6: id: invalid sandbox id \"bad id\": use 1-64 characters of A-Z, "
+                      "a-z, 0-9, '_', '.', '-'",
+                bad + ":3:11: profile: unknown profile \"nope\"",
+                bad + ":4:2: sandboxes: unknown key \"sandboxes\"",
+            }))
+      << dump(errors);
+}
+
+TEST(DropIns, SandboxesDirThatIsAFile) {
+  TempDir dir;
+  dir.write("file.toml", "");
+  const std::string main = dir.write("sandgate.toml", "sandboxes_dir = \"file.toml\"\n");
+  const auto errors = load_errors(main);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(), main + ":1:17: sandboxes_dir: \"" +
+                                       (dir.path() / "file.toml").string() +
+                                       "\" is not a directory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shipped example
+
+std::string source_dir() {
+  if (const char* env = std::getenv("SANDGATE_SOURCE_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return SANDGATE_DEFAULT_SOURCE_DIR;
+}
+
+TEST(ExampleConfig, ShippedExampleLoads) {
+  const std::string path = source_dir() + "/config/sandgate.toml";
+  Config c;
+  try {
+    c = load_config(path);
+  } catch (const ConfigErrors& e) {
+    FAIL() << e.what();
+  }
+  ASSERT_EQ(c.listeners.explicit_proxy.size(), 1u);
+  EXPECT_EQ(c.listeners.explicit_proxy[0].text, "127.0.0.1:3128");
+  ASSERT_TRUE(c.listeners.admin.has_value());
+  EXPECT_EQ(c.listeners.admin->text, "127.0.0.1:9090");
+
+  const Sandbox* agent = c.find_sandbox("agent-1");
+  ASSERT_NE(agent, nullptr);
+  EXPECT_EQ(agent->profile, "default");
+  EXPECT_EQ(agent->token, "change-me-agent-1");
+  EXPECT_EQ(agent->spec.allow.size(), 4u);
+
+  const Sandbox* example = c.find_sandbox("example-ci");
+  ASSERT_NE(example, nullptr);
+  EXPECT_EQ(example->file, source_dir() + "/config/sandboxes.d/example.toml");
+
+  const auto policy = c.build_policy();
+  EXPECT_TRUE(
+      policy->decide({"agent-1", "api.github.com", 443, policy::EntryMode::connect}).allowed);
+  EXPECT_TRUE(
+      policy->decide({"agent-1", "registry.npmjs.org", 443, policy::EntryMode::connect}).allowed);
+  EXPECT_FALSE(policy->decide({"agent-1", "example.org", 443, policy::EntryMode::connect}).allowed);
+}
+
+}  // namespace
+}  // namespace sandgate::config

@@ -1,0 +1,385 @@
+#include "telemetry/audit_log.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sandgate::telemetry {
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+json::value parse_line(const std::string& line) {
+  EXPECT_FALSE(line.empty());
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "exactly one newline, at the end";
+  boost::system::error_code ec;
+  json::value v = json::parse(line, ec);
+  EXPECT_FALSE(ec) << ec.message() << " in " << line;
+  return v;
+}
+
+bool has(const json::value& v, std::string_view pointer) {
+  boost::system::error_code ec;
+  return v.find_pointer(pointer, ec) != nullptr;
+}
+
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line + '\n');
+  return lines;
+}
+
+// A fresh directory per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "sandgate-audit-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp");
+    path_ = tmpl;
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+AuditRecord denied_record() {
+  AuditRecord r;
+  r.event = "SANDBOX_NETWORK_DENIED";
+  r.outcome = "failure";
+  r.sandbox_id = "agent-1";
+  r.source_ip = "127.0.0.1";
+  r.source_port = 5555;
+  r.protocol = "http";
+  r.host = "evil.example";
+  r.port = 443;
+  r.reason = "no_matching_rule";
+  r.rule = "default-deny";
+  r.method = "GET";
+  r.url_path = "/upload";
+  r.http_status = 403;
+  r.time = std::chrono::sys_days{std::chrono::year{2026} / 11 / 29} + 10h + 123ms;
+  return r;
+}
+
+TEST(FormatAuditLine, DeniedRecordHasEveryField) {
+  const json::value v = parse_line(format_audit_line(denied_record()));
+  struct Row {
+    std::string_view pointer;
+    json::value expected;
+  };
+  const std::vector<Row> rows = {
+      {"/@timestamp", "2026-11-29T10:00:00.123Z"},
+      {"/event/code", "SANDBOX_NETWORK_DENIED"},
+      {"/event/kind", "event"},
+      {"/event/category/0", "network"},
+      {"/event/type/0", "denied"},
+      {"/event/outcome", "failure"},
+      {"/event/reason", "no_matching_rule"},
+      {"/labels/sandbox_id", "agent-1"},
+      {"/source/ip", "127.0.0.1"},
+      {"/source/port", 5555},
+      {"/source/bytes", 0},
+      {"/destination/address", "evil.example"},
+      {"/destination/domain", "evil.example"},
+      {"/destination/port", 443},
+      {"/destination/bytes", 0},
+      {"/network/protocol", "http"},
+      {"/rule/name", "default-deny"},
+      {"/http/request/method", "GET"},
+      {"/http/response/status_code", 403},
+      {"/url/path", "/upload"},
+  };
+  for (const Row& row : rows) {
+    boost::system::error_code ec;
+    const json::value* got = v.find_pointer(row.pointer, ec);
+    ASSERT_NE(got, nullptr) << row.pointer;
+    // Integers may parse back as int64 or uint64; compare their serialised text.
+    EXPECT_EQ(json::serialize(*got), json::serialize(row.expected)) << row.pointer;
+  }
+  EXPECT_FALSE(has(v, "/destination/ip"));
+  EXPECT_FALSE(has(v, "/event/duration"));
+}
+
+TEST(FormatAuditLine, ClosedConnectionCarriesBytesDurationAndDialledAddress) {
+  AuditRecord r;
+  r.event = "connection_closed";
+  r.outcome = "success";
+  r.protocol = "connect";
+  r.host = "api.example";
+  r.port = 443;
+  r.destination_ip = "203.0.113.7";
+  r.bytes_up = 1234;
+  r.bytes_down = 56789;
+  r.duration = 1500ms;
+  const json::value v = parse_line(format_audit_line(r));
+  EXPECT_EQ(v.at_pointer("/event/type/0"), "allowed");
+  EXPECT_EQ(v.at_pointer("/destination/ip"), "203.0.113.7");
+  EXPECT_EQ(v.at_pointer("/source/bytes").to_number<std::uint64_t>(), 1234U);
+  EXPECT_EQ(v.at_pointer("/destination/bytes").to_number<std::uint64_t>(), 56789U);
+  EXPECT_EQ(v.at_pointer("/event/duration").to_number<std::int64_t>(), 1'500'000'000);
+}
+
+TEST(FormatAuditLine, OmitsEmptyOptionalFields) {
+  AuditRecord r;
+  r.event = "UPSTREAM_CONNECT_FAILED";
+  r.outcome = "failure";
+  const json::value v = parse_line(format_audit_line(r));
+  for (const std::string_view pointer :
+       {"/labels", "/source/ip", "/source/port", "/destination/address", "/destination/domain",
+        "/destination/port", "/destination/ip", "/network", "/rule", "/http", "/url",
+        "/event/reason", "/event/duration"}) {
+    EXPECT_FALSE(has(v, pointer)) << pointer;
+  }
+  EXPECT_EQ(v.at_pointer("/event/type/0"), "error");
+  EXPECT_TRUE(has(v, "/@timestamp"));
+}
+
+TEST(FormatAuditLine, DomainOnlyForNames) {
+  struct Row {
+    std::string_view host;
+    bool is_name;
+  };
+  const std::vector<Row> rows = {
+      {"example.com", true},       {"example.com.", true},
+      {"1.2.3.example", true},     {"xn--bcher-kva.example", true},
+      {"127.0.0.1", false},        {"127.1", false},
+      {"2130706433", false},       {"0x7f.1", false},
+      {"10.0.0.1.", false},        {"[::1]", false},
+      {"::ffff:127.0.0.1", false},
+  };
+  for (const Row& row : rows) {
+    AuditRecord r;
+    r.host = row.host;
+    const json::value v = parse_line(format_audit_line(r));
+    EXPECT_EQ(v.at_pointer("/destination/address"), json::value(row.host)) << row.host;
+    EXPECT_EQ(has(v, "/destination/domain"), row.is_name) << row.host;
+  }
+}
+
+TEST(FormatAuditLine, EscapesHostileCharacters) {
+  struct Row {
+    std::string_view name;
+    std::string host;
+    std::string expected;  // after the round trip
+  };
+  const std::vector<Row> rows = {
+      {"quote and backslash", R"(a"b\c)", R"(a"b\c)"},
+      {"newline injection", "a\n{\"event\":\"forged\"}", "a\n{\"event\":\"forged\"}"},
+      {"control characters", std::string("a\x01\x1f\tb\0c", 8), std::string("a\x01\x1f\tb\0c", 8)},
+      {"invalid UTF-8", "a\xff\xc3(b", "a\xEF\xBF\xBD\xEF\xBF\xBD(b"},
+      {"surrogate", "a\xed\xa0\x80", "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+      {"valid UTF-8 kept",
+       "b\xC3\xBC"
+       "cher",
+       "b\xC3\xBC"
+       "cher"},
+  };
+  for (const Row& row : rows) {
+    AuditRecord r;
+    r.host = row.host;
+    r.sandbox_id = row.host;
+    const json::value v = parse_line(format_audit_line(r));
+    EXPECT_EQ(v.at_pointer("/destination/address").as_string(), row.expected) << row.name;
+    EXPECT_EQ(v.at_pointer("/labels/sandbox_id").as_string(), row.expected) << row.name;
+  }
+}
+
+TEST(FormatAuditLine, TruncatesLongFields) {
+  const std::string long_ascii(5000, 'a');
+  std::string long_utf8;
+  for (int i = 0; i < 600; ++i) long_utf8 += "\xC3\xA9";  // 1200 bytes of 'é'
+  AuditRecord r;
+  r.host = long_ascii;
+  r.reason = long_utf8;
+  r.url_path = long_ascii;
+  const std::string line = format_audit_line(r);
+  const json::value v = parse_line(line);
+  EXPECT_EQ(v.at_pointer("/destination/address").as_string().size(), kMaxAuditFieldBytes);
+  EXPECT_EQ(v.at_pointer("/url/path").as_string().size(), kMaxAuditFieldBytes);
+  const json::string& reason = v.at_pointer("/event/reason").as_string();
+  EXPECT_EQ(reason.size(), kMaxAuditFieldBytes);  // 512 whole characters
+  EXPECT_EQ(reason.subview(0, 2), "\xC3\xA9");
+  EXPECT_LT(line.size(), 5 * kMaxAuditFieldBytes);
+}
+
+TEST(FormatAuditLine, UrlPathDropsQueryAndFragment) {
+  AuditRecord r;
+  r.url_path = "/v1/items?access_token=s3cret#frag";
+  const std::string line = format_audit_line(r);
+  EXPECT_EQ(parse_line(line).at_pointer("/url/path"), "/v1/items");
+  EXPECT_EQ(line.find("s3cret"), std::string::npos);
+}
+
+TEST(AuditLog, OffWritesNothing) {
+  const bool existed = fs::exists("off");
+  AuditLog log("off");
+  log.write(denied_record());
+  log.flush();
+  EXPECT_EQ(log.write_failures(), 0U);
+  if (!existed) {
+    EXPECT_FALSE(fs::exists("off"));
+  }
+}
+
+TEST(AuditLog, UnopenablePathThrows) {
+  EXPECT_THROW(AuditLog("/nonexistent-sandgate-dir/audit.log"), std::runtime_error);
+}
+
+TEST(AuditLog, FileTargetAppendsLines) {
+  const TempDir dir;
+  const fs::path path = dir.path() / "audit.log";
+  { std::ofstream(path) << "existing\n"; }
+  {
+    AuditLog log(path.string());
+    log.write(denied_record());
+    log.write(denied_record());
+    log.flush();
+    EXPECT_EQ(log.write_failures(), 0U);
+  }
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(lines[0], "existing\n");
+  EXPECT_EQ(parse_line(lines[2]).at_pointer("/event/code"), "SANDBOX_NETWORK_DENIED");
+}
+
+TEST(AuditLog, NewFileIsCreatedWith0640) {
+  const TempDir dir;
+  const fs::path path = dir.path() / "new.log";
+  const mode_t old_mask = ::umask(0);
+  { AuditLog log(path.string()); }
+  ::umask(old_mask);
+  EXPECT_EQ(fs::status(path).permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+}
+
+TEST(AuditLog, ReopenAfterRenameWritesToNewFile) {
+  const TempDir dir;
+  const fs::path path = dir.path() / "audit.log";
+  const fs::path rotated = dir.path() / "audit.log.1";
+  AuditLog log(path.string());
+  log.write(denied_record());
+  log.flush();
+  fs::rename(path, rotated);
+  log.write(denied_record());  // queued before reopen(): the old file
+  log.reopen();
+  AuditRecord second = denied_record();
+  second.sandbox_id = "after-rotation";
+  log.write(second);
+  log.flush();
+  EXPECT_EQ(read_lines(rotated).size(), 2U);
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(parse_line(lines[0]).at_pointer("/labels/sandbox_id"), "after-rotation");
+  EXPECT_EQ(log.write_failures(), 0U);
+}
+
+TEST(AuditLog, FailedReopenKeepsTheOldFile) {
+  const TempDir dir;
+  fs::create_directory(dir.path() / "logs");
+  AuditLog log((dir.path() / "logs" / "audit.log").string());
+  fs::rename(dir.path() / "logs", dir.path() / "moved");  // the path can no longer be created
+  log.reopen();
+  log.write(denied_record());
+  log.flush();
+  EXPECT_EQ(log.write_failures(), 1U);
+  EXPECT_EQ(read_lines(dir.path() / "moved" / "audit.log").size(), 1U);
+}
+
+TEST(AuditLog, WriteFailureIsCounted) {
+  AuditLog log("/dev/full");
+  log.write(denied_record());
+  log.write(denied_record());
+  log.flush();
+  EXPECT_EQ(log.write_failures(), 2U);
+}
+
+TEST(AuditLog, ClosedPipeIsAFailureNotASignal) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  AuditLog log("/proc/self/fd/" + std::to_string(fds[1]));
+  ::close(fds[0]);  // no reader: write(2) raises SIGPIPE, which must not kill the test
+  log.write(denied_record());
+  log.flush();
+  EXPECT_EQ(log.write_failures(), 1U);
+  ::close(fds[1]);
+}
+
+TEST(AuditLog, StalledSinkDropsLinesInsteadOfBlocking) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  // Fill the pipe so the writer thread blocks on its first line.
+  ASSERT_EQ(::fcntl(fds[1], F_SETFL, O_NONBLOCK), 0);
+  const std::string chunk(4096, 'x');
+  while (::write(fds[1], chunk.data(), chunk.size()) > 0) {
+  }
+  const std::string sink = "/proc/self/fd/" + std::to_string(fds[1]);  // a blocking description
+  std::thread reader;
+  {
+    AuditLog log(sink, /*max_queued_lines=*/2);
+    for (int i = 0; i < 50; ++i) log.write(denied_record());  // returns although nothing drains
+    EXPECT_GE(log.write_failures(), 46U);
+    reader = std::thread([fd = fds[0]] {
+      char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    });
+  }  // the destructor writes what was queued, now that the reader drains the pipe
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
+}
+
+TEST(AuditLog, ConcurrentWritesGiveWholeLines) {
+  const TempDir dir;
+  const fs::path path = dir.path() / "audit.log";
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 500;
+  const std::vector<std::string> ids = {"sandbox-a", "sandbox-b", "sandbox-c", "sandbox-d"};
+  {
+    AuditLog log(path.string());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        AuditRecord r = denied_record();
+        r.sandbox_id = ids[static_cast<std::size_t>(t)];
+        const std::string long_host(900, static_cast<char>('a' + t));
+        r.host = long_host;  // lines of ~2 KiB make torn writes visible
+        for (int i = 0; i < kPerThread; ++i) log.write(r);
+      });
+    }
+    for (auto& th : threads) th.join();
+    log.flush();
+    EXPECT_EQ(log.write_failures(), 0U);
+  }
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kThreads * kPerThread));
+  std::map<std::string, int> per_sandbox;
+  for (const std::string& line : lines) {
+    const json::value v = parse_line(line);
+    const std::string id(v.at_pointer("/labels/sandbox_id").as_string());
+    EXPECT_EQ(v.at_pointer("/destination/address").as_string(), std::string(900, id.back()));
+    ++per_sandbox[id];
+  }
+  for (const std::string& id : ids) EXPECT_EQ(per_sandbox[id], kPerThread) << id;
+}
+
+}  // namespace
+}  // namespace sandgate::telemetry
