@@ -24,6 +24,7 @@ constexpr std::uint32_t quad(std::uint32_t a, std::uint32_t b, std::uint32_t c, 
 constexpr std::array kV4Ranges{
     V4Range{quad(169, 254, 169, 254), 32, C::metadata},  // AWS, GCP, Azure, OpenStack, ...
     V4Range{quad(100, 100, 100, 200), 32, C::metadata},  // Alibaba Cloud, inside 100.64/10
+    V4Range{quad(192, 0, 0, 192), 32, C::metadata},      // Oracle Cloud, inside 192.0.0/24
     V4Range{quad(255, 255, 255, 255), 32, C::broadcast},
     V4Range{quad(0, 0, 0, 0), 8, C::unspecified},
     V4Range{quad(10, 0, 0, 0), 8, C::private_net},

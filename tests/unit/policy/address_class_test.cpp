@@ -66,6 +66,8 @@ const ClassRow kIpv4Boundaries[] = {
     {"cgnat last", "100.127.255.255", C::cgnat},
     {"cgnat after", "100.128.0.0", C::global},
     {"alibaba metadata", "100.100.100.200", C::metadata},
+    {"oracle cloud metadata", "192.0.0.192", C::metadata},
+    {"oracle cloud metadata neighbour", "192.0.0.193", C::reserved},
     {"alibaba metadata before", "100.100.100.199", C::cgnat},
     {"alibaba metadata after", "100.100.100.201", C::cgnat},
     {"loopback before", "126.255.255.255", C::global},
