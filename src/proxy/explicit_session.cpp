@@ -78,12 +78,36 @@ Session::Session(tcp::socket s, WorkerDeps d)
     client_port = ep.port();
   }
   client.set_option(tcp::no_delay(true), ec);
+  deps.sessions->live.insert(this);
+}
+
+Session::~Session() {
+  deps.sessions->live.erase(this);
+}
+
+void Session::abort() {
+  boost::system::error_code ignored;
+  client.close(ignored);
+  if (upstream) upstream->socket.close(ignored);
 }
 
 asio::awaitable<boost::system::error_code> Session::write_client(std::string_view bytes) {
   auto [ec, n] = co_await asio::async_write(client, asio::buffer(bytes), use_tuple);
   co_return ec;
 }
+
+// Releases what a session holds, on every way out of serve_explicit (exceptions included).
+struct SessionCleanup {
+  Session& s;
+  ~SessionCleanup() {
+    s.deps.shared->connections.total.fetch_sub(1);
+    if (s.sandbox_connections) s.sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
+    s.watchdog->stop();
+    boost::system::error_code ignored;
+    s.client.shutdown(tcp::socket::shutdown_both, ignored);
+    s.client.close(ignored);
+  }
+};
 
 asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
   Session s(std::move(socket), std::move(deps));
@@ -94,66 +118,61 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
     s.client.cancel(ignored);
     if (s.upstream) s.upstream->socket.cancel(ignored);
   });
+  const bool over_limit = shared.connections.total.fetch_add(1) >= s.limits().max_connections;
+  const SessionCleanup cleanup{s};
 
-  if (shared.connections.total.fetch_add(1) >= s.limits().max_connections) {
+  if (over_limit) {
     co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);
-  } else {
-    for (bool first = true;; first = false) {
-      s.snap = shared.current();  // every request is decided on the newest policy
-      const auto [read_error, head_size] = co_await read_head(s, first);
-      if (read_error != Errc::ok) {
-        co_await s.fail(policy::EntryMode::http, read_error);
-        break;
-      }
-      if (head_size == 0) break;
-
-      const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
-      const auto* data = static_cast<const char*>(s.buffer.data().data());
-      auto head = http::parse_request_head(std::string_view(data, head_size), limits);
-      if (!head) {
-        co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
-        break;
-      }
-      const bool is_connect = head->form == http::RequestHead::Form::authority;
-      const auto mode = is_connect ? policy::EntryMode::connect : policy::EntryMode::http;
-
-      const auto auth_field = head->msg[boost::beast::http::field::proxy_authorization];
-      const auto sandbox =
-          authenticate(*s.snap, std::string_view(auth_field.data(), auth_field.size()));
-      if (!sandbox) {
-        co_await s.fail(mode, Errc::proxy_auth_required, head->host, head->port);
-        break;
-      }
-      if (const Errc e = bind_identity(s, *sandbox); e != Errc::ok) {
-        co_await s.fail(mode, e, head->host, head->port);
-        break;
-      }
-      if (!is_connect && head->form != http::RequestHead::Form::absolute) {
-        co_await s.fail(mode, Errc::unsupported_target, head->host, head->port);
-        break;
-      }
-
-      const policy::Host host = policy::normalize_host(head->host);
-      const policy::Decision d = s.snap->policy->decide(s.sandbox, host, head->port, mode);
-      if (!d.allowed) {
-        co_await s.deny(mode, host, head->port, d);
-        break;
-      }
-      if (is_connect) {
-        s.buffer.consume(head_size);
-        co_await handle_connect(s, host, head->port);
-        break;
-      }
-      if (!co_await handle_http(s, host, head->port, head_size)) break;
-    }
+    co_return;
   }
+  for (bool first = true;; first = false) {
+    s.snap = shared.current();  // every request is decided on the newest policy
+    const auto [read_error, head_size] = co_await read_head(s, first);
+    if (read_error != Errc::ok) {
+      co_await s.fail(policy::EntryMode::http, read_error);
+      co_return;
+    }
+    if (head_size == 0) co_return;
 
-  shared.connections.total.fetch_sub(1);
-  if (s.sandbox_connections) s.sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
-  s.watchdog->stop();
-  boost::system::error_code ignored;
-  s.client.shutdown(tcp::socket::shutdown_both, ignored);
-  s.client.close(ignored);
+    const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
+    const auto* data = static_cast<const char*>(s.buffer.data().data());
+    auto head = http::parse_request_head(std::string_view(data, head_size), limits);
+    if (!head) {
+      co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
+      co_return;
+    }
+    const bool is_connect = head->form == http::RequestHead::Form::authority;
+    const auto mode = is_connect ? policy::EntryMode::connect : policy::EntryMode::http;
+
+    const auto auth_field = head->msg[boost::beast::http::field::proxy_authorization];
+    const auto sandbox =
+        authenticate(*s.snap, std::string_view(auth_field.data(), auth_field.size()));
+    if (!sandbox) {
+      co_await s.fail(mode, Errc::proxy_auth_required, head->host, head->port);
+      co_return;
+    }
+    if (const Errc e = bind_identity(s, *sandbox); e != Errc::ok) {
+      co_await s.fail(mode, e, head->host, head->port);
+      co_return;
+    }
+    if (!is_connect && head->form != http::RequestHead::Form::absolute) {
+      co_await s.fail(mode, Errc::unsupported_target, head->host, head->port);
+      co_return;
+    }
+
+    const policy::Host host = policy::normalize_host(head->host);
+    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, head->port, mode);
+    if (!d.allowed) {
+      co_await s.deny(mode, host, head->port, d);
+      co_return;
+    }
+    if (is_connect) {
+      s.buffer.consume(head_size);
+      co_await handle_connect(s, host, head->port);
+      co_return;
+    }
+    if (!co_await handle_http(s, host, head->port, head_size)) co_return;
+  }
 }
 
 }  // namespace sandgate::proxy

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "config/config.hpp"
@@ -53,10 +54,20 @@ struct Shared {
   }
 };
 
-// Per worker thread: the shared state plus what must not cross threads (the resolver).
+struct Session;
+
+// The sessions alive on one worker, so shutdown can close them. Touched only on that
+// worker's thread.
+struct SessionRegistry {
+  std::unordered_set<Session*> live;
+};
+
+// Per worker thread: the shared state plus what must not cross threads. The worker owns the
+// resolver and the registry and outlives every session it runs.
 struct WorkerDeps {
   std::shared_ptr<Shared> shared;
-  std::shared_ptr<dns::Resolver> resolver;
+  dns::Resolver* resolver = nullptr;
+  SessionRegistry* sessions = nullptr;
 };
 
 // SHA-256 of data, raw bytes.

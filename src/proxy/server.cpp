@@ -2,6 +2,7 @@
 
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <signal.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -27,7 +28,8 @@ constexpr auto kShutdownGrace = std::chrono::seconds(5);
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
 struct Worker {
-  asio::io_context ioc{1};
+  std::unique_ptr<asio::io_context> ioc = std::make_unique<asio::io_context>(1);
+  SessionRegistry sessions;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::unique_ptr<tcp::acceptor> admin;
   std::thread thread;
@@ -125,6 +127,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   std::vector<std::unique_ptr<Worker>> workers;
   for (unsigned i = 0; i < n_workers; ++i) workers.push_back(std::make_unique<Worker>());
 
+  // A peer that closed its socket makes write(2)/splice(2) fail with EPIPE; never a signal.
+  ::signal(SIGPIPE, SIG_IGN);
   auto shared = std::make_shared<Shared>();
   std::vector<policy::Endpoint> self;
   boost::json::object ready{{"event", "ready"}, {"version", kVersion}, {"workers", n_workers}};
@@ -141,7 +145,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     for (const auto& listen : cfg->listeners.explicit_proxy) {
       tcp::endpoint ep(to_asio(listen.address), listen.port);
       for (auto& w : workers) {
-        w->acceptors.push_back(std::make_unique<tcp::acceptor>(open_acceptor(w->ioc, ep)));
+        w->acceptors.push_back(std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep)));
         ep = w->acceptors.back()->local_endpoint();  // port 0: the others join the chosen port
       }
       add_self(self, ep);
@@ -150,7 +154,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     ready["explicit"] = std::move(explicit_eps);
     if (cfg->listeners.admin) {
       const tcp::endpoint ep(to_asio(cfg->listeners.admin->address), cfg->listeners.admin->port);
-      workers[0]->admin = std::make_unique<tcp::acceptor>(open_acceptor(workers[0]->ioc, ep));
+      workers[0]->admin = std::make_unique<tcp::acceptor>(open_acceptor(*workers[0]->ioc, ep));
       add_self(self, workers[0]->admin->local_endpoint());
       ready["admin"] = endpoint_text(workers[0]->admin->local_endpoint());
     }
@@ -162,16 +166,23 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
 
   for (auto& w : workers) {
     w->thread = std::thread([&w = *w, shared, cfg] {
-      auto resolver = std::make_shared<dns::Resolver>(w.ioc.get_executor(), resolver_options(*cfg));
-      const WorkerDeps deps{shared, resolver};
+      auto resolver =
+          std::make_unique<dns::Resolver>(w.ioc->get_executor(), resolver_options(*cfg));
+      const WorkerDeps deps{shared, resolver.get(), &w.sessions};
       for (auto& acceptor : w.acceptors) {
-        asio::co_spawn(w.ioc, accept_loop(*acceptor, deps), asio::detached);
+        asio::co_spawn(*w.ioc, accept_loop(*acceptor, deps), asio::detached);
       }
-      if (w.admin) asio::co_spawn(w.ioc, admin_accept_loop(*w.admin, shared), asio::detached);
-      w.ioc.run();
-      // Sessions still suspended are destroyed with the io_context; the resolver goes first
-      // on this thread, as it requires.
+      if (w.admin) asio::co_spawn(*w.ioc, admin_accept_loop(*w.admin, shared), asio::detached);
+      // Runs until the main thread calls stop(), even when no acceptor is left.
+      auto work = asio::make_work_guard(*w.ioc);
+      w.ioc->run();
+      // Tear down on this thread, as the resolver requires, and before the io_context whose
+      // services its timers use. Sessions were closed and have unwound by now.
+      work.reset();
       resolver.reset();
+      w.acceptors.clear();
+      w.admin.reset();
+      w.ioc.reset();
     });
   }
   shared->ready = true;
@@ -203,20 +214,31 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   signals.async_wait(on_signal);
   main_ioc.run();
 
-  // Shutdown: stop accepting, give open connections a bounded grace period, then stop.
+  // Shutdown: stop accepting and give open connections a bounded grace period; then close
+  // what is left and let those sessions unwind on their own threads before stopping.
   shared->ready = false;
-  for (auto& w : workers) {
-    asio::post(w->ioc, [&w = *w] {
-      boost::system::error_code ignored;
-      for (auto& a : w.acceptors) a->close(ignored);
-      if (w.admin) w.admin->close(ignored);
-    });
-  }
-  const auto deadline = std::chrono::steady_clock::now() + kShutdownGrace;
-  while (shared->connections.total.load() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  for (auto& w : workers) w->ioc.stop();
+  auto on_each_worker = [&](auto fn) {
+    for (auto& w : workers) asio::post(*w->ioc, [&w = *w, fn] { fn(w); });
+  };
+  auto wait_for_sessions = [&](std::chrono::steady_clock::duration grace) {
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (shared->connections.total.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  on_each_worker([](Worker& w) {
+    boost::system::error_code ignored;
+    for (auto& a : w.acceptors) a->close(ignored);
+    if (w.admin) w.admin->close(ignored);
+  });
+  wait_for_sessions(kShutdownGrace);
+  on_each_worker([](Worker& w) {
+    for (Session* s : std::vector<Session*>(w.sessions.live.begin(), w.sessions.live.end())) {
+      s->abort();
+    }
+  });
+  wait_for_sessions(std::chrono::seconds(1));
+  for (auto& w : workers) w->ioc->stop();
   for (auto& w : workers) w->thread.join();
   shared->audit->flush();
   std::cerr << R"({"event":"stopped"})" << std::endl;

@@ -31,6 +31,12 @@ struct UpstreamConn {
 // serve_explicit() on the worker that accepted it; everything here runs on that worker.
 struct Session {
   Session(tcp::socket s, WorkerDeps d);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Closes both sockets: every pending operation ends and the session unwinds (shutdown).
+  void abort();
 
   tcp::socket client;
   WorkerDeps deps;
