@@ -20,7 +20,15 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
     return 2;
   }
   const std::uint16_t port = parsed->port.value_or(443);
-  const auto policy = cfg.build_policy();
+  // The daemon's own listeners, as far as the config fixes them (port 0 is chosen at start).
+  std::vector<policy::Endpoint> self;
+  for (const auto& listen : cfg.listeners.explicit_proxy) {
+    if (listen.port != 0) self.push_back({listen.address, listen.port});
+  }
+  if (cfg.listeners.admin && cfg.listeners.admin->port != 0) {
+    self.push_back({cfg.listeners.admin->address, cfg.listeners.admin->port});
+  }
+  const auto policy = cfg.build_policy(std::move(self));
   const policy::Host host = policy::normalize_host(parsed->host);
   const policy::Decision d = policy->decide(sandbox, host, port, policy::EntryMode::http);
 

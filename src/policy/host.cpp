@@ -114,7 +114,9 @@ std::optional<Target> parse_target(std::string_view text) {
     }
   } else if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
     // More than one colon without brackets: a bare IPv6 literal, no port.
-    if (text.find(':') == colon) {
+    if (text.find(':') != colon) {
+      if (!parse_ip_literal(text)) return std::nullopt;
+    } else {
       host = text.substr(0, colon);
       port = text.substr(colon + 1);
       if (port.empty()) return std::nullopt;

@@ -72,10 +72,11 @@ class CidrTable {
     by_length[c.cidr.prefix].emplace(key(c.cidr.network), c.origin + ":" + c.cidr.to_string());
   }
 
-  // The rule name of the most specific range holding `a` (or its embedded IPv4), or nullptr.
-  const std::string* find(const IpAddress& a) const {
+  // The rule name of the most specific range holding `a`, or nullptr. `inner` is the IPv4
+  // address `a` stands for, if any, which is looked up too.
+  const std::string* find(const IpAddress& a, const std::optional<IpAddress>& inner) const {
     if (const std::string* hit = find_exact(a)) return hit;
-    if (auto inner = embedded_ipv4(a)) return find_exact(*inner);
+    if (inner) return find_exact(*inner);
     return nullptr;
   }
 
@@ -111,6 +112,20 @@ struct CompiledSandbox {
     return std::binary_search(ports.begin(), ports.end(), port);
   }
 };
+
+// The IPv4 address an IPv6 address is translated to on the way (IPv4-mapped, NAT64), as
+// opposed to tunnelled through (6to4, Teredo, IPv4-compatible): only a translated address
+// reaches the IPv4 host itself, so only it may be opened by an IPv4 allow range.
+std::optional<IpAddress> translated_ipv4(const IpAddress& a) {
+  if (a.is_v4()) return std::nullopt;
+  static constexpr std::array<std::uint8_t, 12> kMapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  static constexpr std::array<std::uint8_t, 12> kNat64{0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+  static constexpr std::array<std::uint8_t, 6> kNat64Local{0, 0x64, 0xff, 0x9b, 0, 0x01};
+  const bool mapped = std::equal(kMapped.begin(), kMapped.end(), a.bytes.begin());
+  const bool nat64 = std::equal(kNat64.begin(), kNat64.end(), a.bytes.begin()) ||
+                     std::equal(kNat64Local.begin(), kNat64Local.end(), a.bytes.begin());
+  return mapped || nat64 ? embedded_ipv4(a) : std::nullopt;
+}
 
 Decision make(bool allowed, Reason reason, std::string rule = {},
               AddressClass cls = AddressClass::global) {
@@ -259,10 +274,11 @@ Decision Policy::check_address(std::string_view sandbox, const IpAddress& a,
     }
   }
   if (always_denied(cls)) return make(false, Reason::always_denied_address, {}, cls);
-  if (const std::string* rule = sb.deny_cidrs.find(a)) {
+  // Deny ranges see through every IPv4-in-IPv6 form; allow ranges only through translations.
+  if (const std::string* rule = sb.deny_cidrs.find(a, inner)) {
     return make(false, Reason::denied_by_rule, *rule, cls);
   }
-  if (const std::string* rule = sb.allow_cidrs.find(a)) {
+  if (const std::string* rule = sb.allow_cidrs.find(a, translated_ipv4(a))) {
     return make(true, Reason::allowed_by_cidr, *rule, cls);
   }
   if (is_special(cls)) return make(false, Reason::special_address, {}, cls);

@@ -158,6 +158,9 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       add_self(self, workers[0]->admin->local_endpoint());
       ready["admin"] = endpoint_text(workers[0]->admin->local_endpoint());
     }
+  } catch (const boost::system::system_error& e) {
+    std::cerr << "sandgate: cannot start: " << e.code().message() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "sandgate: cannot start: " << e.what() << "\n";
     return 1;

@@ -130,7 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
                     TargetRow{"ftp://example.com", false, "", 0},
                     TargetRow{"http://user@example.com/", false, "", 0},
                     TargetRow{"[::1", false, "", 0}, TargetRow{"[::1]x", false, "", 0},
-                    TargetRow{"example.com:abc", false, "", 0}));
+                    TargetRow{"example.com:abc", false, "", 0},
+                    TargetRow{"example.com:443:", false, "", 0}, TargetRow{"a:b:c", false, "", 0}));
 
 }  // namespace
 }  // namespace sandgate::policy

@@ -1,0 +1,143 @@
+// Cost of one policy decision as the number of rules grows. Policy promises that a decision
+// does not get slower with more rules (hash lookups by exact name, by each parent suffix, and
+// by CIDR prefix length), so each benchmark runs with N = 10, 1000 and 100000 rules and the
+// three rows should read about the same.
+//
+//   ./build/dev/bench/policy_bench --benchmark_time_unit=ns
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policy/host_pattern.hpp"
+#include "policy/ip_address.hpp"
+#include "policy/policy.hpp"
+
+namespace {
+
+using sandgate::policy::CidrSource;
+using sandgate::policy::Decision;
+using sandgate::policy::EntryMode;
+using sandgate::policy::IpAddress;
+using sandgate::policy::Policy;
+using sandgate::policy::Query;
+using sandgate::policy::RuleSource;
+using sandgate::policy::SandboxSpec;
+
+constexpr const char* kSandbox = "bench";
+
+// Rule i's label suffix, zero-padded so that every N benchmarks names of the same length.
+std::string label(std::int64_t i) {
+  std::string digits = std::to_string(i);
+  return std::string(6 - std::min<std::size_t>(6, digits.size()), '0') + digits;
+}
+
+RuleSource rule(const std::string& text, const char* origin) {
+  return {*sandgate::policy::parse_host_pattern(text), origin};
+}
+CidrSource cidr(const std::string& text, const char* origin) {
+  return {*sandgate::policy::parse_cidr(text), origin};
+}
+
+// A sandbox with n host rules: n/2 exact names "hostI.zoneI.example", n/2 wildcards
+// "*.zoneI.example" (I = 000000, 000001, ...), n/100 + 1 deny rules and n/2 + 1
+// allow_cidrs (single addresses in 172.16/12 plus 10.0.0.0/8), next to a few other sandboxes.
+// Built once per n and kept for the whole run, outside every timed loop.
+const Policy& policy_with(std::int64_t n) {
+  static std::map<std::int64_t, std::unique_ptr<const Policy>> cache;
+  auto& slot = cache[n];
+  if (slot) return *slot;
+
+  SandboxSpec sb;
+  sb.id = kSandbox;
+  for (std::int64_t i = 0; i < n / 2; ++i) {
+    const std::string zone = "zone" + label(i) + ".example";
+    sb.allow.push_back(rule("host" + label(i) + "." + zone, "sandboxes.bench.allow"));
+    sb.allow.push_back(rule("*." + zone, "sandboxes.bench.allow"));
+  }
+  for (std::int64_t i = 0; i <= n / 100; ++i) {
+    sb.deny.push_back(rule("blocked" + label(i) + ".example", "sandboxes.bench.deny"));
+  }
+  sb.allow_cidrs.push_back(cidr("10.0.0.0/8", "sandboxes.bench.allow_cidrs"));
+  for (std::int64_t i = 0; i < n / 2; ++i) {
+    const auto v = static_cast<std::uint32_t>(i);
+    sb.allow_cidrs.push_back(cidr("172." + std::to_string(16 + ((v >> 16) & 0x0f)) + "." +
+                                      std::to_string((v >> 8) & 0xff) + "." +
+                                      std::to_string(v & 0xff),
+                                  "sandboxes.bench.allow_cidrs"));
+  }
+  sb.deny_cidrs.push_back(cidr("10.9.0.0/16", "sandboxes.bench.deny_cidrs"));
+
+  std::vector<SandboxSpec> sandboxes{sb};
+  for (int i = 0; i < 8; ++i) {
+    SandboxSpec other;
+    other.id = "other" + std::to_string(i);
+    other.allow.push_back(rule("github.com", "profiles.default.allow"));
+    sandboxes.push_back(std::move(other));
+  }
+  const std::vector<sandgate::policy::Endpoint> self{
+      {*sandgate::policy::parse_ip_literal("127.0.0.1"), 3128}};
+  slot = std::make_unique<const Policy>(std::move(sandboxes), self);
+  return *slot;
+}
+
+// Runs decide() on one host and checks, once, that it came out as the benchmark claims.
+void run_decide(benchmark::State& state, const std::string& host, bool want_allowed) {
+  const Policy& policy = policy_with(state.range(0));
+  const Query query{kSandbox, host, 443, EntryMode::connect};
+  if (policy.decide(query).allowed != want_allowed) {
+    state.SkipWithError(("unexpected decision for " + host).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    Decision d = policy.decide(query);
+    benchmark::DoNotOptimize(d);
+  }
+}
+
+// An exact rule in the middle of the table.
+void BM_DecideExactHit(benchmark::State& state) {
+  const std::int64_t i = state.range(0) / 4;
+  run_decide(state, "host" + label(i) + ".zone" + label(i) + ".example", true);
+}
+
+// A wildcard found after four parent-suffix probes.
+void BM_DecideDeepWildcardHit(benchmark::State& state) {
+  run_decide(state, "a.b.c.d.zone" + label(state.range(0) / 4) + ".example", true);
+}
+
+// No rule matches: every suffix is probed and misses.
+void BM_DecideMiss(benchmark::State& state) {
+  run_decide(state, "a.b.c.d.nowhere.example", false);
+}
+
+// An IP literal inside allow_cidrs (classification, deny_cidrs, allow_cidrs, port).
+void BM_DecideIpLiteralAllowCidr(benchmark::State& state) {
+  run_decide(state, "10.1.2.3", true);
+}
+
+// One resolved (public) address of an allowed name, as the proxy checks it before dialling.
+void BM_CheckAddressResolved(benchmark::State& state) {
+  const Policy& policy = policy_with(state.range(0));
+  const IpAddress address = *sandgate::policy::parse_ip_literal("140.82.112.3");
+  if (!policy.check_address(kSandbox, address, 443).allowed) {
+    state.SkipWithError("unexpected decision for 140.82.112.3");
+    return;
+  }
+  for (auto _ : state) {
+    Decision d = policy.check_address(kSandbox, address, 443);
+    benchmark::DoNotOptimize(d);
+  }
+}
+
+BENCHMARK(BM_DecideExactHit)->Arg(10)->Arg(1000)->Arg(100000);
+BENCHMARK(BM_DecideDeepWildcardHit)->Arg(10)->Arg(1000)->Arg(100000);
+BENCHMARK(BM_DecideMiss)->Arg(10)->Arg(1000)->Arg(100000);
+BENCHMARK(BM_DecideIpLiteralAllowCidr)->Arg(10)->Arg(1000)->Arg(100000);
+BENCHMARK(BM_CheckAddressResolved)->Arg(10)->Arg(1000)->Arg(100000);
+
+}  // namespace

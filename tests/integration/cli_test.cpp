@@ -1,0 +1,756 @@
+// Black-box tests of the sandgate binary's operator commands: `--version`, `decide` and
+// `--check-config`. Every row runs the real binary (from $SANDGATE_BIN) in
+// tests/integration/testdata/cli and asserts its exit status, stdout and stderr exactly.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+namespace json = boost::json;
+
+// CTest sets both variables; the compiled-in fallbacks let the binary also run on its own.
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+const std::string& sandgate_bin() {
+  static const std::string bin = env_or("SANDGATE_BIN", SANDGATE_DEFAULT_BIN);
+  return bin;
+}
+
+const std::string& source_dir() {
+  static const std::string dir = env_or("SANDGATE_SOURCE_DIR", SANDGATE_DEFAULT_SOURCE_DIR);
+  return dir;
+}
+
+// Where the test configs live. Commands run here and name configs relatively, so error lines
+// carry short, exact file names.
+const std::string& testdata() {
+  static const std::string dir = source_dir() + "/tests/integration/testdata/cli";
+  return dir;
+}
+
+// What one run of the binary left behind. exit_code is 128 + N when killed by signal N.
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// A run may not take longer than this; the binary is killed and the test fails if it does.
+constexpr auto kRunTimeout = std::chrono::seconds(10);
+
+// Runs `sandgate ARGS...` in `cwd` with stdin from /dev/null, collecting stdout and stderr
+// (both read concurrently, so neither pipe can fill up and stall the child).
+RunResult run_sandgate(const std::vector<std::string>& args, const std::string& cwd = testdata()) {
+  RunResult result;
+  std::vector<std::string> argv_storage{sandgate_bin()};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  std::array<int, 2> out_pipe{};
+  std::array<int, 2> err_pipe{};
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0 || pipe2(out_pipe.data(), O_CLOEXEC) != 0 ||
+      pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "cannot create pipes: " << std::strerror(errno);
+    return result;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    if (chdir(cwd.c_str()) != 0) _exit(126);
+    if (dup2(null_fd, 0) < 0 || dup2(out_pipe[1], 1) < 0 || dup2(err_pipe[1], 2) < 0) _exit(126);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(null_fd);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    ADD_FAILURE() << "fork failed: " << std::strerror(errno);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return result;
+  }
+
+  std::array<pollfd, 2> fds{pollfd{out_pipe[0], POLLIN, 0}, pollfd{err_pipe[0], POLLIN, 0}};
+  std::array<std::string*, 2> sinks{&result.out, &result.err};
+  const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;
+  bool timed_out = false;
+  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    const int ready = poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) break;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      std::array<char, 4096> buf{};
+      const ssize_t n = read(fds[i].fd, buf.data(), buf.size());
+      if (n > 0) {
+        sinks[i]->append(buf.data(), static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+      }
+    }
+  }
+  for (const pollfd& fd : fds) {
+    if (fd.fd >= 0) close(fd.fd);
+  }
+  if (timed_out) {
+    kill(pid, SIGKILL);
+    ADD_FAILURE() << "sandgate did not finish within " << kRunTimeout.count() << "s";
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.exit_code = 128 + WTERMSIG(status);
+  }
+  return result;
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
+// stdout as JSON; null, and a test failure, unless it is exactly one line holding one value.
+json::value json_line(const RunResult& r) {
+  if (!r.out.ends_with('\n') || r.out.find('\n') != r.out.size() - 1) {
+    ADD_FAILURE() << "stdout is not one line\n" << describe(r);
+    return nullptr;
+  }
+  boost::system::error_code ec;
+  json::value value = json::parse(r.out, ec);
+  if (ec) {
+    ADD_FAILURE() << "stdout is not JSON: " << ec.message() << "\n" << describe(r);
+    return nullptr;
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --version, --help
+
+TEST(CliVersion, PrintsNameAndVersion) {
+  const RunResult r = run_sandgate({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out, "sandgate 0.1.0\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(CliHelp, PrintsUsageOnStdout) {
+  const RunResult r = run_sandgate({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(r.out.starts_with("usage: sandgate --config FILE")) << r.out;
+  EXPECT_NE(r.out.find("sandgate decide --config FILE --sandbox ID TARGET"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// decide: one row per decision. `expected` is the whole JSON object on stdout, without the
+// "sandbox" key (the test adds the row's). The exit status follows the decision: 0 allow,
+// 3 deny.
+
+struct DecideRow {
+  std::string name;
+  std::string sandbox;
+  std::string target;
+  std::string expected;
+};
+
+void PrintTo(const DecideRow& row, std::ostream* os) {
+  *os << row.name;
+}
+
+std::vector<DecideRow> decide_rows() {
+  return {
+      // Exact and wildcard host rules; apex vs wildcard.
+      {"ExactName", "dev", "github.com",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:github.com",
+           "host":"github.com","host_kind":"name","port":443})"},
+      {"SandboxOwnRule", "dev", "api.example.com",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"sandboxes.dev.allow:api.example.com",
+           "host":"api.example.com","host_kind":"name","port":443})"},
+      {"Wildcard", "dev", "api.github.com",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:*.github.com",
+           "host":"api.github.com","host_kind":"name","port":443})"},
+      {"DeepWildcard", "dev", "a.b.c.d.zone1.wild.example",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"profiles.base.allow:*.wild.example",
+           "host":"a.b.c.d.zone1.wild.example","host_kind":"name","port":443})"},
+      {"WildcardDoesNotCoverApex", "dev", "wild.example",
+       R"({"decision":"deny","reason":"no_matching_rule","rule":"",
+           "host":"wild.example","host_kind":"name","port":443,
+           "suggestion":"allow = [\"wild.example:443\"]"})"},
+      {"NoRule", "dev", "example.com",
+       R"({"decision":"deny","reason":"no_matching_rule","rule":"",
+           "host":"example.com","host_kind":"name","port":443,
+           "suggestion":"allow = [\"example.com:443\"]"})"},
+      {"SuffixIsNotSubdomain", "dev", "notgithub.com",
+       R"({"decision":"deny","reason":"no_matching_rule","rule":"",
+           "host":"notgithub.com","host_kind":"name","port":443,
+           "suggestion":"allow = [\"notgithub.com:443\"]"})"},
+
+      // Target spellings: host, host:port, URLs; case and trailing dot normalised.
+      {"HttpUrlDefaultsTo80", "dev", "http://github.com",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:github.com",
+           "host":"github.com","host_kind":"name","port":80})"},
+      {"HttpsUrlDefaultsTo443", "dev", "https://api.github.com/x",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:*.github.com",
+           "host":"api.github.com","host_kind":"name","port":443})"},
+      {"UpperCaseAndTrailingDot", "dev", "GitHub.COM.",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:github.com",
+           "host":"github.com","host_kind":"name","port":443})"},
+      {"UpperCaseUrl", "dev", "HTTP://API.GitHub.com.:80/Path?q=1#f",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:*.github.com",
+           "host":"api.github.com","host_kind":"name","port":80})"},
+      {"UrlExplicitPort", "ports", "https://api.example.com:8443/v1",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"sandboxes.ports.allow:api.example.com",
+           "host":"api.example.com","host_kind":"name","port":8443})"},
+
+      // Ports: explicit ":PORT" rules, default [80, 443], custom `ports`.
+      {"ExplicitPortRule", "dev", "github.com:22",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"profiles.base.allow:github.com:22",
+           "host":"github.com","host_kind":"name","port":22})"},
+      {"PortOutsideDefaults", "dev", "github.com:8080",
+       R"({"decision":"deny","reason":"port_not_allowed","rule":"profiles.base.allow:github.com",
+           "host":"github.com","host_kind":"name","port":8080,
+           "suggestion":"allow = [\"github.com:8080\"]"})"},
+      {"ExplicitPortIsNotInherited", "dev", "api.github.com:22",
+       R"({"decision":"deny","reason":"port_not_allowed","rule":"profiles.base.allow:*.github.com",
+           "host":"api.github.com","host_kind":"name","port":22,
+           "suggestion":"allow = [\"api.github.com:22\"]"})"},
+      {"CustomPorts443", "ports", "api.example.com",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"sandboxes.ports.allow:api.example.com",
+           "host":"api.example.com","host_kind":"name","port":443})"},
+      {"CustomPorts8443", "ports", "api.example.com:8443",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"sandboxes.ports.allow:api.example.com",
+           "host":"api.example.com","host_kind":"name","port":8443})"},
+      {"CustomPortsDrop80", "ports", "http://api.example.com",
+       R"({"decision":"deny","reason":"port_not_allowed",
+           "rule":"sandboxes.ports.allow:api.example.com",
+           "host":"api.example.com","host_kind":"name","port":80,
+           "suggestion":"allow = [\"api.example.com:80\"]"})"},
+      {"PinnedPortRule", "ports", "ssh.example.com:2222",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"sandboxes.ports.allow:ssh.example.com:2222",
+           "host":"ssh.example.com","host_kind":"name","port":2222})"},
+      {"PinnedPortRuleOtherPort", "ports", "ssh.example.com",
+       R"({"decision":"deny","reason":"port_not_allowed",
+           "rule":"sandboxes.ports.allow:ssh.example.com:2222",
+           "host":"ssh.example.com","host_kind":"name","port":443,
+           "suggestion":"allow = [\"ssh.example.com:443\"]"})"},
+
+      // Deny beats allow, on every port.
+      {"DenyBeatsWildcardAllow", "dev", "gist.github.com",
+       R"({"decision":"deny","reason":"denied_by_rule","rule":"profiles.base.deny:gist.github.com",
+           "host":"gist.github.com","host_kind":"name","port":443})"},
+      {"DenyWithoutPortCoversEveryPort", "dev", "gist.github.com:22",
+       R"({"decision":"deny","reason":"denied_by_rule","rule":"profiles.base.deny:gist.github.com",
+           "host":"gist.github.com","host_kind":"name","port":22})"},
+      {"WildcardDeny", "dev", "a.b.internal.github.com",
+       R"({"decision":"deny","reason":"denied_by_rule",
+           "rule":"profiles.base.deny:*.internal.github.com",
+           "host":"a.b.internal.github.com","host_kind":"name","port":443})"},
+
+      // allow_all_hosts: names only, still subject to deny rules and ports.
+      {"AllowAllHosts", "trusted", "anything.example",
+       R"({"decision":"allow","reason":"allowed_all_hosts","rule":"allow_all_hosts",
+           "host":"anything.example","host_kind":"name","port":443})"},
+      {"AllowAllHostsRuleFirst", "trusted", "github.com",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:github.com",
+           "host":"github.com","host_kind":"name","port":443})"},
+      {"AllowAllHostsPort", "trusted", "anything.example:8080",
+       R"({"decision":"deny","reason":"port_not_allowed","rule":"allow_all_hosts",
+           "host":"anything.example","host_kind":"name","port":8080,
+           "suggestion":"allow = [\"anything.example:8080\"]"})"},
+      {"AllowAllHostsDeny", "trusted", "gist.github.com",
+       R"({"decision":"deny","reason":"denied_by_rule","rule":"profiles.base.deny:gist.github.com",
+           "host":"gist.github.com","host_kind":"name","port":443})"},
+      {"AllowAllHostsNotLiterals", "trusted", "8.8.8.8",
+       R"({"decision":"deny","reason":"ip_literal_not_allowed","rule":"",
+           "host":"8.8.8.8","host_kind":"address","port":443,"address_class":"global",
+           "suggestion":"allow_cidrs = [\"8.8.8.8/32\"]"})"},
+
+      // A sandbox from a drop-in file: the main file's profile plus its own rules and ports.
+      {"DropInOwnRule", "dropped", "pkg.example.dev",
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"sandboxes.dropped.allow:pkg.example.dev",
+           "host":"pkg.example.dev","host_kind":"name","port":443})"},
+      {"DropInProfileRule", "dropped", "api.github.com",
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"profiles.base.allow:*.github.com",
+           "host":"api.github.com","host_kind":"name","port":443})"},
+      {"DropInPorts", "dropped", "http://pkg.example.dev",
+       R"({"decision":"deny","reason":"port_not_allowed",
+           "rule":"sandboxes.dropped.allow:pkg.example.dev",
+           "host":"pkg.example.dev","host_kind":"name","port":80,
+           "suggestion":"allow = [\"pkg.example.dev:80\"]"})"},
+
+      // Hosts that are neither names nor addresses.
+      {"NumericNotAnAddress", "dev", "1.2.3.999",
+       R"({"decision":"deny","reason":"invalid_host","rule":"",
+           "host":"1.2.3.999","host_kind":"invalid","port":443,
+           "detail":"numeric host that is not a valid IPv4 address"})"},
+      {"FiveNumericParts", "dev", "1.2.3.4.5",
+       R"({"decision":"deny","reason":"invalid_host","rule":"",
+           "host":"1.2.3.4.5","host_kind":"invalid","port":443,
+           "detail":"numeric host that is not a valid IPv4 address"})"},
+      {"HexLastLabel", "dev", "example.0x1f",
+       R"({"decision":"deny","reason":"invalid_host","rule":"",
+           "host":"example.0x1f","host_kind":"invalid","port":443,
+           "detail":"numeric host that is not a valid IPv4 address"})"},
+      {"Ipv6ZoneId", "dev", "[fe80::1%eth0]",
+       R"({"decision":"deny","reason":"invalid_host","rule":"",
+           "host":"fe80::1%eth0","host_kind":"invalid","port":443,
+           "detail":"invalid character in host name"})"},
+      {"LabelStartsWithDash", "dev", "-bad.example",
+       R"({"decision":"deny","reason":"invalid_host","rule":"",
+           "host":"-bad.example","host_kind":"invalid","port":443,
+           "detail":"label starts or ends with '-'"})"},
+
+      // IP literals with no allow_cidrs: a special address says which class; a public one
+      // needs a range.
+      {"PublicLiteralNoCidrs", "dev", "8.8.8.8",
+       R"({"decision":"deny","reason":"ip_literal_not_allowed","rule":"",
+           "host":"8.8.8.8","host_kind":"address","port":443,"address_class":"global",
+           "suggestion":"allow_cidrs = [\"8.8.8.8/32\"]"})"},
+      {"PrivateNoCidrs", "dev", "10.1.2.3",
+       R"({"decision":"deny","reason":"special_address","rule":"",
+           "host":"10.1.2.3","host_kind":"address","port":443,"address_class":"private",
+           "suggestion":"allow_cidrs = [\"10.1.2.3/32\"]"})"},
+      {"CgnatNoCidrs", "dev", "100.64.0.1",
+       R"({"decision":"deny","reason":"special_address","rule":"",
+           "host":"100.64.0.1","host_kind":"address","port":443,"address_class":"cgnat",
+           "suggestion":"allow_cidrs = [\"100.64.0.1/32\"]"})"},
+      {"MetadataNoCidrs", "dev", "169.254.169.254",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"169.254.169.254","host_kind":"address","port":443,
+           "address_class":"metadata"})"},
+
+      // allow_cidrs and deny_cidrs.
+      {"AllowCidr", "lan", "10.1.2.3",
+       R"({"decision":"allow","reason":"allowed_by_cidr",
+           "rule":"sandboxes.lan.allow_cidrs:10.0.0.0/8",
+           "host":"10.1.2.3","host_kind":"address","port":443,"address_class":"private"})"},
+      {"AllowCidrHttpUrl", "lan", "http://10.1.2.3/",
+       R"({"decision":"allow","reason":"allowed_by_cidr",
+           "rule":"sandboxes.lan.allow_cidrs:10.0.0.0/8",
+           "host":"10.1.2.3","host_kind":"address","port":80,"address_class":"private"})"},
+      {"AllowCidrWrongPort", "lan", "10.1.2.3:22",
+       R"({"decision":"deny","reason":"port_not_allowed",
+           "rule":"sandboxes.lan.allow_cidrs:10.0.0.0/8",
+           "host":"10.1.2.3","host_kind":"address","port":22,"address_class":"private"})"},
+      {"DenyCidrBeatsAllowCidr", "lan", "10.9.0.1",
+       R"({"decision":"deny","reason":"denied_by_rule",
+           "rule":"sandboxes.lan.deny_cidrs:10.9.0.0/16",
+           "host":"10.9.0.1","host_kind":"address","port":443,"address_class":"private"})"},
+      {"DenyCidrSeesMappedV4", "lan", "[::ffff:10.9.0.1]",
+       R"({"decision":"deny","reason":"denied_by_rule",
+           "rule":"sandboxes.lan.deny_cidrs:10.9.0.0/16",
+           "host":"[::ffff:10.9.0.1]","host_kind":"address","port":443,
+           "address_class":"private"})"},
+      {"AllowCidrCgnat", "lan", "100.64.0.1",
+       R"({"decision":"allow","reason":"allowed_by_cidr",
+           "rule":"sandboxes.lan.allow_cidrs:100.64.0.0/10",
+           "host":"100.64.0.1","host_kind":"address","port":443,"address_class":"cgnat"})"},
+      {"AllowCidrPublic", "lan", "8.8.8.8",
+       R"({"decision":"allow","reason":"allowed_by_cidr",
+           "rule":"sandboxes.lan.allow_cidrs:8.8.8.0/24",
+           "host":"8.8.8.8","host_kind":"address","port":443,"address_class":"global"})"},
+      {"AllowCidrV6", "lan", "[fd00::1]:443",
+       R"({"decision":"allow","reason":"allowed_by_cidr",
+           "rule":"sandboxes.lan.allow_cidrs:fd00::/8",
+           "host":"[fd00::1]","host_kind":"address","port":443,"address_class":"unique_local"})"},
+      {"PublicOutsideCidrs", "lan", "1.1.1.1",
+       R"({"decision":"deny","reason":"ip_literal_not_allowed","rule":"",
+           "host":"1.1.1.1","host_kind":"address","port":443,"address_class":"global",
+           "suggestion":"allow_cidrs = [\"1.1.1.1/32\"]"})"},
+      {"PrivateOutsideCidrs", "lan", "192.168.1.1",
+       R"({"decision":"deny","reason":"special_address","rule":"",
+           "host":"192.168.1.1","host_kind":"address","port":443,"address_class":"private",
+           "suggestion":"allow_cidrs = [\"192.168.1.1/32\"]"})"},
+      {"V6LoopbackIsNotV4Loopback", "lan", "[::1]",
+       R"({"decision":"deny","reason":"special_address","rule":"",
+           "host":"[::1]","host_kind":"address","port":443,"address_class":"loopback",
+           "suggestion":"allow_cidrs = [\"::1/128\"]"})"},
+      {"NamesIgnoreCidrs", "lan", "github.com",
+       R"({"decision":"deny","reason":"no_matching_rule","rule":"",
+           "host":"github.com","host_kind":"name","port":443,
+           "suggestion":"allow = [\"github.com:443\"]"})"},
+
+      // Always denied, even though lan's allow_cidrs cover every one of them.
+      {"MetadataV4", "lan", "169.254.169.254",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"169.254.169.254","host_kind":"address","port":443,
+           "address_class":"metadata"})"},
+      {"MetadataV4Http", "lan", "http://169.254.169.254/latest/meta-data/",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"169.254.169.254","host_kind":"address","port":80,
+           "address_class":"metadata"})"},
+      {"MetadataV6", "lan", "[fd00:ec2::254]",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"[fd00:ec2::254]","host_kind":"address","port":443,
+           "address_class":"metadata"})"},
+      {"MetadataMapped", "lan", "[::ffff:169.254.169.254]",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"[::ffff:169.254.169.254]","host_kind":"address","port":443,
+           "address_class":"metadata"})"},
+      {"MetadataNat64", "lan", "[64:ff9b::a9fe:a9fe]",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"[64:ff9b::a9fe:a9fe]","host_kind":"address","port":443,
+           "address_class":"metadata"})"},
+      {"LinkLocal", "lan", "169.254.1.1",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"169.254.1.1","host_kind":"address","port":443,
+           "address_class":"link_local"})"},
+      {"Unspecified", "lan", "0.0.0.0",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"0.0.0.0","host_kind":"address","port":443,"address_class":"unspecified"})"},
+      {"UnspecifiedAsZero", "lan", "0",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"0.0.0.0","host_kind":"address","port":443,"address_class":"unspecified"})"},
+      {"UnspecifiedV6", "lan", "[::]",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"[::]","host_kind":"address","port":443,"address_class":"unspecified"})"},
+      {"Broadcast", "lan", "255.255.255.255",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"255.255.255.255","host_kind":"address","port":443,
+           "address_class":"broadcast"})"},
+      {"Multicast", "lan", "224.0.0.1",
+       R"({"decision":"deny","reason":"always_denied_address","rule":"",
+           "host":"224.0.0.1","host_kind":"address","port":443,"address_class":"multicast"})"},
+  };
+}
+
+class CliDecide : public ::testing::TestWithParam<DecideRow> {};
+
+TEST_P(CliDecide, PrintsExactlyThisDecision) {
+  const DecideRow& row = GetParam();
+  const RunResult r =
+      run_sandgate({"decide", "--config", "policy.toml", "--sandbox", row.sandbox, row.target});
+  json::object expected = json::parse(row.expected).as_object();
+  expected["sandbox"] = row.sandbox;
+  const int expected_exit = expected.at("decision") == "allow" ? 0 : 3;
+
+  EXPECT_EQ(r.exit_code, expected_exit) << describe(r);
+  EXPECT_EQ(r.err, "");
+  const json::value got = json_line(r);
+  EXPECT_EQ(got, json::value(expected)) << "got      " << got << "\nexpected " << expected;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, CliDecide, ::testing::ValuesIn(decide_rows()),
+                         [](const auto& row) { return row.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// decide: every spelling of 127.0.0.1 (and IPv6 forms that embed it) is the same loopback
+// address. Without allow_cidrs ("dev") it is refused as special; lan's 127.0.0.0/8 opens it.
+
+struct LoopbackSpelling {
+  std::string name;
+  std::string target;
+  std::string host;        // canonical form in the output
+  bool tunnelled = false;  // 6to4, Teredo, IPv4-compatible: reached via IPv6, not at 127.0.0.1
+};
+
+void PrintTo(const LoopbackSpelling& row, std::ostream* os) {
+  *os << row.name;
+}
+
+std::vector<LoopbackSpelling> loopback_spellings() {
+  return {
+      {"DottedQuad", "127.0.0.1", "127.0.0.1"},
+      {"TrailingDot", "127.0.0.1.", "127.0.0.1"},
+      {"TwoParts", "127.1", "127.0.0.1"},
+      {"OneDecimalNumber", "2130706433", "127.0.0.1"},
+      {"HexParts", "0x7f.1", "127.0.0.1"},
+      {"UpperHex", "0X7F.0.0.1", "127.0.0.1"},
+      {"OctalFirstPart", "0177.0.0.1", "127.0.0.1"},
+      {"Url", "https://127.1/x", "127.0.0.1"},
+      {"V4Mapped", "[::ffff:127.0.0.1]", "[::ffff:127.0.0.1]"},
+      {"V4MappedHex", "[::ffff:7f00:1]", "[::ffff:127.0.0.1]"},
+      {"V4CompatibleBare", "::127.0.0.1", "[::7f00:1]", true},
+      {"Nat64", "64:ff9b::7f00:1", "[64:ff9b::7f00:1]"},
+      {"Nat64Bracketed", "[64:ff9b::127.0.0.1]", "[64:ff9b::7f00:1]"},
+      {"SixToFour", "2002:7f00:1::", "[2002:7f00:1::]", true},
+      // Teredo: client address 80ff:fffe inverted is 7f00:0001; server 65.54.227.120.
+      {"Teredo", "2001:0:4136:e378:8000:63bf:80ff:fffe", "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+       true},
+  };
+}
+
+// The address inside the host text, as suggest_rule writes it: no brackets, full length.
+std::string single_address_cidr(const std::string& host) {
+  if (host.front() == '[') return host.substr(1, host.size() - 2) + "/128";
+  return host + "/32";
+}
+
+class CliLoopbackLiteral : public ::testing::TestWithParam<LoopbackSpelling> {};
+
+TEST_P(CliLoopbackLiteral, RefusedWithoutAllowCidrs) {
+  const LoopbackSpelling& row = GetParam();
+  const RunResult r =
+      run_sandgate({"decide", "--config", "policy.toml", "--sandbox", "dev", row.target});
+  EXPECT_EQ(r.exit_code, 3) << describe(r);
+  const json::object expected{
+      {"decision", "deny"},
+      {"reason", "special_address"},
+      {"rule", ""},
+      {"sandbox", "dev"},
+      {"host", row.host},
+      {"host_kind", "address"},
+      {"port", 443},
+      {"address_class", "loopback"},
+      {"suggestion", "allow_cidrs = [\"" + single_address_cidr(row.host) + "\"]"},
+  };
+  EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
+}
+
+// lan's 127.0.0.0/8 opens every spelling of 127.0.0.1 and the IPv6 forms that are
+// translated to it (mapped, NAT64), but not the tunnelled forms (IPv4-compatible, 6to4,
+// Teredo): those go through IPv6 relays, not to 127.0.0.1, and stay special addresses.
+TEST_P(CliLoopbackLiteral, AllowedByCidr) {
+  const LoopbackSpelling& row = GetParam();
+  const RunResult r =
+      run_sandgate({"decide", "--config", "policy.toml", "--sandbox", "lan", row.target});
+  json::object expected{
+      {"decision", "allow"},
+      {"reason", "allowed_by_cidr"},
+      {"rule", "sandboxes.lan.allow_cidrs:127.0.0.0/8"},
+      {"sandbox", "lan"},
+      {"host", row.host},
+      {"host_kind", "address"},
+      {"port", 443},
+      {"address_class", "loopback"},
+  };
+  if (row.tunnelled) {
+    expected["decision"] = "deny";
+    expected["reason"] = "special_address";
+    expected["rule"] = "";
+    expected["suggestion"] = "allow_cidrs = [\"" + single_address_cidr(row.host) + "\"]";
+  }
+  EXPECT_EQ(r.exit_code, row.tunnelled ? 3 : 0) << describe(r);
+  EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Spellings, CliLoopbackLiteral, ::testing::ValuesIn(loopback_spellings()),
+                         [](const auto& row) { return row.param.name; });
+
+// Drop-ins are found next to the config file, not in the working directory.
+TEST(CliDropIns, ResolvedAgainstTheConfigFile) {
+  const RunResult r = run_sandgate({"decide", "--config", testdata() + "/policy.toml", "--sandbox",
+                                    "dropped", "pkg.example.dev"},
+                                   "/");
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.err, "");
+  const json::value got = json_line(r);
+  ASSERT_TRUE(got.is_object()) << describe(r);
+  EXPECT_EQ(got.at("rule"), "sandboxes.dropped.allow:pkg.example.dev") << describe(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage and config errors: exit 2, nothing on stdout, the exact first line on stderr.
+
+struct UsageRow {
+  std::string name;
+  std::vector<std::string> args;
+  std::string stderr_text;  // the first line(s) of stderr
+  bool then_usage;          // the usage text follows
+};
+
+void PrintTo(const UsageRow& row, std::ostream* os) {
+  *os << row.name;
+}
+
+const std::string kTargetHelp = "(expected host, host:port or a http(s) URL)";
+
+std::vector<UsageRow> usage_rows() {
+  const std::vector<std::string> decide = {"decide", "--config", "policy.toml"};
+  const auto with = [&decide](std::vector<std::string> more) {
+    std::vector<std::string> args = decide;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  return {
+      {"NoArguments", {}, "sandgate: no command given\n", true},
+      {"UnknownArgument", {"--frobnicate"}, "sandgate: unknown argument \"--frobnicate\"\n", true},
+      {"CheckConfigWithoutFile",
+       {"--check-config"},
+       "sandgate: --check-config takes one FILE\n",
+       true},
+      {"MissingSandbox", with({"github.com"}),
+       "sandgate: decide needs --config FILE, --sandbox ID and a TARGET\n", true},
+      {"MissingTarget", with({"--sandbox", "dev"}),
+       "sandgate: decide needs --config FILE, --sandbox ID and a TARGET\n", true},
+      {"MissingConfig",
+       {"decide", "--sandbox", "dev", "github.com"},
+       "sandgate: decide needs --config FILE, --sandbox ID and a TARGET\n",
+       true},
+      {"SandboxWithoutValue", with({"github.com", "--sandbox"}),
+       "sandgate: decide: unexpected argument \"--sandbox\"\n", true},
+      {"TwoTargets", with({"--sandbox", "dev", "github.com", "gitlab.com"}),
+       "sandgate: decide: unexpected argument \"gitlab.com\"\n", true},
+      {"UnknownFlag", with({"--sandbox", "dev", "--verbose", "github.com"}),
+       "sandgate: decide: unexpected argument \"--verbose\"\n", true},
+      {"UnknownSandbox", with({"--sandbox", "nope", "github.com"}),
+       "sandgate decide: no sandbox \"nope\" in policy.toml\n", false},
+      {"FtpUrl", with({"--sandbox", "dev", "ftp://x"}),
+       "sandgate decide: cannot parse target \"ftp://x\" " + kTargetHelp + "\n", false},
+      {"PortZero", with({"--sandbox", "dev", "host:0"}),
+       "sandgate decide: cannot parse target \"host:0\" " + kTargetHelp + "\n", false},
+      {"PortTooBig", with({"--sandbox", "dev", "host:65536"}),
+       "sandgate decide: cannot parse target \"host:65536\" " + kTargetHelp + "\n", false},
+      {"EmptyPort", with({"--sandbox", "dev", "host:"}),
+       "sandgate decide: cannot parse target \"host:\" " + kTargetHelp + "\n", false},
+      {"UrlWithUserinfo", with({"--sandbox", "dev", "https://user@github.com/"}),
+       "sandgate decide: cannot parse target \"https://user@github.com/\" " + kTargetHelp + "\n",
+       false},
+      {"UnclosedBracket", with({"--sandbox", "dev", "[::1"}),
+       "sandgate decide: cannot parse target \"[::1\" " + kTargetHelp + "\n", false},
+      {"NonexistentConfig",
+       {"decide", "--config", "missing.toml", "--sandbox", "dev", "x.com"},
+       "missing.toml: cannot read file: No such file or directory\nmissing.toml: 1 error(s)\n",
+       false},
+      {"BrokenConfig",
+       {"decide", "--config", "bad_type.toml", "--sandbox", "dev", "x.com"},
+       "bad_type.toml:1:11: workers: expected an integer, got string\nbad_type.toml: 1 error(s)\n",
+       false},
+  };
+}
+
+class CliUsageError : public ::testing::TestWithParam<UsageRow> {};
+
+TEST_P(CliUsageError, ExitsTwoWithMessage) {
+  const UsageRow& row = GetParam();
+  const RunResult r = run_sandgate(row.args);
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.out, "");
+  if (row.then_usage) {
+    ASSERT_TRUE(r.err.starts_with(row.stderr_text)) << r.err;
+    EXPECT_TRUE(r.err.substr(row.stderr_text.size()).starts_with("usage: sandgate")) << r.err;
+  } else {
+    EXPECT_EQ(r.err, row.stderr_text);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, CliUsageError, ::testing::ValuesIn(usage_rows()),
+                         [](const auto& row) { return row.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// --check-config
+
+TEST(CliCheckConfig, ShippedExampleIsValid) {
+  const std::string path = source_dir() + "/config/sandgate.toml";
+  const RunResult r = run_sandgate({"--check-config", path});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out, path + ": ok (2 sandboxes)\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(CliCheckConfig, TestPolicyIsValid) {
+  const RunResult r = run_sandgate({"--check-config", "policy.toml"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out, "policy.toml: ok (5 sandboxes)\n");
+  EXPECT_EQ(r.err, "");
+}
+
+// One broken file per row; stderr is exactly these lines, then the count.
+struct BrokenConfigRow {
+  std::string name;
+  std::string file;
+  std::vector<std::string> lines;
+};
+
+void PrintTo(const BrokenConfigRow& row, std::ostream* os) {
+  *os << row.name;
+}
+
+std::vector<BrokenConfigRow> broken_config_rows() {
+  return {
+      {"UnknownKeyDidYouMean",
+       "bad_unknown_key.toml",
+       {"bad_unknown_key.toml:2:1: profiles.default.alow: unknown key \"alow\"; "
+        "did you mean \"allow\"?"}},
+      {"WrongType",
+       "bad_type.toml",
+       {"bad_type.toml:1:11: workers: expected an integer, got string"}},
+      {"BadHostPattern",
+       "bad_host_pattern.toml",
+       {"bad_host_pattern.toml:2:24: profiles.default.allow[1]: invalid host pattern "
+        "\"foo.*.com\": '*' is only allowed as the whole first label, as in \"*.example.com\""}},
+      {"BadCidr",
+       "bad_cidr.toml",
+       {"bad_cidr.toml:3:16: sandboxes.ci.allow_cidrs[0]: invalid CIDR \"10.0.0.1/8\": "
+        "host bits set; did you mean 10.0.0.0/8?"}},
+      {"DuplicateSandboxInDropIn",
+       "bad_duplicate.toml",
+       {"bad_duplicate.d/ci.toml:2:6: id: duplicate sandbox id \"ci\", first defined at "
+        "bad_duplicate.toml:3:12"}},
+      {"UnknownProfile",
+       "bad_profile.toml",
+       {"bad_profile.toml:6:11: sandboxes.ci.profile: unknown profile \"defualt\"; "
+        "did you mean \"default\"?"}},
+      {"TomlSyntax",
+       "bad_syntax.toml",
+       {"bad_syntax.toml:1:10: Error while parsing key-value pair: expected value, saw '\\n'"}},
+      {"EveryErrorInFileOrder",
+       "bad_many.toml",
+       {
+           "bad_many.toml:1:1: worker: unknown key \"worker\"; did you mean \"workers\"?",
+           "bad_many.toml:4:10: profiles.default.ports[0]: must be between 1 and 65535, got 0",
+           "bad_many.toml:5:9: profiles.default.deny[0]: invalid host pattern \"1.2.3.4\": "
+           "IP addresses are not host patterns; use allow_cidrs",
+           "bad_many.toml:7:1: sandboxes.ci.token: missing required key",
+           "bad_many.toml:8:11: sandboxes.ci.profile: unknown profile \"nope\"",
+       }},
+  };
+}
+
+class CliBrokenConfig : public ::testing::TestWithParam<BrokenConfigRow> {};
+
+TEST_P(CliBrokenConfig, ListsEveryErrorAndExitsTwo) {
+  const BrokenConfigRow& row = GetParam();
+  const RunResult r = run_sandgate({"--check-config", row.file});
+  std::string expected;
+  for (const std::string& line : row.lines) expected += line + "\n";
+  expected += row.file + ": " + std::to_string(row.lines.size()) + " error(s)\n";
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, CliBrokenConfig, ::testing::ValuesIn(broken_config_rows()),
+                         [](const auto& row) { return row.param.name; });
+
+}  // namespace
