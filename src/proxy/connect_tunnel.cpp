@@ -79,12 +79,16 @@ asio::awaitable<Inspection> inspect(Session& s, const policy::Host& host, std::u
         co_return refuse(policy::Reason::nested_proxy, false);
       }
     }
+    // Wait for bytes before taking a buffer, so an idle tunnel holds none.
+    auto [wait_ec] = co_await s.client.async_wait(tcp::socket::wait_read, use_tuple);
+    if (wait_ec) co_return Inspection{};  // idled out or shut down: nothing to relay
+    boost::system::error_code ec;
+    const std::size_t ready = std::max<std::size_t>(s.client.available(ec), 1);
     const std::size_t old = pending.size();
-    pending.resize(old + 4096);
-    auto [ec, n] =
-        co_await s.client.async_read_some(asio::buffer(pending.data() + old, 4096), use_tuple);
+    pending.resize(old + std::min(ready, tls::kMaxClientHelloBytes + 1));
+    const std::size_t n = s.client.read_some(asio::buffer(pending.data() + old, pending.size() - old), ec);
     pending.resize(old + n);
-    if (ec) co_return Inspection{};  // client closed or idled out: nothing to relay
+    if (ec && ec != asio::error::would_block) co_return Inspection{};  // client closed
   }
 }
 
