@@ -1,0 +1,156 @@
+// Explicit-proxy authentication: 407 PROXY_AUTH_REQUIRED for a missing, wrong or malformed
+// Proxy-Authorization, and for a kept-alive connection that changes identity.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "support/http_origin.hpp"
+#include "support/json_helpers.hpp"
+#include "support/raw_client.hpp"
+#include "support/sandgate_assertions.hpp"
+#include "support/sandgate_process.hpp"
+#include "support/subprocess.hpp"
+
+namespace sandgate::test {
+namespace {
+
+const std::string kToken1 = "tok-one-Hq4mWv9s";
+const std::string kToken2 = "tok-two-Lr7cNx2e";
+
+class ProxyAuth : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string p = std::to_string(origin_.port());
+    SandgateOptions options;
+    options.tables = R"(
+[dns.hosts]
+"origin.test" = ["127.0.0.1"]
+
+[profiles.local]
+allow = ["origin.test:)" +
+                     p + R"("]
+allow_cidrs = ["127.0.0.0/8"]
+
+[sandboxes.sb1]
+profile = "local"
+token = ")" + kToken1 +
+                     R"("
+
+[sandboxes.sb2]
+profile = "local"
+token = ")" + kToken2 +
+                     R"("
+)";
+    daemon_ = std::make_unique<SandgateProcess>(options);
+  }
+
+  std::string authority() const { return "origin.test:" + std::to_string(origin_.port()); }
+
+  // Sends a request with the given raw Proxy-Authorization line ("" = none) and checks the 407.
+  void expect_407(const std::string& auth_line, bool connect) {
+    const std::size_t lines_before = daemon_->audit_lines().size();
+    RawClient c(daemon_->explicit_port());
+    const std::string head = connect ? "CONNECT " + authority() + " HTTP/1.1\r\n"
+                                     : "GET http://" + authority() + "/ HTTP/1.1\r\n";
+    ASSERT_TRUE(c.send(head + "Host: " + authority() + "\r\n" + auth_line + "\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r) << auth_line;
+    ASSERT_TRUE(IsSandgateError(*r, 407, "PROXY_AUTH_REQUIRED", false)) << auth_line;
+    EXPECT_EQ(r->header("Proxy-Authenticate"), "Basic realm=\"sandgate\"");
+    EXPECT_FALSE(error_field(*r, "sandbox")) << r->body;
+    EXPECT_TRUE(c.wait_closed()) << auth_line;
+    const auto line = daemon_->wait_audit(
+        [](const boost::json::object& o) {
+          return json_string(o, "event.code") == "PROXY_AUTH_REQUIRED";
+        },
+        std::chrono::milliseconds(3000), lines_before);
+    EXPECT_TRUE(AuditLineIs(line, "PROXY_AUTH_REQUIRED", "-", "")) << auth_line;
+    if (line) {
+      EXPECT_EQ(json_string(*line, "network.protocol"), connect ? "connect" : "http");
+      EXPECT_EQ(json_int(*line, "http.response.status_code"), 407);
+    }
+  }
+
+  HttpOrigin origin_;
+  std::unique_ptr<SandgateProcess> daemon_;
+};
+
+TEST_F(ProxyAuth, MissingCredentialsGet407WithAChallenge) {
+  expect_407("", false);
+  expect_407("", true);
+  const auto curl = run_curl({"-x", "http://127.0.0.1:" + std::to_string(daemon_->explicit_port()),
+                              "http://" + authority() + "/"});
+  EXPECT_EQ(curl.exit_code, 0) << curl.err;
+  EXPECT_EQ(curl.http_code, 407);
+  EXPECT_EQ(curl_header(curl, "X-Sandgate-Error"), "PROXY_AUTH_REQUIRED");
+  EXPECT_EQ(origin_.connection_count(), 0u);
+  EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
+}
+
+TEST_F(ProxyAuth, WrongTokenOrUnknownSandboxGet407) {
+  expect_407(proxy_auth_line("sb1", "wrong-token"), false);
+  expect_407(proxy_auth_line("sb1", kToken2), true);  // another sandbox's token
+  expect_407(proxy_auth_line("nobody", kToken1), false);
+  expect_407(proxy_auth_line("sb1", kToken1 + "x"), false);
+  expect_407(proxy_auth_line("sb1", ""), false);
+  const auto curl =
+      run_curl({"-x", daemon_->proxy_url("sb1", "wrong-token"), "http://" + authority() + "/"});
+  EXPECT_EQ(curl.http_code, 407);
+  EXPECT_EQ(origin_.connection_count(), 0u);
+  EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
+}
+
+TEST_F(ProxyAuth, MalformedCredentialsGet407) {
+  for (const std::string& value : std::vector<std::string>{
+           "Basic !!!not-base64!!!", "Basic " + base64("sb1" + kToken1) /* no colon */, "Basic",
+           "Bearer " + kToken1, "Basic " + base64("sb1:" + kToken1).substr(1),
+           "Digest username=\"sb1\""}) {
+    expect_407("Proxy-Authorization: " + value + "\r\n", false);
+  }
+  EXPECT_EQ(origin_.connection_count(), 0u);
+  EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
+}
+
+TEST_F(ProxyAuth, AKeptAliveConnectionCannotSwitchIdentity) {
+  RawClient c(daemon_->explicit_port());
+  ASSERT_TRUE(c.send(proxy_get(authority(), "/first", "sb1", kToken1)));
+  const auto first = c.read_response();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+
+  ASSERT_TRUE(c.send(proxy_get(authority(), "/second", "sb2", kToken2)));
+  const auto second = c.read_response();
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(IsSandgateError(*second, 407, "PROXY_AUTH_REQUIRED", false));
+  EXPECT_TRUE(c.wait_closed());
+  EXPECT_EQ(origin_.request_count(), 1u);
+
+  const auto line = daemon_->wait_audit_code("PROXY_AUTH_REQUIRED");
+  EXPECT_TRUE(AuditLineIs(line, "PROXY_AUTH_REQUIRED", "-", "sb1"));  // the bound identity
+
+  // A request without credentials on a bound connection is refused too.
+  RawClient d(daemon_->explicit_port());
+  ASSERT_TRUE(d.send(proxy_get(authority(), "/a", "sb2", kToken2)));
+  ASSERT_TRUE(d.read_response());
+  ASSERT_TRUE(d.send(proxy_get(authority(), "/b", "", "")));
+  const auto anonymous = d.read_response();
+  ASSERT_TRUE(anonymous);
+  EXPECT_TRUE(IsSandgateError(*anonymous, 407, "PROXY_AUTH_REQUIRED", false));
+
+  // Each identity still works on its own connection.
+  EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb2", kToken2));
+  EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
+}
+
+TEST_F(ProxyAuth, SchemeAndSpacingAreTolerantButTheSecretIsExact) {
+  RawClient c(daemon_->explicit_port());
+  ASSERT_TRUE(c.send("GET http://" + authority() + "/ HTTP/1.1\r\nHost: " + authority() +
+                     "\r\nProxy-Authorization: basic   " + base64("sb1:" + kToken1) + "\r\n\r\n"));
+  const auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+}  // namespace
+}  // namespace sandgate::test

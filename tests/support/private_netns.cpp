@@ -1,0 +1,106 @@
+#include "support/private_netns.hpp"
+
+#include <net/if.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "support/subprocess.hpp"
+
+namespace sandgate::test {
+
+namespace {
+
+constexpr const char* kMarker = "SANDGATE_TEST_PRIVATE_NETNS";
+
+bool inside() {
+  const char* v = std::getenv(kMarker);
+  return v && std::string(v) == "1";
+}
+
+// Names of every network interface in the current namespace.
+std::vector<std::string> interfaces() {
+  std::vector<std::string> out;
+  if (struct if_nameindex* list = ::if_nameindex()) {
+    for (struct if_nameindex* i = list; i->if_index != 0; ++i) out.emplace_back(i->if_name);
+    ::if_freenameindex(list);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool enter_private_netns_or_rerun() {
+  if (inside()) {
+    const auto names = interfaces();
+    if (names != std::vector<std::string>{"lo"}) {
+      std::string all;
+      for (const auto& n : names) all += n + " ";
+      ADD_FAILURE() << "refusing to run: this namespace has interfaces other than lo: " << all;
+      return false;
+    }
+    return true;
+  }
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+
+  std::vector<std::string> argv{"env", std::string(kMarker) + "=1", "unshare"};
+  if (::geteuid() != 0) {
+    argv.emplace_back("--user");
+    argv.emplace_back("--map-root-user");
+  }
+  for (const char* a : {"--net", "--", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""}) {
+    argv.emplace_back(a);
+  }
+  argv.push_back(self);
+  argv.push_back("--gtest_filter=" + name);
+  argv.emplace_back("--gtest_color=no");
+  const CommandResult r = run_command(argv, std::chrono::seconds(60));
+  const bool ran = r.out.find("[       OK ] " + name) != std::string::npos;
+  const bool skipped = r.out.find("[  SKIPPED ] " + name) != std::string::npos;
+  if (r.exit_code == 0 && skipped) {
+    // Pass the child's reason on (e.g. "BUG: ..." from SANDGATE_KNOWN_BUG).
+    const auto at = r.out.find("Skipped\n");
+    const auto end = at == std::string::npos ? at : r.out.find("\n[", at);
+    const std::string why =
+        at == std::string::npos ? std::string() : r.out.substr(at + 8, end - at - 8);
+    [&] { GTEST_SKIP() << why; }();  // GTEST_SKIP returns void; the caller returns next
+    return false;
+  }
+  if (r.exit_code != 0 || !ran) {
+    ADD_FAILURE() << "inside the private network namespace, " << name << " "
+                  << (r.timed_out ? "timed out" : "failed") << " (exit " << r.exit_code << "):\n"
+                  << r.out << r.err;
+  } else {
+    // Keep the child's own report visible in the log.
+    std::printf("[ in netns  ] %s passed inside a private network namespace\n", name.c_str());
+  }
+  return false;
+}
+
+bool add_loopback_address(const std::string& cidr) {
+  if (!inside()) {
+    ADD_FAILURE() << "add_loopback_address outside the private network namespace";
+    return false;
+  }
+  const bool v6 = cidr.find(':') != std::string::npos;
+  std::vector<std::string> argv{"ip"};
+  if (v6) argv.emplace_back("-6");
+  for (const char* a : {"addr", "add"}) argv.emplace_back(a);
+  argv.push_back(cidr);
+  argv.emplace_back("dev");
+  argv.emplace_back("lo");
+  if (v6) argv.emplace_back("nodad");
+  const CommandResult r = run_command(argv, std::chrono::seconds(10));
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << "ip addr add " << cidr << " failed: " << r.err;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sandgate::test

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+
+namespace sandgate::test {
+
+// Tests that aim the daemon at private, metadata or "public" addresses must not be able to
+// send a packet off the machine, even if the daemon has a bug. They run in a fresh network
+// namespace that has only a loopback interface:
+//
+//   TEST(Threats, Something) {
+//     SANDGATE_IN_PRIVATE_NETNS();
+//     ... runs only inside the namespace ...
+//   }
+//
+// Outside the namespace the macro re-runs the current test's binary, filtered to this one test,
+// under `unshare --net` (plus `--user --map-root-user` when not root) after `ip link set lo up`,
+// reports the child's output, fails the test unless the child passed it, and returns. Inside
+// (marked by an environment variable) it checks that loopback is the only interface and fails
+// the test if not. No named namespace is created, so parallel runs cannot clash.
+bool enter_private_netns_or_rerun();
+
+// Adds an address ("169.254.169.254/32", "fd00:ec2::254/128") to lo. Only inside the private
+// namespace; fails the test otherwise.
+bool add_loopback_address(const std::string& cidr);
+
+}  // namespace sandgate::test
+
+#define SANDGATE_IN_PRIVATE_NETNS()                                \
+  do {                                                             \
+    if (!::sandgate::test::enter_private_netns_or_rerun()) return; \
+  } while (0)
