@@ -70,9 +70,11 @@ asio::awaitable<Inspection> inspect(Session& s, const policy::Host& host, std::u
         co_return refuse(policy::Reason::tls_malformed, true);
       }
     } else if (!data.empty()) {
-      const std::size_t n = std::min(data.size(), kNestedConnect.size());
-      if (std::string_view(reinterpret_cast<const char*>(data.data()), n) !=
-          kNestedConnect.substr(0, n)) {
+      // HTTP servers skip empty lines before a request (RFC 9112 2.2); so does this check.
+      std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
+      text.remove_prefix(std::min(text.find_first_not_of("\r\n"), text.size()));
+      const std::size_t n = std::min(text.size(), kNestedConnect.size());
+      if (!text.empty() && text.substr(0, n) != kNestedConnect.substr(0, n)) {
         co_return Inspection{};  // not TLS, not CONNECT: an ordinary byte stream (ssh, ...)
       }
       if (n == kNestedConnect.size()) {
@@ -86,7 +88,8 @@ asio::awaitable<Inspection> inspect(Session& s, const policy::Host& host, std::u
     const std::size_t ready = std::max<std::size_t>(s.client.available(ec), 1);
     const std::size_t old = pending.size();
     pending.resize(old + std::min(ready, tls::kMaxClientHelloBytes + 1));
-    const std::size_t n = s.client.read_some(asio::buffer(pending.data() + old, pending.size() - old), ec);
+    const std::size_t n =
+        s.client.read_some(asio::buffer(pending.data() + old, pending.size() - old), ec);
     pending.resize(old + n);
     if (ec && ec != asio::error::would_block) co_return Inspection{};  // client closed
   }

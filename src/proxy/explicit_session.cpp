@@ -126,13 +126,14 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
     co_return;
   }
   for (bool first = true;; first = false) {
-    s.snap = shared.current();  // every request is decided on the newest policy
+    s.snap = shared.current();  // limits for reading the head
     const auto [read_error, head_size] = co_await read_head(s, first);
     if (read_error != Errc::ok) {
       co_await s.fail(policy::EntryMode::http, read_error);
       co_return;
     }
     if (head_size == 0) co_return;
+    s.snap = shared.current();  // a reload while the connection idled applies to this request
 
     const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
     const auto* data = static_cast<const char*>(s.buffer.data().data());

@@ -21,24 +21,37 @@ constexpr std::size_t kBodyChunk = 16 * 1024;
 
 enum class RelayError { none, read, write };
 
-// Streams one message's body from `in` to `out` through a fixed buffer, re-framing as the
-// (already edited) header says. The header is written first, by the serializer.
+// Streams one message from `in` to `out`: the (already edited) header at once, then the
+// body through a fixed buffer as bytes arrive (server-sent events, streamed responses),
+// re-framed as the header says. Every transfer pushes the idle deadline forward.
 template <bool isRequest>
 asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_buffer& in_buffer,
                                           bhttp::parser<isRequest, bhttp::buffer_body>& p,
-                                          tcp::socket& out, std::uint64_t& bytes) {
+                                          tcp::socket& out, std::uint64_t& bytes, Session& s) {
+  const auto idle = s.limits().idle_timeout;
   bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
+  if (!p.is_done()) {
+    p.get().body().data = nullptr;
+    p.get().body().size = 0;
+    p.get().body().more = true;
+    auto [ec, n] = co_await bhttp::async_write_header(out, sr, use_tuple);
+    if (ec) co_return RelayError::write;
+    bytes += n;
+    s.watchdog->arm(idle);
+  }
   auto chunk = std::make_unique<char[]>(kBodyChunk);
   do {
     if (!p.is_done()) {
       p.get().body().data = chunk.get();
       p.get().body().size = kBodyChunk;
-      auto [ec, n] = co_await bhttp::async_read(in, in_buffer, p, use_tuple);
+      auto [ec, n] = co_await bhttp::async_read_some(in, in_buffer, p, use_tuple);
       if (ec == bhttp::error::need_buffer) ec = {};
       if (ec) co_return RelayError::read;
       p.get().body().size = kBodyChunk - p.get().body().size;
-      p.get().body().data = chunk.get();
+      // An empty buffer would be serialized as an empty chunk, which is the last-chunk marker.
+      p.get().body().data = p.get().body().size > 0 ? chunk.get() : nullptr;
       p.get().body().more = !p.is_done();
+      s.watchdog->arm(idle);
     } else {
       p.get().body().data = nullptr;
       p.get().body().size = 0;
@@ -48,7 +61,8 @@ asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_bu
     if (ec == bhttp::error::need_buffer) ec = {};
     if (ec) co_return RelayError::write;
     bytes += n;
-  } while (!p.is_done() && !sr.is_done());
+    s.watchdog->arm(idle);
+  } while (!sr.is_done());
   co_return RelayError::none;
 }
 
@@ -130,7 +144,7 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
     if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
   }
   if (const RelayError e =
-          co_await relay_message(s.client, s.buffer, req_parser, up.socket, bytes_up);
+          co_await relay_message(s.client, s.buffer, req_parser, up.socket, bytes_up, s);
       e != RelayError::none) {
     if (e == RelayError::write) {
       co_await s.fail(
@@ -178,15 +192,37 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
       if (client_version == 11) {
         res.chunked(true);  // re-frame an EOF-delimited body so the client may keep alive
       } else {
-        keep_alive = false;  // HTTP/1.0: no chunking; the end of the body is the close
+        res.chunked(false);  // HTTP/1.0 knows no chunking: the body ends with the close
+        keep_alive = false;
       }
     }
     if (!interim) res.keep_alive(keep_alive);
     const RelayError e =
-        co_await relay_message(up.socket, up.buffer, res_parser, s.client, bytes_down);
+        co_await relay_message(up.socket, up.buffer, res_parser, s.client, bytes_down, s);
     if (e != RelayError::none) {
+      // The head is already on its way: all that is left is to close, so the client sees a
+      // truncated message, and to say so in the audit log when the upstream broke off.
+      if (e == RelayError::read) {
+        telemetry::AuditRecord r = s.record(policy::EntryMode::http);
+        const std::string shown = host.display();
+        const std::string dialed_ip = up.address.to_string();
+        r.event = code_name(Errc::upstream_protocol_error);
+        r.outcome = "failure";
+        r.reason = "response_truncated";
+        r.host = shown;
+        r.port = port;
+        r.destination_ip = dialed_ip;
+        r.method = method;
+        r.url_path = path_only;
+        r.http_status = status;
+        r.bytes_up = bytes_up;
+        r.bytes_down = bytes_down;
+        shared.audit->write(r);
+        shared.metrics->error(Errc::upstream_protocol_error);
+        shared.metrics->request(telemetry::Mode::http, telemetry::Outcome::error);
+      }
       s.upstream.reset();
-      co_return false;  // head already sent: all we can do is close
+      co_return false;
     }
     if (!interim) {
       upstream_keep_alive = res_parser.keep_alive() && !eof_delimited;

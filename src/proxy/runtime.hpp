@@ -47,6 +47,9 @@ struct Shared {
   std::shared_ptr<telemetry::AuditLog> audit;
   std::shared_ptr<telemetry::Metrics> metrics;
   ConnectionCounter connections;
+  // Ports of listeners bound to 0.0.0.0 or ::: any local address on them is sandgate itself,
+  // including addresses added after start (checked at dial time).
+  std::vector<std::uint16_t> wildcard_listener_ports;
   std::atomic<bool> ready{false};
 
   std::shared_ptr<const Snapshot> current() const {

@@ -67,10 +67,11 @@ std::vector<policy::IpAddress> local_addresses() {
   return out;
 }
 
-void add_self(std::vector<policy::Endpoint>& self, const tcp::endpoint& ep) {
+void add_self(std::vector<policy::Endpoint>& self, Shared& shared, const tcp::endpoint& ep) {
   const auto port = ep.port();
   if (ep.address().is_unspecified()) {
     for (const auto& a : local_addresses()) self.push_back({a, port});
+    shared.wildcard_listener_ports.push_back(port);
   }
   self.push_back({to_policy(ep.address()), port});
 }
@@ -148,14 +149,14 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
         w->acceptors.push_back(std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep)));
         ep = w->acceptors.back()->local_endpoint();  // port 0: the others join the chosen port
       }
-      add_self(self, ep);
+      add_self(self, *shared, ep);
       explicit_eps.emplace_back(endpoint_text(ep));
     }
     ready["explicit"] = std::move(explicit_eps);
     if (cfg->listeners.admin) {
       const tcp::endpoint ep(to_asio(cfg->listeners.admin->address), cfg->listeners.admin->port);
       workers[0]->admin = std::make_unique<tcp::acceptor>(open_acceptor(*workers[0]->ioc, ep));
-      add_self(self, workers[0]->admin->local_endpoint());
+      add_self(self, *shared, workers[0]->admin->local_endpoint());
       ready["admin"] = endpoint_text(workers[0]->admin->local_endpoint());
     }
   } catch (const boost::system::system_error& e) {

@@ -1,5 +1,9 @@
 #include "proxy/upstream.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -23,6 +27,16 @@ asio::awaitable<boost::system::error_code> connect_once(tcp::socket& socket, tcp
     co_return asio::error::timed_out;
   }
   co_return std::get<0>(std::get<0>(result));
+}
+
+// True when `a` is an address of this host right now: binding to it succeeds.
+bool is_local_address(const policy::IpAddress& a) {
+  const tcp::endpoint ep(to_asio(a), 0);
+  const int fd = ::socket(a.is_v4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool bound = ::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) == 0;
+  ::close(fd);
+  return bound;
 }
 
 }  // namespace
@@ -68,6 +82,19 @@ asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& sna
       co_return out;
     }
     out.error = Errc::ok;
+  }
+
+  const auto& wildcard_ports = deps.shared->wildcard_listener_ports;
+  if (std::find(wildcard_ports.begin(), wildcard_ports.end(), port) != wildcard_ports.end()) {
+    for (const policy::IpAddress& a : candidates) {
+      if (is_local_address(a)) {
+        out.error = Errc::network_denied;
+        out.denial.reason = policy::Reason::proxy_loop;
+        out.denial.address_class = policy::classify(a);
+        out.address = a;
+        co_return out;
+      }
+    }
   }
 
   const auto timeout = snap.config->limits.connect_timeout;

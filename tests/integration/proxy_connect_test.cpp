@@ -315,10 +315,6 @@ TEST_F(ProxyConnect, AHalfClosedTunnelStillDeliversTheResponse) {
 // RFC 9112 §2.2: a server SHOULD ignore empty lines before a request line, so an upstream
 // proxy at an allowed address accepts "\r\nCONNECT ..." as a CONNECT.
 TEST_F(ProxyConnect, NestedConnectAfterLeadingEmptyLinesIsRefused) {  // THREATS 7
-  SANDGATE_KNOWN_BUG(
-      "connect_tunnel.cpp inspect() compares the tunnel's first bytes with \"CONNECT \" "
-      "literally; a CRLF in front (which RFC 9112 section 2.2 tells servers to skip) gets a "
-      "nested CONNECT relayed");
   {
     RawClient c = open_tunnel(plain_authority());
     ASSERT_TRUE(c.send("\r\n" + proxy_connect("denied.test:443", kId, kToken)));

@@ -382,10 +382,6 @@ allow_cidrs = ["127.0.0.0/8", "10.0.0.0/8"]
   ASSERT_TRUE(add_loopback_address("10.0.0.1/32"));
 
   EXPECT_EQ(attempt(daemon, "127.0.0.1:" + port, true).reason, "proxy_loop");
-  SANDGATE_KNOWN_BUG(
-      "server.cpp add_self() expands a wildcard listener to the interface addresses seen by "
-      "getifaddrs() once at startup: 127.0.0.2 (same lo, not an interface address) and "
-      "addresses added later are not recognised as sandgate itself");
   EXPECT_EQ(attempt(daemon, "127.0.0.2:" + port, true).reason, "proxy_loop");
   EXPECT_EQ(attempt(daemon, "10.0.0.1:" + port, true).reason, "proxy_loop");
 }
