@@ -1,6 +1,7 @@
 #include "http/request_target.hpp"
 
 #include <algorithm>
+#include <boost/beast/core/string.hpp>
 
 namespace sandgate::http {
 
@@ -14,14 +15,6 @@ bool is_digit(char c) {
 }
 bool is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-char lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [](char x, char y) { return lower(x) == lower(y); });
 }
 
 bool is_host_char(char c) {
@@ -91,7 +84,7 @@ std::optional<Authority> parse_authority(std::string_view text) {
 }
 
 bool same_authority(const Authority& a, const Authority& b, std::uint16_t default_port) {
-  return a.ip_literal == b.ip_literal && iequals(a.host, b.host) &&
+  return a.ip_literal == b.ip_literal && boost::beast::iequals(a.host, b.host) &&
          a.port.value_or(default_port) == b.port.value_or(default_port);
 }
 
@@ -128,7 +121,8 @@ Result<RequestTarget> parse_request_target(std::string_view target, bool is_conn
   // Absolute form. Only http: an https:// target would ask the proxy to originate TLS on the
   // client's behalf, which clients do through CONNECT instead.
   constexpr std::string_view kHttp = "http://";
-  if (target.size() < kHttp.size() || !iequals(target.substr(0, kHttp.size()), kHttp)) {
+  if (target.size() < kHttp.size() ||
+      !boost::beast::iequals(target.substr(0, kHttp.size()), kHttp)) {
     return fail(Errc::unsupported_target);
   }
   const std::string_view rest = target.substr(kHttp.size());

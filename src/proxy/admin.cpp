@@ -18,7 +18,6 @@ namespace {
 
 namespace bhttp = boost::beast::http;
 using namespace boost::asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto kAdminTimeout = std::chrono::seconds(10);
 
 bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_body>& req,

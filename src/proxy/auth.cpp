@@ -4,17 +4,13 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <boost/beast/core/string.hpp>
 
 namespace sandgate::proxy {
 
 namespace {
 
 constexpr std::size_t kMaxCredentialBytes = 1024;
-
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return std::tolower(x) == std::tolower(y); });
-}
 
 // Strict base64 (with padding) via OpenSSL; nullopt when malformed.
 std::optional<std::string> decode_base64(std::string_view in) {
@@ -41,7 +37,7 @@ std::optional<std::string> authenticate(const Snapshot& snap, std::string_view v
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   const auto space = value.find(' ');
-  if (space == std::string_view::npos || !iequals(value.substr(0, space), "basic")) {
+  if (space == std::string_view::npos || !boost::beast::iequals(value.substr(0, space), "basic")) {
     return std::nullopt;
   }
   std::string_view encoded = value.substr(space + 1);

@@ -15,7 +15,6 @@ namespace sandgate::proxy {
 namespace {
 
 using namespace boost::asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 constexpr std::string_view kNestedConnect = "CONNECT ";
 

@@ -13,7 +13,6 @@ namespace sandgate::proxy {
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadChunk = 4096;
 
 // Reads until the buffer holds a whole request head. Returns its size, or the error code to

@@ -4,6 +4,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 #include <limits>
 
@@ -16,7 +17,6 @@ namespace sandgate::proxy {
 namespace {
 
 namespace bhttp = boost::beast::http;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBodyChunk = 16 * 1024;
 
 enum class RelayError { none, read, write };
@@ -74,12 +74,6 @@ bool upstream_reusable(UpstreamConn& up) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && up.buffer.size() == 0;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(x) == std::tolower(y);
-         });
-}
-
 }  // namespace
 
 asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port,
@@ -130,7 +124,7 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
   const std::string origin_target(req.target());
   const std::string_view path_only =
       std::string_view(origin_target).substr(0, origin_target.find('?'));
-  const bool expect_continue = iequals(req[bhttp::field::expect], "100-continue");
+  const bool expect_continue = boost::beast::iequals(req[bhttp::field::expect], "100-continue");
   const bool request_chunked = req.chunked();
   http::strip_hop_by_hop(req.base());
   req.erase(bhttp::field::expect);

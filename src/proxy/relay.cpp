@@ -13,7 +13,6 @@ namespace sandgate::proxy {
 namespace {
 
 using namespace boost::asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kSpliceChunk = 1 << 20;
 
 // A pipe used as splice(2)'s kernel buffer; closed when the direction ends.

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +21,9 @@ namespace sandgate::proxy {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+
+// Completion token for awaited operations that report errors as values, not exceptions.
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // One immutable view of the configuration: what a session reads for a decision. Swapped
 // atomically as a whole on reload, so readers take no lock and never see half a change.

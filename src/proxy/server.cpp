@@ -23,7 +23,6 @@ namespace sandgate::proxy {
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 

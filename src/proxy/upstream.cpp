@@ -14,7 +14,6 @@ namespace sandgate::proxy {
 namespace {
 
 using namespace boost::asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // One connect attempt under a deadline. Returns the socket error, or timed_out.
 asio::awaitable<boost::system::error_code> connect_once(tcp::socket& socket, tcp::endpoint ep,
