@@ -1,6 +1,7 @@
 #include "proxy/relay.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -14,6 +15,8 @@ namespace {
 
 using namespace boost::asio::experimental::awaitable_operators;
 constexpr std::size_t kSpliceChunk = 1 << 20;
+constexpr std::uint64_t kEnlargeAfter = 1 << 20;  // bytes moved before the pipe grows
+constexpr std::size_t kBulkPipeBytes = 1 << 20;
 
 // A pipe used as splice(2)'s kernel buffer; closed when the direction ends.
 class Pipe {
@@ -33,6 +36,7 @@ class Pipe {
     write_ = fds[1];
     return true;
   }
+  bool is_open() const { return read_ >= 0; }
   int read_end() const { return read_; }
   int write_end() const { return write_; }
 
@@ -52,17 +56,30 @@ void cancel_both(tcp::socket& a, tcp::socket& b) {
 asio::awaitable<void> relay_one_way(tcp::socket& from, tcp::socket& to, std::uint64_t& counter,
                                     Watchdog& watchdog, std::chrono::milliseconds idle) {
   Pipe pipe;
+  bool pipe_enlarged = false;
   const int in = from.native_handle();
   const int out = to.native_handle();
   boost::system::error_code ec;
   from.native_non_blocking(true, ec);
   to.native_non_blocking(true, ec);
 
+  // Wait before the first splice (an idle direction holds no pipe); after data has moved,
+  // splice first and wait only when the socket runs dry.
+  bool wait_first = true;
   for (;;) {
-    auto [wait_ec] = co_await from.async_wait(tcp::socket::wait_read, use_tuple);
-    if (wait_ec || watchdog.expired()) break;
+    if (wait_first) {
+      auto [wait_ec] = co_await from.async_wait(tcp::socket::wait_read, use_tuple);
+      if (wait_ec || watchdog.expired()) break;
+      if (!pipe.is_open()) {
+        // A direction that only ever sees EOF needs no pipe.
+        char byte;
+        if (::recv(in, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+          to.shutdown(tcp::socket::shutdown_send, ec);
+          co_return;
+        }
+      }
+    }
     if (!pipe.open()) break;
-    // Move what is readable into the pipe, then drain the pipe into `to`.
     const ssize_t n = ::splice(in, nullptr, pipe.write_end(), nullptr, kSpliceChunk,
                                SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n == 0) {  // EOF: half-close and let the other direction finish
@@ -70,7 +87,10 @@ asio::awaitable<void> relay_one_way(tcp::socket& from, tcp::socket& to, std::uin
       co_return;
     }
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EINTR) {
+        wait_first = true;
+        continue;
+      }
       break;  // reset or other error
     }
     std::size_t pending = static_cast<std::size_t>(n);
@@ -91,6 +111,13 @@ asio::awaitable<void> relay_one_way(tcp::socket& from, tcp::socket& to, std::uin
     if (pending > 0) break;
     counter += static_cast<std::uint64_t>(n);
     watchdog.arm(idle);
+    wait_first = false;
+    if (!pipe_enlarged && counter >= kEnlargeAfter) {
+      // Bulk transfer: a larger pipe moves more per splice. Only now, because pipe pages
+      // count against a per-user limit; failure just keeps the default size.
+      pipe_enlarged = true;
+      ::fcntl(pipe.write_end(), F_SETPIPE_SZ, static_cast<int>(kBulkPipeBytes));
+    }
   }
   cancel_both(from, to);
 }
