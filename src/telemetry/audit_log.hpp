@@ -59,6 +59,8 @@ std::string format_audit_line(const AuditRecord& r);
 class AuditLog {
  public:
   static constexpr std::size_t kDefaultMaxQueuedLines = 16384;
+  // Upper bound of one write(2) of gathered whole lines.
+  static constexpr std::size_t kMaxWriteBytes = 64 * 1024;
 
   // target: "stdout", "stderr", "off", or a file path (opened O_APPEND|O_CREAT|O_CLOEXEC,
   // mode 0640). Throws std::runtime_error if the path can't be opened.
@@ -82,7 +84,7 @@ class AuditLog {
 
  private:
   void run();
-  void write_line(const std::string& line);
+  bool write_line(const std::string& lines);
   void reopen_file();
 
   enum class Sink { off, stdout_stream, stderr_stream, file };
