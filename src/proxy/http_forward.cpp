@@ -153,6 +153,24 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
   int status = 0;
   bool upstream_keep_alive = false;
   bool keep_alive = client_keep_alive;
+  // One audit line for the exchange, finished (event "http_request") or broken off.
+  auto audit_exchange = [&](std::string_view event, std::string_view reason) {
+    const std::string shown = host.display();
+    const std::string dialed_ip = up.address.to_string();
+    telemetry::AuditRecord r = s.record(policy::EntryMode::http);
+    r.event = event;
+    r.outcome = reason.empty() ? "success" : "failure";
+    r.reason = reason;
+    r.host = shown;
+    r.port = port;
+    r.destination_ip = dialed_ip;
+    r.method = method;
+    r.url_path = path_only;
+    r.http_status = status;
+    r.bytes_up = bytes_up;
+    r.bytes_down = bytes_down;
+    shared.audit->write(r);
+  };
   for (;;) {
     bhttp::response_parser<bhttp::buffer_body> res_parser;
     res_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
@@ -197,21 +215,7 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
       // The head is already on its way: all that is left is to close, so the client sees a
       // truncated message, and to say so in the audit log when the upstream broke off.
       if (e == RelayError::read) {
-        telemetry::AuditRecord r = s.record(policy::EntryMode::http);
-        const std::string shown = host.display();
-        const std::string dialed_ip = up.address.to_string();
-        r.event = code_name(Errc::upstream_protocol_error);
-        r.outcome = "failure";
-        r.reason = "response_truncated";
-        r.host = shown;
-        r.port = port;
-        r.destination_ip = dialed_ip;
-        r.method = method;
-        r.url_path = path_only;
-        r.http_status = status;
-        r.bytes_up = bytes_up;
-        r.bytes_down = bytes_down;
-        shared.audit->write(r);
+        audit_exchange(code_name(Errc::upstream_protocol_error), "response_truncated");
         shared.metrics->error(Errc::upstream_protocol_error);
         shared.metrics->request(telemetry::Mode::http, telemetry::Outcome::error);
       }
@@ -223,22 +227,8 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
       break;
     }
   }
-  const std::string dialed_ip = up.address.to_string();
+  audit_exchange("http_request", {});
   if (!upstream_keep_alive) s.upstream.reset();
-
-  telemetry::AuditRecord r = s.record(policy::EntryMode::http);
-  const std::string shown = host.display();
-  r.event = "http_request";
-  r.outcome = "success";
-  r.host = shown;
-  r.port = port;
-  r.destination_ip = dialed_ip;
-  r.method = method;
-  r.url_path = path_only;
-  r.http_status = status;
-  r.bytes_up = bytes_up;
-  r.bytes_down = bytes_down;
-  shared.audit->write(r);
   shared.metrics->request(telemetry::Mode::http, telemetry::Outcome::allowed);
   shared.metrics->bytes(telemetry::Direction::upstream, bytes_up);
   shared.metrics->bytes(telemetry::Direction::downstream, bytes_down);
