@@ -30,9 +30,12 @@ std::optional<std::vector<std::uint16_t>> read_ports(const toml::node& node,
   return ports;
 }
 
-void read_patterns(const toml::table& table, std::string_view key, const std::string& path,
-                   const std::string& origin_prefix, std::vector<policy::RuleSource>& out,
-                   ErrorSink& sink) {
+// Reads a list of rule strings (`allow`, `deny_cidrs`, ...) with `parse`, naming each bad
+// entry as an invalid `what` with the parser's reason.
+template <class Source, class Parse>
+void read_rules(const toml::table& table, std::string_view key, const std::string& path,
+                const std::string& origin_prefix, std::string_view what, Parse parse,
+                std::vector<Source>& out, ErrorSink& sink) {
   const toml::node* node = table.get(key);
   if (node == nullptr) return;
   const auto items = read_string_array(*node, join_key(path, key), sink);
@@ -40,33 +43,34 @@ void read_patterns(const toml::table& table, std::string_view key, const std::st
   const std::string origin = join_key(origin_prefix, key);
   for (const StringItem& item : *items) {
     std::string reason;
-    if (auto pattern = policy::parse_host_pattern(item.value, &reason)) {
-      out.push_back({std::move(*pattern), origin});
+    if (auto parsed = parse(item.value, &reason)) {
+      out.push_back({std::move(*parsed), origin});
     } else {
-      sink.add(
-          item.where, item.path,
-          "invalid host pattern " + in_quotes(item.value) + (reason.empty() ? "" : ": ") + reason);
+      sink.add(item.where, item.path,
+               "invalid " + std::string(what) + " " + in_quotes(item.value) +
+                   (reason.empty() ? "" : ": ") + reason);
     }
   }
+}
+
+void read_patterns(const toml::table& table, std::string_view key, const std::string& path,
+                   const std::string& origin_prefix, std::vector<policy::RuleSource>& out,
+                   ErrorSink& sink) {
+  read_rules(
+      table, key, path, origin_prefix, "host pattern",
+      [](std::string_view text, std::string* error) {
+        return policy::parse_host_pattern(text, error);
+      },
+      out, sink);
 }
 
 void read_cidrs(const toml::table& table, std::string_view key, const std::string& path,
                 const std::string& origin_prefix, std::vector<policy::CidrSource>& out,
                 ErrorSink& sink) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) return;
-  const auto items = read_string_array(*node, join_key(path, key), sink);
-  if (!items) return;
-  const std::string origin = join_key(origin_prefix, key);
-  for (const StringItem& item : *items) {
-    std::string reason;
-    if (auto cidr = policy::parse_cidr(item.value, &reason)) {
-      out.push_back({*cidr, origin});
-    } else {
-      sink.add(item.where, item.path,
-               "invalid CIDR " + in_quotes(item.value) + (reason.empty() ? "" : ": ") + reason);
-    }
-  }
+  read_rules(
+      table, key, path, origin_prefix, "CIDR",
+      [](std::string_view text, std::string* error) { return policy::parse_cidr(text, error); },
+      out, sink);
 }
 
 // The keys a profile and a sandbox share. `path` prefixes error keys; `origin_prefix`
