@@ -76,8 +76,7 @@ bool upstream_reusable(UpstreamConn& up) {
 
 }  // namespace
 
-asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port,
-                                  std::size_t /*head_size*/) {
+asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port) {
   auto& shared = *s.deps.shared;
   const std::string authority = host.display() + (port == 80 ? "" : ":" + std::to_string(port));
 

@@ -73,8 +73,7 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
 
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.
-asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port,
-                                  std::size_t head_size);
+asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port);
 
 telemetry::Mode to_metrics_mode(policy::EntryMode m);
 
