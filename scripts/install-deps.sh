@@ -12,9 +12,9 @@ packages=(
   libtomlplusplus-dev
   prometheus-cpp-dev libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format
+  clang-format ccache
   curl python3
-  nftables iproute2
+  nftables iproute2 dnsmasq-base dnsutils openssh-client util-linux
   prometheus
 )
 

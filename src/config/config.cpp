@@ -133,10 +133,10 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   const auto root = parse_toml(text, name, sink);
   if (!root) return config;
 
-  check_known_keys(
-      *root, "",
-      {"workers", "sandboxes_dir", "listeners", "limits", "dns", "log", "profiles", "sandboxes"},
-      sink);
+  check_known_keys(*root, "",
+                   {"workers", "sandboxes_dir", "listeners", "limits", "dns", "log", "launcher",
+                    "profiles", "sandboxes"},
+                   sink);
   const fs::path base_dir = fs::path(name).parent_path();
   if (const toml::node* node = root->get("workers")) {
     // In [0, kMaxWorkers], so the cast cannot truncate.
@@ -152,6 +152,10 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   if (const toml::node* node = root->get("dns")) config.dns = detail::read_dns(*node, sink);
   if (const toml::node* node = root->get("log")) {
     config.logging = detail::read_logging(*node, base_dir, sink);
+  }
+
+  if (const toml::node* node = root->get("launcher")) {
+    config.launcher = detail::read_launcher(*node, base_dir, sink);
   }
 
   detail::Profiles profiles;

@@ -23,7 +23,11 @@ struct ListenAddress {
 
 struct Listeners {
   std::vector<ListenAddress> explicit_proxy;  // HTTP forward + CONNECT
-  std::optional<ListenAddress> admin;         // /metrics, /healthz, /readyz
+  // Connections redirected by the launcher's nftables rules (SO_ORIGINAL_DST). Sandboxes are
+  // told apart by source address (Sandbox::sources).
+  std::vector<ListenAddress> transparent;
+  std::vector<ListenAddress> dns;      // sandbox DNS, UDP and TCP on each address
+  std::optional<ListenAddress> admin;  // /metrics, /healthz, /readyz, /sandboxes
 };
 
 struct Limits {
@@ -34,6 +38,9 @@ struct Limits {
   std::chrono::milliseconds idle_timeout{300'000};
   std::size_t max_connections = 20'000;
   std::size_t max_connections_per_sandbox = 2'000;
+  // A transparent connection that sends nothing for this long is taken to be a server-first
+  // protocol and decided on the sandbox's own DNS answers for its destination.
+  std::chrono::milliseconds peek_timeout{1'000};
 };
 
 struct Dns {
@@ -44,6 +51,15 @@ struct Dns {
   std::map<std::string, std::vector<policy::IpAddress>> hosts;
 };
 
+// What sandgate-launch reads; the daemon only validates it.
+struct Launcher {
+  std::string state_dir = "/run/sandgate";  // launcher state, netns pins, CA bundle
+  // IPv4 pool for sandbox links: each sandbox takes a /30 (host side .1, sandbox side .2).
+  policy::Cidr pool{policy::IpAddress::v4(0x0AC90000), 16};  // 10.201.0.0/16
+  std::string ca_file;  // sandgate's interception CA (PEM), added to the sandbox CA bundle
+  std::chrono::milliseconds ready_timeout{10'000};  // wait for the daemon to activate a sandbox
+};
+
 struct Logging {
   std::string audit = "stdout";  // "stdout", "stderr", "off" or a file path
 };
@@ -52,8 +68,11 @@ struct Logging {
 struct Sandbox {
   policy::SandboxSpec spec;
   std::string profile;
-  std::string token;  // explicit-proxy credential (Proxy-Authorization Basic id:token)
-  std::string file;   // where it was defined (main file or a drop-in)
+  std::string token;  // explicit-proxy credential (Proxy-Authorization Basic id:token); may be
+                      // empty when `sources` identifies the sandbox
+  // Source addresses that identify this sandbox on transparent and DNS listeners.
+  std::vector<policy::IpAddress> sources;
+  std::string file;  // where it was defined (main file or a drop-in)
 };
 
 // The whole configuration, validated. Immutable once loaded.
@@ -64,6 +83,7 @@ struct Config {
   Limits limits;
   Dns dns;
   Logging logging;
+  Launcher launcher;
   std::string sandboxes_dir;       // resolved relative to the config file; empty: none
   std::vector<Sandbox> sandboxes;  // sorted by id (find_sandbox relies on it)
 

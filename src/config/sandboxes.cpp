@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "config/addresses.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/ip_address.hpp"
 
@@ -175,8 +176,8 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     const toml::table* body = read_table(value, path, sink);
     if (body == nullptr) continue;
     check_known_keys(*body, path,
-                     {"profile", "token", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
-                      "allow_all_hosts"},
+                     {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
+                      "deny_cidrs", "allow_all_hosts"},
                      sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
@@ -184,8 +185,8 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
 
 void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink) {
   check_known_keys(root, "",
-                   {"id", "profile", "token", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
-                    "allow_all_hosts"},
+                   {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
+                    "deny_cidrs", "allow_all_hosts"},
                    sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;
@@ -242,12 +243,19 @@ void SandboxCollector::read_sandbox(const std::optional<std::string>& maybe_id,
       }
     }
   }
+  if (const toml::node* node = body.get("sources")) {
+    read_sources(*node, join_key(path, "sources"), id, sandbox.sources, sink);
+  }
   if (const toml::node* node = body.get("token")) {
     check_token(*node, join_key(path, "token"), sandbox.token, sink);
-  } else if (table_where != nullptr) {
-    sink.add(*table_where, join_key(path, "token"), "missing required key");
-  } else {
-    sink.add_unlocated(join_key(path, "token"), "missing required key");
+  } else if (!body.contains("sources")) {
+    const std::string key = join_key(path, "token");
+    const std::string message = "missing required key (a sandbox needs a token, sources, or both)";
+    if (table_where != nullptr) {
+      sink.add(*table_where, key, message);
+    } else {
+      sink.add_unlocated(key, message);
+    }
   }
   const RuleSet own = read_rules(body, path, join_key("sandboxes", id), sink);
   sandbox.spec = merge(id, profile, own);
@@ -256,6 +264,29 @@ void SandboxCollector::read_sandbox(const std::optional<std::string>& maybe_id,
         read_bool(*node, join_key(path, "allow_all_hosts"), sink).value_or(false);
   }
   if (usable) sandboxes_.push_back(std::move(sandbox));
+}
+
+void SandboxCollector::read_sources(const toml::node& node, const std::string& path,
+                                    const std::string& id, std::vector<policy::IpAddress>& out,
+                                    ErrorSink& sink) {
+  const auto items = read_string_array(node, path, sink);
+  if (!items) return;
+  for (const StringItem& item : *items) {
+    const auto address = parse_strict_ip(item.value);
+    if (!address) {
+      sink.add(item.where, item.path, invalid_ip_message(item.value));
+      continue;
+    }
+    const auto [first, fresh] = sources_.emplace(*address, Site{sink.file(), item.where});
+    if (!fresh) {
+      sink.add(item.where, item.path,
+               "source address " + in_quotes(item.value) +
+                   " already identifies another sandbox, at " +
+                   describe_location(first->second.file, first->second.where));
+      continue;
+    }
+    if (!id.empty()) out.push_back(*address);
+  }
 }
 
 std::vector<Sandbox> SandboxCollector::take() {

@@ -66,7 +66,12 @@ class SandboxCollector {
   bool claim_id(const std::string& id, const std::string& id_key,
                 const toml::source_region& id_where, ErrorSink& sink);
 
+  // `sources`: strict IP addresses, each identifying at most one sandbox.
+  void read_sources(const toml::node& node, const std::string& path, const std::string& id,
+                    std::vector<policy::IpAddress>& out, ErrorSink& sink);
+
   const Profiles& profiles_;
+  std::map<policy::IpAddress, Site> sources_;
   std::vector<Sandbox> sandboxes_;
   std::map<std::string, Site, std::less<>> seen_;
 };

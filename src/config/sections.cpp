@@ -111,21 +111,28 @@ Listeners read_listeners(const toml::node& node, ErrorSink& sink) {
   Listeners listeners;
   const toml::table* table = read_table(node, "listeners", sink);
   if (table == nullptr) return listeners;
-  check_known_keys(*table, "listeners", {"explicit", "admin"}, sink);
+  check_known_keys(*table, "listeners", {"explicit", "transparent", "dns", "admin"}, sink);
 
   std::vector<PlacedListener> placed;
-  if (const toml::node* explicit_node = table->get("explicit")) {
-    if (const auto items = read_string_array(*explicit_node, "listeners.explicit", sink)) {
+  const auto read_list = [&](std::string_view key, std::vector<ListenAddress>& out) {
+    const toml::node* list = table->get(key);
+    if (list == nullptr) return false;
+    const std::string path = join_key("listeners", key);
+    if (const auto items = read_string_array(*list, path, sink)) {
       for (const StringItem& item : *items) {
         if (auto listener = read_listener(item.value, item.path, item.where, sink)) {
-          listeners.explicit_proxy.push_back(listener->address);
+          out.push_back(listener->address);
           placed.push_back(std::move(*listener));
         }
       }
     }
-  } else {
+    return true;
+  };
+  if (!read_list("explicit", listeners.explicit_proxy)) {
     listeners.explicit_proxy = default_listeners().explicit_proxy;
   }
+  read_list("transparent", listeners.transparent);
+  read_list("dns", listeners.dns);
   if (const toml::node* admin_node = table->get("admin")) {
     if (const auto text = read_string(*admin_node, "listeners.admin", sink)) {
       if (auto listener = read_listener(*text, "listeners.admin", admin_node->source(), sink)) {
@@ -146,7 +153,7 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
   check_known_keys(
       *table, prefix,
       {"max_request_line_bytes", "max_header_bytes", "header_timeout_ms", "connect_timeout_ms",
-       "idle_timeout_ms", "max_connections", "max_connections_per_sandbox"},
+       "idle_timeout_ms", "max_connections", "max_connections_per_sandbox", "peek_timeout_ms"},
       sink);
   // Every value is within [1, kMaxLimit], so the casts below cannot truncate.
   const auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
@@ -165,6 +172,9 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
   }
   if (auto v = read_limit(*table, "idle_timeout_ms", 1, prefix, sink)) {
     limits.idle_timeout = ms(*v);
+  }
+  if (auto v = read_limit(*table, "peek_timeout_ms", 1, prefix, sink)) {
+    limits.peek_timeout = ms(*v);
   }
   if (auto v = read_limit(*table, "max_connections", 1, prefix, sink)) {
     limits.max_connections = size(*v);
@@ -223,6 +233,48 @@ Logging read_logging(const toml::node& node, const std::filesystem::path& base_d
     logging.audit = path.is_absolute() ? *value : (base_dir / path).lexically_normal().string();
   }
   return logging;
+}
+
+Launcher read_launcher(const toml::node& node, const std::filesystem::path& base_dir,
+                       ErrorSink& sink) {
+  Launcher launcher;
+  const toml::table* table = read_table(node, "launcher", sink);
+  if (table == nullptr) return launcher;
+  check_known_keys(*table, "launcher", {"state_dir", "pool", "ca_file", "ready_timeout_ms"}, sink);
+  const auto path = [&](std::string_view key, std::string& out) {
+    const toml::node* value = table->get(key);
+    if (value == nullptr) return;
+    const std::string name = join_key("launcher", key);
+    auto text = read_string(*value, name, sink);
+    if (!text) return;
+    if (text->empty()) {
+      sink.add(value->source(), name, "must not be empty");
+      return;
+    }
+    const std::filesystem::path p(*text);
+    out = p.is_absolute() ? *text : (base_dir / p).lexically_normal().string();
+  };
+  path("state_dir", launcher.state_dir);
+  path("ca_file", launcher.ca_file);
+  if (const toml::node* value = table->get("pool")) {
+    if (auto text = read_string(*value, "launcher.pool", sink)) {
+      std::string error;
+      const auto cidr = policy::parse_cidr(*text, &error);
+      if (!cidr) {
+        sink.add(value->source(), "launcher.pool", std::move(error));
+      } else if (!cidr->network.is_v4() || cidr->prefix > 29) {
+        sink.add(value->source(), "launcher.pool",
+                 "expected an IPv4 range of /29 or wider (each sandbox takes a /30), got " +
+                     in_quotes(*text));
+      } else {
+        launcher.pool = *cidr;
+      }
+    }
+  }
+  if (auto v = read_limit(*table, "ready_timeout_ms", 1, "launcher", sink)) {
+    launcher.ready_timeout = std::chrono::milliseconds(*v);
+  }
+  return launcher;
 }
 
 }  // namespace sandgate::config::detail

@@ -18,6 +18,10 @@ Dns read_dns(const toml::node& node, ErrorSink& sink);
 Logging read_logging(const toml::node& node, const std::filesystem::path& base_dir,
                      ErrorSink& sink);
 
+// [launcher]; relative paths are resolved against `base_dir`.
+Launcher read_launcher(const toml::node& node, const std::filesystem::path& base_dir,
+                       ErrorSink& sink);
+
 // What an absent [listeners] table means: an explicit proxy on 127.0.0.1:3128, no admin.
 Listeners default_listeners();
 

@@ -223,10 +223,17 @@ Decision Policy::decide(const Query& q) const {
 }
 
 Decision Policy::decide(std::string_view sandbox, const Host& host, std::uint16_t port,
-                        EntryMode /*mode: every entry mode gets the same answer*/) const {
+                        EntryMode mode) const {
   const auto it = impl_->sandboxes.find(sandbox);
   if (it == impl_->sandboxes.end()) return make(false, Reason::unknown_sandbox);
   const CompiledSandbox& sb = it->second;
+  // A DNS question names no port: the name may be resolved when some port of it is allowed,
+  // and a deny rule stops it only when it covers every port.
+  const bool any_port = mode == EntryMode::dns && port == 0;
+  const auto port_ok = [&](std::uint16_t rule_port) {
+    if (any_port) return rule_port != 0 || !sb.ports.empty();
+    return rule_port == 0 ? sb.port_allowed(port) : rule_port == port;
+  };
 
   if (host.is_address()) {
     Decision d = check_address(sandbox, host.address, port);
@@ -234,7 +241,7 @@ Decision Policy::decide(std::string_view sandbox, const Host& host, std::uint16_
     if (d.reason != Reason::allowed_by_cidr) {
       return make(false, Reason::ip_literal_not_allowed, {}, d.address_class);
     }
-    if (!sb.port_allowed(port)) {
+    if (!port_ok(0)) {
       return make(false, Reason::port_not_allowed, std::move(d.rule), d.address_class);
     }
     return d;
@@ -242,18 +249,19 @@ Decision Policy::decide(std::string_view sandbox, const Host& host, std::uint16_
   if (!host.is_name()) return make(false, Reason::invalid_host);
 
   // Deny beats allow. A deny rule without a port covers every port.
-  if (const NameRule* rule = sb.deny.find(
-          host.name, [&](const NameRule& r) { return r.port == 0 || r.port == port; })) {
+  if (const NameRule* rule = sb.deny.find(host.name, [&](const NameRule& r) {
+        return r.port == 0 || (!any_port && r.port == port);
+      })) {
     return make(false, Reason::denied_by_rule, rule->name);
   }
   const NameRule* name_match = nullptr;
   const NameRule* allowed = sb.allow.find(host.name, [&](const NameRule& r) {
     if (!name_match) name_match = &r;
-    return r.port == 0 ? sb.port_allowed(port) : r.port == port;
+    return port_ok(r.port);
   });
   if (allowed) return make(true, Reason::allowed_by_rule, allowed->name);
   if (sb.allow_all_hosts) {
-    if (sb.port_allowed(port)) return make(true, Reason::allowed_all_hosts, "allow_all_hosts");
+    if (port_ok(0)) return make(true, Reason::allowed_all_hosts, "allow_all_hosts");
     return make(false, Reason::port_not_allowed, "allow_all_hosts");
   }
   if (name_match) return make(false, Reason::port_not_allowed, name_match->name);

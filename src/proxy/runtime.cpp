@@ -23,7 +23,9 @@ std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Conf
   auto snap = std::make_shared<Snapshot>();
   snap->policy = cfg->build_policy(std::move(self));
   for (const config::Sandbox& sb : cfg->sandboxes) {
-    snap->token_digests.emplace(sb.spec.id, sha256(sb.token));
+    // A sandbox without a token is reached only through its source addresses.
+    if (!sb.token.empty()) snap->token_digests.emplace(sb.spec.id, sha256(sb.token));
+    for (const auto& source : sb.sources) snap->sandbox_by_source.emplace(source, sb.spec.id);
   }
   snap->config = std::move(cfg);
   return snap;

@@ -4,7 +4,9 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -14,6 +16,7 @@
 #include "config/config.hpp"
 #include "dns/resolver.hpp"
 #include "policy/policy.hpp"
+#include "proxy/dns_memory.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
 
@@ -32,6 +35,14 @@ struct Snapshot {
   std::shared_ptr<const policy::Policy> policy;
   // sandbox id -> SHA-256 of its token (compared in constant time).
   std::unordered_map<std::string, std::string> token_digests;
+  // source address -> sandbox id, for transparent and DNS listeners.
+  std::map<policy::IpAddress, std::string> sandbox_by_source;
+
+  // The sandbox a transparent or DNS client is, by its source address; null when none.
+  const std::string* sandbox_for(const policy::IpAddress& source) const {
+    const auto it = sandbox_by_source.find(source);
+    return it == sandbox_by_source.end() ? nullptr : &it->second;
+  }
 };
 
 // Connection counts, total and per sandbox. Lock-free on the hot path: a sandbox's counter is
@@ -52,6 +63,7 @@ struct Shared {
   std::shared_ptr<telemetry::AuditLog> audit;
   std::shared_ptr<telemetry::Metrics> metrics;
   ConnectionCounter connections;
+  DnsMemory dns_memory;
   // Ports of listeners bound to 0.0.0.0 or ::: any local address on them is sandgate itself,
   // including addresses added after start (checked at dial time).
   std::vector<std::uint16_t> wildcard_listener_ports;
