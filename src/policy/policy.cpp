@@ -189,6 +189,8 @@ std::string_view reason_name(Reason r) {
       return "tls_malformed";
     case Reason::nested_proxy:
       return "nested_proxy";
+    case Reason::unnamed_destination:
+      return "unnamed_destination";
   }
   return "unknown";
 }

@@ -37,6 +37,9 @@ enum class Reason {
   sni_missing,    // TLS without SNI to a named CONNECT target
   tls_malformed,  // bytes that start like TLS but are not a valid ClientHello
   nested_proxy,   // a CONNECT request inside a CONNECT tunnel
+  // A transparent connection with no SNI or Host whose address no DNS answer of the sandbox
+  // names (and no allow_cidrs range opens).
+  unnamed_destination,
 };
 std::string_view reason_name(Reason r);
 

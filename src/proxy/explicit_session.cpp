@@ -15,8 +15,8 @@ namespace {
 
 constexpr std::size_t kReadChunk = 4096;
 
-// Reads until the buffer holds a whole request head. Returns its size, or the error code to
-// answer with (Errc::ok with size 0: the client went away or idled out before a byte).
+}  // namespace
+
 asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) {
   const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
   bool started = s.buffer.size() > 0;
@@ -49,21 +49,17 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
   }
 }
 
-// Binds the connection to its sandbox on the first request and enforces the per-sandbox cap.
-// A later request on the same connection must carry the same identity.
-Errc bind_identity(Session& s, const std::string& sandbox) {
-  if (!s.sandbox.empty()) return s.sandbox == sandbox ? Errc::ok : Errc::proxy_auth_required;
-  s.sandbox = sandbox;
-  auto& counter = s.deps.shared->connections.for_sandbox(sandbox);
-  if (counter.fetch_add(1, std::memory_order_relaxed) >= s.limits().max_connections_per_sandbox) {
+Errc Session::bind_sandbox(const std::string& id) {
+  if (!sandbox.empty()) return sandbox == id ? Errc::ok : Errc::proxy_auth_required;
+  sandbox = id;
+  auto& counter = deps.shared->connections.for_sandbox(id);
+  if (counter.fetch_add(1, std::memory_order_relaxed) >= limits().max_connections_per_sandbox) {
     counter.fetch_sub(1, std::memory_order_relaxed);
     return Errc::too_many_connections;
   }
-  s.sandbox_connections = &counter;
+  sandbox_connections = &counter;
   return Errc::ok;
 }
-
-}  // namespace
 
 Session::Session(tcp::socket s, WorkerDeps d)
     : client(std::move(s)),
@@ -95,32 +91,32 @@ asio::awaitable<boost::system::error_code> Session::write_client(std::string_vie
   co_return ec;
 }
 
-// Releases what a session holds, on every way out of serve_explicit (exceptions included).
-struct SessionCleanup {
-  Session& s;
-  ~SessionCleanup() {
-    s.deps.shared->connections.total.fetch_sub(1);
-    if (s.sandbox_connections) s.sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
-    s.watchdog->stop();
+SessionCleanup::~SessionCleanup() {
+  s.deps.shared->connections.total.fetch_sub(1);
+  if (s.sandbox_connections) s.sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
+  s.watchdog->stop();
+  boost::system::error_code ignored;
+  s.client.shutdown(tcp::socket::shutdown_both, ignored);
+  s.client.close(ignored);
+}
+
+bool Session::start() {
+  watchdog->start([this] {
     boost::system::error_code ignored;
-    s.client.shutdown(tcp::socket::shutdown_both, ignored);
-    s.client.close(ignored);
-  }
-};
+    client.cancel(ignored);
+    if (upstream) upstream->socket.cancel(ignored);
+  });
+  return deps.shared->connections.total.fetch_add(1) < limits().max_connections;
+}
 
 asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
   Session s(std::move(socket), std::move(deps));
   auto& shared = *s.deps.shared;
   auto active = shared.metrics->active_connection();
-  s.watchdog->start([&s] {
-    boost::system::error_code ignored;
-    s.client.cancel(ignored);
-    if (s.upstream) s.upstream->socket.cancel(ignored);
-  });
-  const bool over_limit = shared.connections.total.fetch_add(1) >= s.limits().max_connections;
+  const bool within_limit = s.start();
   const SessionCleanup cleanup{s};
 
-  if (over_limit) {
+  if (!within_limit) {
     co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);
     co_return;
   }
@@ -151,7 +147,7 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       co_await s.fail(mode, Errc::proxy_auth_required, head->host, head->port);
       co_return;
     }
-    if (const Errc e = bind_identity(s, *sandbox); e != Errc::ok) {
+    if (const Errc e = s.bind_sandbox(*sandbox); e != Errc::ok) {
       co_await s.fail(mode, e, head->host, head->port);
       co_return;
     }

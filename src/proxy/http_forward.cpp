@@ -113,7 +113,7 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
   const bool client_keep_alive = req.keep_alive();
   const unsigned client_version = req.version();
   const std::string method(req.method_string());
-  {
+  if (!req.target().starts_with('/')) {
     // absolute-form -> origin-form: the path and query only.
     const std::string absolute(req.target());
     const auto scheme_end = absolute.find("://");

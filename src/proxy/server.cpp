@@ -3,11 +3,14 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -26,10 +29,17 @@ namespace {
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
+using ServeFn = asio::awaitable<void> (*)(tcp::socket, WorkerDeps);
+
+struct Listener {
+  std::unique_ptr<tcp::acceptor> acceptor;
+  ServeFn serve;
+};
+
 struct Worker {
   std::unique_ptr<asio::io_context> ioc = std::make_unique<asio::io_context>(1);
   SessionRegistry sessions;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::vector<Listener> acceptors;
   std::unique_ptr<tcp::acceptor> admin;
   std::thread thread;
 };
@@ -77,7 +87,7 @@ void add_self(std::vector<policy::Endpoint>& self, Shared& shared, const tcp::en
 
 std::vector<std::string> denial_reasons() {
   std::vector<std::string> out;
-  for (int i = 0; i <= static_cast<int>(policy::Reason::nested_proxy); ++i) {
+  for (int i = 0; i <= static_cast<int>(policy::Reason::unnamed_destination); ++i) {
     const auto r = static_cast<policy::Reason>(i);
     if (r != policy::Reason::allowed_by_rule && r != policy::Reason::allowed_by_cidr &&
         r != policy::Reason::allowed_all_hosts) {
@@ -87,7 +97,7 @@ std::vector<std::string> denial_reasons() {
   return out;
 }
 
-asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, WorkerDeps deps) {
+asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, ServeFn serve, WorkerDeps deps) {
   const auto ex = acceptor.get_executor();
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
@@ -98,7 +108,7 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, WorkerDeps deps) {
       continue;
     }
     auto shared = deps.shared;
-    asio::co_spawn(ex, serve_explicit(std::move(socket), deps), [shared](std::exception_ptr e) {
+    asio::co_spawn(ex, serve(std::move(socket), deps), [shared](std::exception_ptr e) {
       if (e)
         shared->metrics->error(Errc::internal_error);  // a bug: sessions return errors as values
     });
@@ -113,6 +123,44 @@ dns::ResolverOptions resolver_options(const config::Config& cfg) {
   o.hosts = cfg.dns.hosts;
   return o;
 }
+
+// Reloads when a drop-in in sandboxes_dir is written, renamed into place or removed (the
+// launcher's registration), after a short quiet period so one burst of changes is one reload.
+// A directory that does not exist at start is not watched (SIGHUP still reloads).
+class DropInWatch {
+ public:
+  DropInWatch(asio::io_context& ioc, const std::string& dir, std::function<void()> on_change)
+      : stream_(ioc), debounce_(ioc), on_change_(std::move(on_change)) {
+    if (dir.empty()) return;
+    const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) return;
+    if (::inotify_add_watch(fd, dir.c_str(),
+                            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE) < 0) {
+      ::close(fd);
+      return;
+    }
+    stream_.assign(fd);
+    read();
+  }
+
+ private:
+  void read() {
+    stream_.async_read_some(asio::buffer(events_),
+                            [this](boost::system::error_code ec, std::size_t) {
+                              if (ec) return;
+                              debounce_.expires_after(std::chrono::milliseconds(20));
+                              debounce_.async_wait([this](boost::system::error_code wait_ec) {
+                                if (!wait_ec) on_change_();
+                              });
+                              read();
+                            });
+  }
+
+  asio::posix::stream_descriptor stream_;
+  asio::steady_timer debounce_;
+  std::function<void()> on_change_;
+  alignas(inotify_event) std::array<char, 4096> events_;
+};
 
 std::string endpoint_text(const tcp::endpoint& ep) {
   const auto a = ep.address();
@@ -141,17 +189,24 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
 
     // Each worker gets its own acceptor on the same port (SO_REUSEPORT): the kernel spreads
     // connections and no session ever changes thread.
-    boost::json::array explicit_eps;
-    for (const auto& listen : cfg->listeners.explicit_proxy) {
-      tcp::endpoint ep(to_asio(listen.address), listen.port);
-      for (auto& w : workers) {
-        w->acceptors.push_back(std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep)));
-        ep = w->acceptors.back()->local_endpoint();  // port 0: the others join the chosen port
+    // port 0: the first worker's acceptor picks the port, the others join it.
+    const auto open_listeners = [&](const std::vector<config::ListenAddress>& addresses,
+                                    ServeFn serve, const char* name) {
+      boost::json::array eps;
+      for (const auto& listen : addresses) {
+        tcp::endpoint ep(to_asio(listen.address), listen.port);
+        for (auto& w : workers) {
+          w->acceptors.push_back(
+              {std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep)), serve});
+          ep = w->acceptors.back().acceptor->local_endpoint();
+        }
+        add_self(self, *shared, ep);
+        eps.emplace_back(endpoint_text(ep));
       }
-      add_self(self, *shared, ep);
-      explicit_eps.emplace_back(endpoint_text(ep));
-    }
-    ready["explicit"] = std::move(explicit_eps);
+      if (!eps.empty() || std::string_view(name) == "explicit") ready[name] = std::move(eps);
+    };
+    open_listeners(cfg->listeners.explicit_proxy, &serve_explicit, "explicit");
+    open_listeners(cfg->listeners.transparent, &serve_transparent, "transparent");
     if (cfg->listeners.admin) {
       const tcp::endpoint ep(to_asio(cfg->listeners.admin->address), cfg->listeners.admin->port);
       workers[0]->admin = std::make_unique<tcp::acceptor>(open_acceptor(*workers[0]->ioc, ep));
@@ -172,8 +227,9 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       auto resolver =
           std::make_unique<dns::Resolver>(w.ioc->get_executor(), resolver_options(*cfg));
       const WorkerDeps deps{shared, resolver.get(), &w.sessions};
-      for (auto& acceptor : w.acceptors) {
-        asio::co_spawn(*w.ioc, accept_loop(*acceptor, deps), asio::detached);
+      for (auto& listener : w.acceptors) {
+        asio::co_spawn(*w.ioc, accept_loop(*listener.acceptor, listener.serve, deps),
+                       asio::detached);
       }
       if (w.admin) asio::co_spawn(*w.ioc, admin_accept_loop(*w.admin, shared), asio::detached);
       // Runs until the main thread calls stop(), even when no acceptor is left.
@@ -195,25 +251,42 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   asio::io_context main_ioc{1};
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   signals.add(SIGUSR1);
+  // A reload swaps the snapshot; connections of sandboxes it no longer has are closed, on
+  // their own threads.
+  const auto reload = [&] {
+    try {
+      auto next = make_snapshot(
+          std::make_shared<const config::Config>(config::load_config(cfg->path)), self);
+      shared->snapshot.store(next);
+      shared->dns_memory.retain(
+          [&](const std::string& id) { return next->policy->has_sandbox(id); });
+      for (auto& w : workers) {
+        asio::post(*w->ioc, [&w = *w, next] {
+          for (Session* s : std::vector<Session*>(w.sessions.live.begin(), w.sessions.live.end())) {
+            if (!s->sandbox.empty() && !next->policy->has_sandbox(s->sandbox)) s->abort();
+          }
+        });
+      }
+      std::cerr << R"({"event":"reloaded"})" << std::endl;
+    } catch (const config::ConfigErrors& e) {
+      for (const auto& error : e.errors()) std::cerr << error.to_string() << "\n";
+      std::cerr << R"({"event":"reload_failed"})" << std::endl;
+    }
+  };
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGUSR1) {
       shared->audit->reopen();
     } else if (sig == SIGHUP) {
-      try {
-        auto next = std::make_shared<const config::Config>(config::load_config(cfg->path));
-        shared->snapshot.store(make_snapshot(std::move(next), self));
-        std::cerr << R"({"event":"reloaded"})" << std::endl;
-      } catch (const config::ConfigErrors& e) {
-        for (const auto& error : e.errors()) std::cerr << error.to_string() << "\n";
-        std::cerr << R"({"event":"reload_failed"})" << std::endl;
-      }
+      reload();
     } else {
-      return;  // SIGINT/SIGTERM: leave the handler loop; shutdown follows
+      main_ioc.stop();  // SIGINT/SIGTERM: shutdown follows
+      return;
     }
     signals.async_wait(on_signal);
   };
+  DropInWatch watch(main_ioc, cfg->sandboxes_dir, reload);
   signals.async_wait(on_signal);
   main_ioc.run();
 
@@ -231,7 +304,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   };
   on_each_worker([](Worker& w) {
     boost::system::error_code ignored;
-    for (auto& a : w.acceptors) a->close(ignored);
+    for (auto& a : w.acceptors) a.acceptor->close(ignored);
     if (w.admin) w.admin->close(ignored);
   });
   wait_for_sessions(kShutdownGrace);

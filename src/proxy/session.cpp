@@ -28,7 +28,25 @@ telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
   r.source_ip = client_ip;
   r.source_port = client_port;
   r.protocol = policy::mode_name(mode);
+  r.original_destination = original_destination;
   return r;
+}
+
+void Session::record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
+                            const policy::Decision& d, std::string_view sni) {
+  const std::string_view reason = policy::reason_name(d.reason);
+  telemetry::AuditRecord r = record(mode);
+  r.event = code_name(Errc::network_denied);
+  r.outcome = "failure";
+  r.host = host;
+  r.port = port;
+  r.reason = reason;
+  r.rule = d.rule;
+  r.tls_sni = sni;
+  if (mode == policy::EntryMode::http || mode == policy::EntryMode::connect) r.http_status = 403;
+  deps.shared->audit->write(r);
+  deps.shared->metrics->denial(reason);
+  deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::denied);
 }
 
 asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& host,
@@ -37,18 +55,7 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& 
   const std::string shown = host.display();
   const std::string suggestion = policy::suggest_rule(d, suggest_for ? *suggest_for : host, port);
   const std::string_view reason = policy::reason_name(d.reason);
-
-  telemetry::AuditRecord r = record(mode);
-  r.event = code_name(Errc::network_denied);
-  r.outcome = "failure";
-  r.host = shown;
-  r.port = port;
-  r.reason = reason;
-  r.rule = d.rule;
-  r.http_status = 403;
-  deps.shared->audit->write(r);
-  deps.shared->metrics->denial(reason);
-  deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::denied);
+  record_denial(mode, shown, port, d);
 
   std::string suggestion_line;
   if (!suggestion.empty()) suggestion_line = "[sandboxes." + sandbox + "] " + suggestion;

@@ -37,6 +37,12 @@ struct Session {
 
   // Closes both sockets: every pending operation ends and the session unwinds (shutdown).
   void abort();
+  // Starts the watchdog and counts the connection; false when over the total cap. Pair with
+  // a SessionCleanup right after.
+  bool start();
+  // Binds the connection to its sandbox and enforces the per-sandbox cap. A later request on
+  // the same connection must name the same sandbox.
+  Errc bind_sandbox(const std::string& id);
 
   tcp::socket client;
   WorkerDeps deps;
@@ -45,7 +51,8 @@ struct Session {
   std::shared_ptr<Watchdog> watchdog;
   std::string client_ip;
   std::uint16_t client_port = 0;
-  std::string sandbox;  // bound at the first authenticated request
+  std::string sandbox;               // bound at the first authenticated request
+  std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -55,6 +62,9 @@ struct Session {
   // Writes raw bytes to the client under the session's current deadline.
   asio::awaitable<boost::system::error_code> write_client(std::string_view bytes);
 
+  // Audit line and metrics of a refusal by policy; `sni` when a ClientHello was read.
+  void record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
+                     const policy::Decision& d, std::string_view sni = {});
   // Refusal by policy: audit line, metrics, 403 with the denial contract.
   asio::awaitable<void> deny(policy::EntryMode mode, const policy::Host& host, std::uint16_t port,
                              const policy::Decision& d, const policy::Host* suggest_for = nullptr);
@@ -66,7 +76,18 @@ struct Session {
   telemetry::AuditRecord record(policy::EntryMode mode) const;
 };
 
+// Releases what a session holds, on every way out of its coroutine (exceptions included).
+struct SessionCleanup {
+  Session& s;
+  ~SessionCleanup();
+};
+
+// Reads until s.buffer holds a whole request head. Returns its size, or the error code to
+// answer with (Errc::ok with size 0: the client went away or idled out before a byte).
+asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first);
+
 asio::awaitable<void> serve_explicit(tcp::socket client, WorkerDeps deps);
+asio::awaitable<void> serve_transparent(tcp::socket client, WorkerDeps deps);
 
 // CONNECT: dial, 200, inspect the first client bytes (SNI, nested CONNECT), relay.
 asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::uint16_t port);

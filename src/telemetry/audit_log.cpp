@@ -138,7 +138,12 @@ std::string format_audit_line(const AuditRecord& r) {
   if (r.duration.count() > 0) event["duration"] = r.duration.count();
   line["event"] = std::move(event);
 
-  if (!r.sandbox_id.empty()) line["labels"] = json::object({{"sandbox_id", str(r.sandbox_id)}}, sp);
+  json::object labels(sp);
+  if (!r.sandbox_id.empty()) labels["sandbox_id"] = str(r.sandbox_id);
+  if (!r.original_destination.empty()) {
+    labels["original_destination"] = str(r.original_destination);
+  }
+  if (!labels.empty()) line["labels"] = std::move(labels);
 
   json::object source(sp);
   if (!r.source_ip.empty()) source["ip"] = str(r.source_ip);

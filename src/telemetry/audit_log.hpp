@@ -26,19 +26,22 @@ struct AuditRecord {
   std::string_view sandbox_id;  // labels.sandbox_id; empty when unauthenticated
   std::string_view source_ip;   // source.ip
   std::uint16_t source_port = 0;
-  std::string_view protocol;             // network.protocol: http | connect | tls | tcp | dns
-  std::string_view host;                 // destination.address, plus destination.domain if a name
-  std::uint16_t port = 0;                // destination.port
-  std::string_view destination_ip;       // destination.ip: the address dialled, empty if none
-  std::string_view reason;               // event.reason
-  std::string_view rule;                 // rule.name
-  std::string_view method;               // http.request.method (http only)
-  std::string_view url_path;             // url.path; any query or fragment is cut off
-  std::string_view tls_sni;              // tls.client.server_name, when a ClientHello was read
-  int http_status = 0;                   // http.response.status_code; 0 = omit
-  std::uint64_t bytes_up = 0;            // source.bytes (client -> upstream)
-  std::uint64_t bytes_down = 0;          // destination.bytes (upstream -> client)
-  std::chrono::nanoseconds duration{0};  // event.duration in ns; 0 = omit
+  std::string_view protocol;        // network.protocol: http | connect | tls | tcp | dns
+  std::string_view host;            // destination.address, plus destination.domain if a name
+  std::uint16_t port = 0;           // destination.port
+  std::string_view destination_ip;  // destination.ip: the address dialled, empty if none
+  std::string_view reason;          // event.reason
+  std::string_view rule;            // rule.name
+  std::string_view method;          // http.request.method (http only)
+  std::string_view url_path;        // url.path; any query or fragment is cut off
+  std::string_view tls_sni;         // tls.client.server_name, when a ClientHello was read
+  // labels.original_destination: "ip:port" a transparent connection was addressed to (what
+  // the sandbox dialled; recorded, never used for routing).
+  std::string_view original_destination;
+  int http_status = 0;                           // http.response.status_code; 0 = omit
+  std::uint64_t bytes_up = 0;                    // source.bytes (client -> upstream)
+  std::uint64_t bytes_down = 0;                  // destination.bytes (upstream -> client)
+  std::chrono::nanoseconds duration{0};          // event.duration in ns; 0 = omit
   std::chrono::system_clock::time_point time{};  // @timestamp; default (epoch) = now
 };
 

@@ -1,0 +1,334 @@
+// The transparent session: a connection the launcher's nftables rules redirected here. The
+// sandbox is known by its source address; the destination name comes from the connection's
+// own first bytes (TLS SNI, HTTP Host) or, for protocols that carry no name, from the
+// sandbox's recent DNS answers. The original destination address is only recorded: the name
+// is decided, resolved and dialled like any other, on the same decision path.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <cstring>
+#include <span>
+
+#include "http/request_head.hpp"
+#include "proxy/relay.hpp"
+#include "proxy/session.hpp"
+#include "proxy/upstream.hpp"
+#include "tls/client_hello.hpp"
+
+namespace sandgate::proxy {
+
+namespace {
+
+using namespace boost::asio::experimental::awaitable_operators;
+constexpr std::size_t kReadChunk = 4096;
+constexpr std::size_t kMaxMethodBytes = 20;
+// SO_ORIGINAL_DST (linux/netfilter_ipv4.h) and IP6T_SO_ORIGINAL_DST
+// (linux/netfilter_ipv6/ip6_tables.h); those headers clash with glibc's <netinet/in.h>.
+constexpr int kSoOriginalDst = 80;
+constexpr int kIp6tSoOriginalDst = 80;
+
+// The address the sandbox dialled, before nftables redirected it here. A connection that was
+// not redirected has no NAT mapping and reports this listener itself, which policy refuses as
+// a loop.
+tcp::endpoint original_destination(tcp::socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint local = socket.local_endpoint(ec);
+  tcp::endpoint out;
+  socklen_t len = static_cast<socklen_t>(out.capacity());
+  const bool v6 = local.address().is_v6();
+  if (::getsockopt(socket.native_handle(), v6 ? SOL_IPV6 : SOL_IP,
+                   v6 ? kIp6tSoOriginalDst : kSoOriginalDst, out.data(), &len) == 0) {
+    out.resize(len);
+    return out;
+  }
+  return local;
+}
+
+enum class Kind {
+  tls,      // a whole ClientHello is buffered
+  http,     // an HTTP/1 request line has started
+  unnamed,  // other bytes, or none before the peek timeout (a server-first protocol)
+  closed,   // the client went away before anything could be decided
+};
+
+struct FirstBytes {
+  Kind kind = Kind::unnamed;
+  std::optional<std::string> sni;  // tls
+  bool malformed_tls = false;
+};
+
+// "GET ", "PROPFIND ": an HTTP method token and a space. Incomplete: nullopt.
+std::optional<bool> looks_like_http(std::string_view data) {
+  for (std::size_t i = 0; i < data.size() && i <= kMaxMethodBytes; ++i) {
+    const char c = data[i];
+    if (c == ' ') return i > 0;
+    if (c < 'A' || c > 'Z') return false;
+  }
+  return data.size() > kMaxMethodBytes ? std::optional<bool>(false) : std::nullopt;
+}
+
+// Reads the client's first bytes into s.buffer (nothing is consumed) until they say what the
+// connection is. A client that sends nothing within peek_timeout is left to the server.
+asio::awaitable<FirstBytes> classify(Session& s) {
+  FirstBytes out;
+  bool waited = false;
+  for (;;) {
+    const auto* data = static_cast<const std::uint8_t*>(s.buffer.data().data());
+    const std::span<const std::uint8_t> bytes(data, s.buffer.size());
+    if (bytes.size() >= 2 && tls::looks_like_tls(bytes)) {
+      const tls::PeekResult peek = tls::peek_client_hello(bytes);
+      if (peek.status == tls::PeekStatus::complete) {
+        out.kind = Kind::tls;
+        out.sni = peek.hello.sni;
+        co_return out;
+      }
+      if (peek.status != tls::PeekStatus::need_more) {
+        out.kind = Kind::tls;
+        out.malformed_tls = true;
+        co_return out;
+      }
+    } else if (!bytes.empty() && !(bytes.size() == 1 && bytes[0] == 0x16)) {
+      const auto http =
+          looks_like_http(std::string_view(reinterpret_cast<const char*>(data), bytes.size()));
+      if (http) {
+        out.kind = *http ? Kind::http : Kind::unnamed;
+        co_return out;
+      }
+    }
+    if (!waited) {
+      // Nothing yet: wait for the first bytes, but not forever (ssh servers, SMTP, databases
+      // speak first). Once bytes flow, the watchdog's header timeout bounds the rest.
+      waited = true;
+      asio::steady_timer timer(s.client.get_executor(), s.limits().peek_timeout);
+      const auto first = co_await (s.client.async_wait(tcp::socket::wait_read, use_tuple) ||
+                                   timer.async_wait(use_tuple));
+      if (first.index() == 1) co_return out;  // unnamed, nothing buffered
+      if (std::get<0>(std::get<0>(first))) {
+        out.kind = Kind::closed;
+        co_return out;
+      }
+    }
+    auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(kReadChunk), use_tuple);
+    s.buffer.commit(n);
+    if (ec) {
+      out.kind = Kind::closed;
+      co_return out;
+    }
+  }
+}
+
+// Refuses a stream connection: audit line, then a TLS alert (TLS) or a TCP reset (anything
+// else), so the client fails at once instead of timing out.
+asio::awaitable<void> refuse_stream(Session& s, policy::EntryMode mode, std::string_view host,
+                                    std::uint16_t port, const policy::Decision& d,
+                                    std::string_view sni = {}) {
+  s.record_denial(mode, host, port, d, sni);
+  if (mode == policy::EntryMode::tls) {
+    co_await asio::async_write(s.client, asio::buffer(tls_access_denied_alert()), use_tuple);
+    co_return;
+  }
+  boost::system::error_code ignored;
+  s.client.set_option(asio::socket_base::linger(true, 0), ignored);
+  s.client.close(ignored);
+}
+
+// A failure after an allow (DNS, connect): audit line and metrics, then a reset.
+void fail_stream(Session& s, policy::EntryMode mode, Errc code, std::string_view host,
+                 std::uint16_t port) {
+  telemetry::AuditRecord r = s.record(mode);
+  r.event = code_name(code);
+  r.outcome = "failure";
+  r.host = host;
+  r.port = port;
+  s.deps.shared->audit->write(r);
+  s.deps.shared->metrics->error(code);
+  s.deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::error);
+  boost::system::error_code ignored;
+  s.client.set_option(asio::socket_base::linger(true, 0), ignored);
+  s.client.close(ignored);
+}
+
+// Dials the decided host and relays the connection, starting with the bytes already read.
+asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::Host& host,
+                             std::uint16_t port, std::string_view sni) {
+  auto& shared = *s.deps.shared;
+  const std::string shown = host.display();
+  s.watchdog->arm(s.limits().connect_timeout * 4);  // bounded by per-attempt timeouts inside
+  Dialed dialed = co_await dial_checked(s.deps, *s.snap, s.sandbox, host, port);
+  if (dialed.error == Errc::network_denied) {
+    co_await refuse_stream(s, mode, shown, port, dialed.denial, sni);
+    co_return;
+  }
+  if (dialed.error != Errc::ok) {
+    fail_stream(s, mode, dialed.error, shown, port);
+    co_return;
+  }
+  s.upstream.emplace(std::move(dialed.socket), std::string(), dialed.address);
+  tcp::socket& upstream = s.upstream->socket;
+  auto active = shared.metrics->active_tunnel();
+
+  RelayStats stats;
+  const auto idle = s.limits().idle_timeout;
+  s.watchdog->arm(idle);
+  if (s.buffer.size() > 0) {
+    auto [ec, n] = co_await asio::async_write(upstream, s.buffer.data(), use_tuple);
+    if (ec) co_return;
+    stats.up += n;
+  }
+  s.buffer.clear();
+  s.buffer.shrink_to_fit();
+  const RelayStats relayed = co_await relay_both(s.client, upstream, *s.watchdog, idle);
+  stats.up += relayed.up;
+  stats.down = relayed.down;
+
+  const std::string dialed_ip = dialed.address.to_string();
+  telemetry::AuditRecord r = s.record(mode);
+  r.event = "connection_closed";
+  r.outcome = "success";
+  r.host = shown;
+  r.port = port;
+  r.destination_ip = dialed_ip;
+  r.tls_sni = sni;
+  r.bytes_up = stats.up;
+  r.bytes_down = stats.down;
+  r.duration = std::chrono::steady_clock::now() - s.started;
+  shared.audit->write(r);
+  shared.metrics->connection(to_metrics_mode(mode), telemetry::Outcome::allowed);
+  shared.metrics->bytes(telemetry::Direction::upstream, stats.up);
+  shared.metrics->bytes(telemetry::Direction::downstream, stats.down);
+}
+
+// HTTP/1 requests, each decided on its own Host and the original port, forwarded like the
+// explicit proxy's (so a second request on the connection cannot ride on the first's name).
+asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
+  auto& shared = *s.deps.shared;
+  for (bool first = true;; first = false) {
+    const auto [read_error, head_size] = co_await read_head(s, first);
+    if (read_error != Errc::ok) {
+      co_await s.fail(policy::EntryMode::http, read_error);
+      co_return;
+    }
+    if (head_size == 0) co_return;
+    s.snap = shared.current();
+    const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
+    const auto* data = static_cast<const char*>(s.buffer.data().data());
+    auto head = http::parse_request_head(std::string_view(data, head_size), limits);
+    if (!head) {
+      co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
+      co_return;
+    }
+    const policy::Host host = policy::normalize_host(head->host);
+    policy::Decision d;
+    if (head->form == http::RequestHead::Form::authority) {
+      d.reason = policy::Reason::nested_proxy;  // CONNECT to whatever listens there
+    } else {
+      d = s.snap->policy->decide(s.sandbox, host, port, policy::EntryMode::http);
+    }
+    if (!d.allowed) {
+      co_await s.deny(policy::EntryMode::http, host, port, d);
+      co_return;
+    }
+    if (!co_await handle_http(s, host, port)) co_return;
+  }
+}
+
+}  // namespace
+
+asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
+  Session s(std::move(socket), std::move(deps));
+  auto& shared = *s.deps.shared;
+  auto active = shared.metrics->active_connection();
+  const bool within_limit = s.start();
+  const SessionCleanup cleanup{s};
+
+  const tcp::endpoint original = original_destination(s.client);
+  const policy::IpAddress original_ip = to_policy(original.address());
+  policy::Host literal;
+  literal.kind = policy::Host::Kind::address;
+  literal.address = original_ip;
+  const std::uint16_t port = original.port();
+  s.original_destination = literal.display() + ":" + std::to_string(port);
+
+  boost::system::error_code ec;
+  const auto peer = s.client.remote_endpoint(ec);
+  const std::string* sandbox = ec ? nullptr : s.snap->sandbox_for(to_policy(peer.address()));
+  if (sandbox == nullptr) {
+    policy::Decision d;
+    d.reason = policy::Reason::unknown_sandbox;
+    co_await refuse_stream(s, policy::EntryMode::tcp, literal.display(), port, d);
+    co_return;
+  }
+  if (!within_limit) {
+    fail_stream(s, policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
+    co_return;
+  }
+  if (s.bind_sandbox(*sandbox) != Errc::ok) {
+    fail_stream(s, policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
+    co_return;
+  }
+
+  s.watchdog->arm(s.limits().header_timeout);
+  const FirstBytes first = co_await classify(s);
+  if (first.kind == Kind::closed) co_return;
+  s.snap = shared.current();  // decide on the newest policy
+  if (first.kind == Kind::http) {
+    co_await serve_http(s, port);
+    co_return;
+  }
+  const auto mode = first.kind == Kind::tls ? policy::EntryMode::tls : policy::EntryMode::tcp;
+  if (first.malformed_tls) {
+    policy::Decision d;
+    d.reason = policy::Reason::tls_malformed;
+    co_await refuse_stream(s, mode, literal.display(), port, d);
+    co_return;
+  }
+  if (first.sni) {
+    const policy::Host host = policy::normalize_host(*first.sni);
+    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
+    if (!d.allowed) {
+      co_await refuse_stream(s, mode, host.is_valid() ? host.display() : *first.sni, port, d,
+                             *first.sni);
+      co_return;
+    }
+    co_await tunnel(s, mode, host, port, *first.sni);
+    co_return;
+  }
+
+  // No name in the bytes: the names this sandbox was told resolve to this address, newest
+  // first; the first one allowed on this port wins. Without any, the address itself is
+  // decided (an allow_cidrs range may open it).
+  std::optional<policy::Decision> first_denial;
+  policy::Host denied_host;
+  for (const std::string& name : shared.dns_memory.names_for(s.sandbox, original_ip)) {
+    const policy::Host host = policy::normalize_host(name);
+    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
+    if (d.allowed) {
+      co_await tunnel(s, mode, host, port, {});
+      co_return;
+    }
+    if (!first_denial) {
+      first_denial = d;
+      denied_host = host;
+    }
+  }
+  policy::Decision d = s.snap->policy->decide(s.sandbox, literal, port, mode);
+  if (d.allowed) {
+    co_await tunnel(s, mode, literal, port, {});
+    co_return;
+  }
+  if (first_denial) {
+    co_await refuse_stream(s, mode, denied_host.display(), port, *first_denial);
+    co_return;
+  }
+  if (d.reason == policy::Reason::ip_literal_not_allowed) {
+    d.reason = policy::Reason::unnamed_destination;
+  }
+  co_await refuse_stream(s, mode, literal.display(), port, d);
+}
+
+}  // namespace sandgate::proxy
