@@ -252,7 +252,9 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   literal.kind = policy::Host::Kind::address;
   literal.address = original_ip;
   const std::uint16_t port = original.port();
-  s.original_destination = literal.display() + ":" + std::to_string(port);
+  // Named, never temporaries in a co_await expression (GCC 12 destroys those twice).
+  const std::string literal_shown = literal.display();
+  s.original_destination = literal_shown + ":" + std::to_string(port);
 
   boost::system::error_code ec;
   const auto peer = s.client.remote_endpoint(ec);
@@ -260,7 +262,7 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   if (sandbox == nullptr) {
     policy::Decision d;
     d.reason = policy::Reason::unknown_sandbox;
-    co_await refuse_stream(s, policy::EntryMode::tcp, literal.display(), port, d);
+    co_await refuse_stream(s, policy::EntryMode::tcp, literal_shown, port, d);
     co_return;
   }
   if (!within_limit) {
@@ -284,15 +286,15 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   if (first.malformed_tls) {
     policy::Decision d;
     d.reason = policy::Reason::tls_malformed;
-    co_await refuse_stream(s, mode, literal.display(), port, d);
+    co_await refuse_stream(s, mode, literal_shown, port, d);
     co_return;
   }
   if (first.sni) {
     const policy::Host host = policy::normalize_host(*first.sni);
     const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
     if (!d.allowed) {
-      co_await refuse_stream(s, mode, host.is_valid() ? host.display() : *first.sni, port, d,
-                             *first.sni);
+      const std::string shown = host.is_valid() ? host.display() : *first.sni;
+      co_await refuse_stream(s, mode, shown, port, d, *first.sni);
       co_return;
     }
     co_await tunnel(s, mode, host, port, *first.sni);
@@ -322,13 +324,14 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
     co_return;
   }
   if (first_denial) {
-    co_await refuse_stream(s, mode, denied_host.display(), port, *first_denial);
+    const std::string shown = denied_host.display();
+    co_await refuse_stream(s, mode, shown, port, *first_denial);
     co_return;
   }
   if (d.reason == policy::Reason::ip_literal_not_allowed) {
     d.reason = policy::Reason::unnamed_destination;
   }
-  co_await refuse_stream(s, mode, literal.display(), port, d);
+  co_await refuse_stream(s, mode, literal_shown, port, d);
 }
 
 }  // namespace sandgate::proxy

@@ -60,6 +60,13 @@ SandgateProcess::SandgateProcess(SandgateOptions options) : options_(std::move(o
   const std::string bin = sandgate_binary();
   const std::string stdout_path = dir_.file("stdout.log");  // no allocation after fork()
 
+  // argv built before fork(): no allocation in the child.
+  std::vector<std::string> args = options_.wrapper;
+  for (const char* a : {bin.c_str(), "--config", config_path_.c_str()}) args.emplace_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
   const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -73,8 +80,7 @@ SandgateProcess::SandgateProcess(SandgateOptions options) : options_(std::move(o
     ::dup2(null, STDIN_FILENO);
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
-    ::execl(bin.c_str(), bin.c_str(), "--config", config_path_.c_str(),
-            static_cast<char*>(nullptr));
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
 
@@ -140,10 +146,11 @@ std::string SandgateProcess::metrics_text() const {
 std::string SandgateProcess::render(const std::string& tables) const {
   std::ostringstream toml;
   toml << "workers = " << options_.workers << "\n"
-       << "sandboxes_dir = \"\"\n\n"
+       << "sandboxes_dir = \"" << options_.sandboxes_dir << "\"\n\n"
        << "[listeners]\n"
        << "explicit = [\"" << options_.explicit_listen << "\"]\n"
-       << "admin = \"127.0.0.1:0\"\n\n"
+       << "admin = \"" << options_.admin_listen << "\"\n"
+       << options_.listeners << "\n\n"
        << "[log]\n"
        << "audit = \"" << (options_.audit_to_file ? audit_path_ : std::string("stdout")) << "\"\n\n"
        << tables << "\n";
