@@ -20,6 +20,7 @@
 
 #include "common/version.hpp"
 #include "proxy/admin.hpp"
+#include "proxy/dns_listener.hpp"
 #include "proxy/session.hpp"
 
 namespace sandgate::proxy {
@@ -40,6 +41,8 @@ struct Worker {
   std::unique_ptr<asio::io_context> ioc = std::make_unique<asio::io_context>(1);
   SessionRegistry sessions;
   std::vector<Listener> acceptors;
+  std::vector<std::unique_ptr<tcp::acceptor>> dns_tcp;
+  std::vector<std::unique_ptr<asio::ip::udp::socket>> dns_udp;
   std::unique_ptr<tcp::acceptor> admin;
   std::thread thread;
 };
@@ -207,6 +210,26 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     };
     open_listeners(cfg->listeners.explicit_proxy, &serve_explicit, "explicit");
     open_listeners(cfg->listeners.transparent, &serve_transparent, "transparent");
+    // DNS: UDP and TCP on the same port; port 0 takes the UDP port the kernel chose.
+    boost::json::array dns_eps;
+    for (const auto& listen : cfg->listeners.dns) {
+      asio::ip::udp::endpoint ep(to_asio(listen.address), listen.port);
+      for (auto& w : workers) {
+        auto socket = std::make_unique<asio::ip::udp::socket>(*w->ioc, ep.protocol());
+        socket->set_option(asio::socket_base::reuse_address(true));
+        socket->set_option(reuse_port(true));
+        if (ep.address().is_v6()) socket->set_option(asio::ip::v6_only(true));
+        socket->bind(ep);
+        ep = socket->local_endpoint();
+        w->dns_udp.push_back(std::move(socket));
+        w->dns_tcp.push_back(std::make_unique<tcp::acceptor>(
+            open_acceptor(*w->ioc, tcp::endpoint(ep.address(), ep.port()))));
+      }
+      const tcp::endpoint tcp_ep(ep.address(), ep.port());
+      add_self(self, *shared, tcp_ep);
+      dns_eps.emplace_back(endpoint_text(tcp_ep));
+    }
+    if (!dns_eps.empty()) ready["dns"] = std::move(dns_eps);
     if (cfg->listeners.admin) {
       const tcp::endpoint ep(to_asio(cfg->listeners.admin->address), cfg->listeners.admin->port);
       workers[0]->admin = std::make_unique<tcp::acceptor>(open_acceptor(*workers[0]->ioc, ep));
@@ -231,6 +254,12 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
         asio::co_spawn(*w.ioc, accept_loop(*listener.acceptor, listener.serve, deps),
                        asio::detached);
       }
+      for (auto& socket : w.dns_udp) {
+        asio::co_spawn(*w.ioc, dns_udp_loop(*socket, deps), asio::detached);
+      }
+      for (auto& acceptor : w.dns_tcp) {
+        asio::co_spawn(*w.ioc, dns_tcp_accept_loop(*acceptor, deps), asio::detached);
+      }
       if (w.admin) asio::co_spawn(*w.ioc, admin_accept_loop(*w.admin, shared), asio::detached);
       // Runs until the main thread calls stop(), even when no acceptor is left.
       auto work = asio::make_work_guard(*w.ioc);
@@ -240,6 +269,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       work.reset();
       resolver.reset();
       w.acceptors.clear();
+      w.dns_udp.clear();
+      w.dns_tcp.clear();
       w.admin.reset();
       w.ioc.reset();
     });
@@ -305,6 +336,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   on_each_worker([](Worker& w) {
     boost::system::error_code ignored;
     for (auto& a : w.acceptors) a.acceptor->close(ignored);
+    for (auto& a : w.dns_tcp) a->close(ignored);
+    for (auto& u : w.dns_udp) u->close(ignored);
     if (w.admin) w.admin->close(ignored);
   });
   wait_for_sessions(kShutdownGrace);
