@@ -1,0 +1,106 @@
+#include "launcher/cli.hpp"
+
+#include <map>
+
+namespace sandgate::launcher {
+namespace {
+
+// Which options each verb takes.
+struct VerbSpec {
+  Verb verb;
+  bool sandbox;  // --sandbox required
+  bool policy;   // --profile, --allow, --netns
+  bool command;  // "-- CMD..." required
+};
+
+const std::map<std::string_view, VerbSpec>& verbs() {
+  static const std::map<std::string_view, VerbSpec> table = {
+      {"run", {Verb::run, true, true, true}},      {"up", {Verb::up, true, true, false}},
+      {"exec", {Verb::exec, true, false, true}},   {"down", {Verb::down, true, false, false}},
+      {"list", {Verb::list, false, false, false}}, {"gc", {Verb::gc, false, false, false}},
+      {"help", {Verb::help, false, false, false}},
+  };
+  return table;
+}
+
+std::optional<Options> fail(std::string* error, std::string message) {
+  if (error != nullptr) *error = std::move(message);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Options> parse_args(const std::vector<std::string_view>& args, std::string* error) {
+  Options options;
+  std::size_t i = 0;
+  auto value = [&]() -> std::optional<std::string> {
+    if (i + 1 >= args.size()) return std::nullopt;
+    return std::string(args[++i]);
+  };
+  // Global options before the verb.
+  for (; i < args.size() && args[i].starts_with("--"); ++i) {
+    if (args[i] == "--config") {
+      auto v = value();
+      if (!v) return fail(error, "--config needs a value");
+      options.config_path = *v;
+    } else if (args[i] == "--help") {
+      options.verb = Verb::help;
+      return options;
+    } else {
+      return fail(error, "unknown option " + std::string(args[i]) + " before the command");
+    }
+  }
+  if (i == args.size()) return fail(error, "missing command (run, up, exec, down, list, gc)");
+  const auto found = verbs().find(args[i]);
+  if (found == verbs().end()) return fail(error, "unknown command " + std::string(args[i]));
+  const VerbSpec spec = found->second;
+  options.verb = spec.verb;
+  bool has_separator = false;
+  for (++i; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg == "--") {
+      if (!spec.command) return fail(error, std::string(found->first) + " takes no command");
+      has_separator = true;
+      options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    const bool takes_value =
+        arg == "--sandbox" || arg == "--config" ||
+        (spec.policy && (arg == "--profile" || arg == "--allow" || arg == "--netns"));
+    if (takes_value) {
+      auto v = value();
+      if (!v || v->empty()) return fail(error, std::string(arg) + " needs a value");
+      if (arg == "--sandbox") options.sandbox = *v;
+      if (arg == "--config") options.config_path = *v;
+      if (arg == "--profile") options.profile = *v;
+      if (arg == "--allow") options.allow.push_back(*v);
+      if (arg == "--netns") options.netns_path = *v;
+    } else if (arg == "--json" && spec.verb == Verb::list) {
+      options.json = true;
+    } else {
+      return fail(error,
+                  "unknown option " + std::string(arg) + " for " + std::string(found->first));
+    }
+  }
+  if (spec.sandbox && options.sandbox.empty()) {
+    return fail(error, std::string(found->first) + " needs --sandbox ID");
+  }
+  if (spec.command && (!has_separator || options.command.empty())) {
+    return fail(error, std::string(found->first) + " needs a command after --");
+  }
+  return options;
+}
+
+std::string_view usage_text() {
+  return "usage: sandgate-launch [--config PATH] COMMAND\n"
+         "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] -- CMD ARGS...\n"
+         "  up   --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH]\n"
+         "  exec --sandbox ID -- CMD ARGS...\n"
+         "  down --sandbox ID\n"
+         "  list [--json]\n"
+         "  gc\n"
+         "Default config: /etc/sandgate/sandgate.toml. Needs root (CAP_NET_ADMIN, "
+         "CAP_SYS_ADMIN).\n";
+}
+
+}  // namespace sandgate::launcher

@@ -1,0 +1,32 @@
+#pragma once
+
+// Command-line parsing for sandgate-launch (pure: no I/O).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandgate::launcher {
+
+enum class Verb { run, up, exec, down, list, gc, help };
+
+// One parsed command line.
+struct Options {
+  std::string config_path = "/etc/sandgate/sandgate.toml";
+  Verb verb = Verb::help;
+  std::string sandbox;
+  std::optional<std::string> profile;
+  std::vector<std::string> allow;
+  std::string netns_path;            // --netns: attach this namespace instead of creating one
+  std::vector<std::string> command;  // after "--" (run, exec)
+  bool json = false;                 // list --json
+};
+
+// Parses argv[1..]. Returns nullopt with a one-line reason in *error on a usage error.
+std::optional<Options> parse_args(const std::vector<std::string_view>& args, std::string* error);
+
+// The usage text printed by `help` and after a usage error.
+std::string_view usage_text();
+
+}  // namespace sandgate::launcher

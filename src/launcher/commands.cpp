@@ -1,0 +1,283 @@
+#include "launcher/commands.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include "launcher/dropin.hpp"
+#include "launcher/environment.hpp"
+#include "launcher/layout.hpp"
+#include "launcher/settings.hpp"
+#include "launcher/system.hpp"
+
+extern char** environ;
+
+namespace sandgate::launcher {
+namespace fs = std::filesystem;
+namespace {
+
+void warn(const std::string& message) {
+  std::cerr << "sandgate-launch: " << message << "\n";
+}
+
+SandboxRequest request_from(const Options& o, const char* mode) {
+  return SandboxRequest{o.sandbox, o.profile, o.allow, o.netns_path, mode};
+}
+
+// argv that runs `command` inside the sandbox's namespace.
+std::vector<std::string> enter_argv(const SandboxState& s,
+                                    const std::vector<std::string>& command) {
+  std::vector<std::string> argv;
+  if (s.owned_netns) {
+    argv = {"ip", "netns", "exec", s.netns};  // also bind-mounts /etc/netns/<name>/resolv.conf
+  } else {
+    argv = {"nsenter", "--net=" + s.netns};
+  }
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+// Replaces this process (after fork, or for exec) with the command inside the sandbox.
+[[noreturn]] void exec_in_sandbox(const SandboxState& s, const Settings& settings,
+                                  const std::vector<std::string>& command) {
+  std::vector<std::string> parent;
+  for (char** e = environ; *e != nullptr; ++e) parent.emplace_back(*e);
+  const std::vector<std::string> env = sandbox_environment(parent, ca_bundle_path(settings));
+  const std::vector<std::string> argv = enter_argv(s, command);
+  std::vector<char*> cargv;
+  std::vector<char*> cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cargv.push_back(nullptr);
+  cenv.push_back(nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execvpe(cargv[0], cargv.data(), cenv.data());
+  warn("cannot start " + argv[0] + ": " + std::strerror(errno));
+  ::_exit(127);
+}
+
+int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
+  for (const std::string& e : errors) {
+    warn("teardown of sandbox \"" + id + "\": " + e + "; run `sandgate-launch gc` to retry");
+  }
+  return errors.empty() ? 0 : 1;
+}
+
+int run(const Options& o) {
+  block_stop_signals();
+  const Settings settings = load_settings(o.config_path, true);
+  const SandboxState state = create_sandbox(settings, request_from(o, "run"));
+  const StateDir dir(settings.state_dir);
+  const pid_t child = ::fork();
+  if (child == 0) exec_in_sandbox(state, settings, o.command);
+  int status = 1;
+  if (child < 0) {
+    warn(std::string("cannot fork: ") + std::strerror(errno));
+  } else {
+    // Stop signals are forwarded to the command; the launcher waits for it either way.
+    sigset_t wait_set;
+    sigemptyset(&wait_set);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&wait_set, sig);
+    ::sigprocmask(SIG_BLOCK, &wait_set, nullptr);
+    int wstatus = 0;
+    while (true) {
+      const pid_t done = ::waitpid(child, &wstatus, WNOHANG);
+      if (done == child) break;
+      int sig = 0;
+      ::sigwait(&wait_set, &sig);
+      if (sig != SIGCHLD) ::kill(child, sig);
+    }
+    status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+  }
+  report_teardown(state.id, destroy_sandbox(dir, state, settings, settings.ready_timeout));
+  return status;
+}
+
+int up(const Options& o) {
+  block_stop_signals();
+  const Settings settings = load_settings(o.config_path, true);
+  const SandboxState state = create_sandbox(settings, request_from(o, "up"));
+  std::cout << state.id << " " << state.sandbox_ip << " " << state.netns << "\n";
+  return 0;
+}
+
+SandboxState find_or_throw(const Settings& settings, const std::string& id) {
+  if (!valid_sandbox_id(id)) {
+    throw LaunchError(2, "invalid sandbox id \"" + id + "\": " + std::string(kSandboxIdRule));
+  }
+  auto state = StateDir(settings.state_dir).find(id);
+  if (!state) {
+    throw LaunchError(1, "no sandbox \"" + id + "\" in " + settings.state_dir +
+                             "; `sandgate-launch list` shows the ones there are");
+  }
+  return *state;
+}
+
+int exec(const Options& o) {
+  const Settings settings = load_settings(o.config_path, false);
+  const SandboxState state = find_or_throw(settings, o.sandbox);
+  if (!state.ready) {
+    throw LaunchError(1, "sandbox \"" + o.sandbox +
+                             "\" is not ready (being set up, or left by a "
+                             "crashed launcher: run `sandgate-launch gc`)");
+  }
+  check_privileges_and_tools();
+  exec_in_sandbox(state, settings, o.command);
+}
+
+int down(const Options& o) {
+  const Settings settings = load_settings(o.config_path, false);
+  const SandboxState state = find_or_throw(settings, o.sandbox);
+  check_privileges_and_tools();
+  const StateDir dir(settings.state_dir);
+  return report_teardown(state.id, destroy_sandbox(dir, state, settings, settings.ready_timeout));
+}
+
+// ready: set up; starting: a live launcher is still setting it up; stale: its launcher died
+// before it was ready, or a `run` launcher died (gc removes it).
+std::string state_word(const SandboxState& s) {
+  const bool alive = process_alive(s.pid);
+  if (s.ready && (s.mode == "up" || alive)) return "ready";
+  return alive ? "starting" : "stale";
+}
+
+int list(const Options& o) {
+  const Settings settings = load_settings(o.config_path, false);
+  const auto states = StateDir(settings.state_dir).all();
+  if (o.json) {
+    boost::json::array out;
+    for (const auto& s : states) {
+      out.push_back(boost::json::object{{"id", s.id},
+                                        {"address", s.sandbox_ip},
+                                        {"netns", s.netns},
+                                        {"state", state_word(s)},
+                                        {"mode", s.mode}});
+    }
+    std::cout << boost::json::serialize(out) << "\n";
+    return 0;
+  }
+  for (const auto& s : states) {
+    std::cout << s.id << " " << s.sandbox_ip << " " << s.netns << " " << state_word(s) << "\n";
+  }
+  return 0;
+}
+
+// Host-side links named like the launcher's (sg<k>h) that no live sandbox owns.
+std::vector<std::string> orphan_links(const std::set<std::string>& known) {
+  std::vector<std::string> out;
+  static const std::regex pattern("sg[0-9]+h");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/sys/class/net", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, pattern) && !known.contains(name)) out.push_back(name);
+  }
+  return out;
+}
+
+// Tables inet sandgate_<k> that no live sandbox owns.
+std::vector<std::string> orphan_tables(const std::set<std::string>& known) {
+  std::vector<std::string> out;
+  const ToolResult listed = run_tool({"nft", "-j", "list", "tables", "inet"});
+  if (!listed.ok()) return out;
+  boost::system::error_code ec;
+  const auto doc = boost::json::parse(listed.out, ec);
+  if (ec || !doc.is_object()) return out;
+  const auto* items = doc.as_object().if_contains("nftables");
+  if (items == nullptr || !items->is_array()) return out;
+  static const std::regex pattern("sandgate_[0-9]+");
+  for (const auto& item : items->as_array()) {
+    const auto* table = item.is_object() ? item.as_object().if_contains("table") : nullptr;
+    if (table == nullptr || !table->is_object()) continue;
+    const auto* name = table->as_object().if_contains("name");
+    if (name == nullptr || !name->is_string()) continue;
+    const std::string text(name->as_string());
+    if (std::regex_match(text, pattern) && !known.contains(text)) out.push_back(text);
+  }
+  return out;
+}
+
+int gc(const Options& o) {
+  const Settings settings = load_settings(o.config_path, false);
+  check_privileges_and_tools();
+  const StateDir dir(settings.state_dir);
+  const StateLock lock(dir);
+  int status = 0;
+  std::set<std::string> known;  // links, tables, netns and drop-ins of live sandboxes
+  for (const SandboxState& s : dir.all()) {
+    if (state_word(s) == "stale") {
+      const auto errors = destroy_sandbox(dir, s, settings, std::chrono::milliseconds(0));
+      if (report_teardown(s.id, errors) != 0) status = 1;
+      if (errors.empty()) std::cout << "removed sandbox " << s.id << "\n";
+      continue;
+    }
+    known.insert({s.host_if, s.table, s.netns, s.dropin});
+  }
+  for (const std::string& link : orphan_links(known)) {
+    if (run_tool({"ip", "link", "del", link}).ok()) std::cout << "removed link " << link << "\n";
+  }
+  for (const std::string& table : orphan_tables(known)) {
+    if (run_tool({"nft", "delete", "table", "inet", table}).ok()) {
+      std::cout << "removed nft table inet " << table << "\n";
+    }
+  }
+  // Namespaces are global, not per network namespace: only those this state_dir created (it
+  // keeps a marker for each from before `ip netns add` until after `ip netns del`).
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(settings.state_dir + "/netns", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (known.contains(name)) continue;
+    if (fs::exists("/run/netns/" + name) && !run_tool({"ip", "netns", "del", name}).ok()) continue;
+    std::error_code ignored;
+    fs::remove_all("/etc/netns/" + name, ignored);
+    fs::remove(entry.path(), ignored);
+    std::cout << "removed netns " << name << "\n";
+  }
+  if (!settings.sandboxes_dir.empty()) {
+    for (const auto& entry : fs::directory_iterator(settings.sandboxes_dir, ec)) {
+      const std::string path = entry.path().string();
+      if (entry.path().extension() != ".toml" || known.contains(path)) continue;
+      std::ifstream in(path);
+      std::string first;
+      std::getline(in, first);
+      if (is_launcher_dropin(first) && ::unlink(path.c_str()) == 0) {
+        std::cout << "removed drop-in " << path << "\n";
+      }
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+int run_command(const Options& o) {
+  switch (o.verb) {
+    case Verb::run:
+      return run(o);
+    case Verb::up:
+      return up(o);
+    case Verb::exec:
+      return exec(o);
+    case Verb::down:
+      return down(o);
+    case Verb::list:
+      return list(o);
+    case Verb::gc:
+      return gc(o);
+    case Verb::help:
+      std::cout << usage_text();
+      return 0;
+  }
+  return 2;
+}
+
+}  // namespace sandgate::launcher

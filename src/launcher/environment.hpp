@@ -1,0 +1,24 @@
+#pragma once
+
+// The environment a sandboxed command gets: the parent's, without proxy settings (the sandbox's
+// traffic is redirected, so it needs none and a stale one would only break it), plus every CA
+// bundle variable common clients read, pointing at the launcher's bundle.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandgate::launcher {
+
+// The variables set to the CA bundle path, in the order they are appended.
+inline constexpr std::string_view kCaVariables[] = {
+    "SSL_CERT_FILE",      "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",
+    "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",      "PIP_CERT",
+    "CARGO_HTTP_CAINFO",  "AWS_CA_BUNDLE",       "DENO_CERT"};
+
+// `parent` holds "NAME=VALUE" entries (as in environ). Removes HTTP_PROXY, HTTPS_PROXY,
+// ALL_PROXY, NO_PROXY in either case and any earlier CA variable, then appends the CA variables.
+std::vector<std::string> sandbox_environment(const std::vector<std::string>& parent,
+                                             const std::string& ca_bundle);
+
+}  // namespace sandgate::launcher

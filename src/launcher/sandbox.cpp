@@ -1,0 +1,336 @@
+#include "launcher/sandbox.hpp"
+
+#include <linux/capability.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "launcher/admin_client.hpp"
+#include "launcher/dropin.hpp"
+#include "launcher/layout.hpp"
+#include "launcher/ruleset.hpp"
+#include "launcher/system.hpp"
+#include "policy/host_pattern.hpp"
+
+namespace sandgate::launcher {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kSystemRoots = "/etc/ssl/certs/ca-certificates.crt";
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+
+// Undo actions for the steps done so far, run newest first unless commit() is called.
+class Rollback {
+ public:
+  Rollback() = default;
+  Rollback(const Rollback&) = delete;
+  Rollback& operator=(const Rollback&) = delete;
+  ~Rollback() {
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
+  }
+  void add(std::function<void()> undo) { undo_.push_back(std::move(undo)); }
+  void commit() { undo_.clear(); }
+
+ private:
+  std::vector<std::function<void()>> undo_;
+};
+
+// Runs a tool; on failure throws "<what> failed: <tool stderr>; <hint>".
+void run_or_throw(const std::vector<std::string>& argv, std::string_view input,
+                  const std::string& what) {
+  const ToolResult result = run_tool(argv, input);
+  if (result.ok()) return;
+  std::string message = what + " failed: " + argv[0] + ": " +
+                        (result.err.empty() ? "exit " + std::to_string(result.status) : result.err);
+  if (result.err.find("File exists") != std::string::npos) {
+    message += "; run `sandgate-launch gc` to remove what a crashed launcher left";
+  }
+  throw LaunchError(1, message);
+}
+
+std::string netns_marker(const Settings& settings, const std::string& name) {
+  return settings.state_dir + "/netns/" + name;
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_ca_bundle(const Settings& settings) {
+  std::string bundle = fs::exists(kSystemRoots) ? read_whole(kSystemRoots) : std::string();
+  if (!settings.ca_file.empty()) {
+    std::ifstream in(settings.ca_file, std::ios::binary);
+    if (!in) {
+      throw LaunchError(2, "launcher.ca_file " + settings.ca_file +
+                               " cannot be read; fix the path in " + settings.config_path);
+    }
+    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+    bundle += read_whole(settings.ca_file);
+  }
+  try {
+    write_file_atomically(ca_bundle_path(settings), bundle, 0644);
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(1, e.what());
+  }
+}
+
+void check_request(const Settings& settings, const SandboxRequest& request) {
+  if (!valid_sandbox_id(request.id)) {
+    throw LaunchError(2,
+                      "invalid sandbox id \"" + request.id + "\": " + std::string(kSandboxIdRule));
+  }
+  if (request.profile && !settings.profiles.contains(*request.profile)) {
+    std::string known;
+    for (const auto& name : settings.profiles) known += (known.empty() ? "" : ", ") + name;
+    throw LaunchError(2, "unknown profile \"" + *request.profile + "\"; profiles in " +
+                             settings.config_path + ": " + (known.empty() ? "none" : known));
+  }
+  for (const std::string& pattern : request.allow) {
+    std::string error;
+    if (!policy::parse_host_pattern(pattern, &error)) {
+      throw LaunchError(2, "invalid --allow pattern \"" + pattern + "\": " + error);
+    }
+  }
+  if (!request.netns_path.empty() && !fs::exists(request.netns_path)) {
+    throw LaunchError(2, "--netns " + request.netns_path +
+                             " does not exist; pass a namespace file such as /proc/PID/ns/net");
+  }
+}
+
+void check_daemon(const Settings& settings, const std::string& id) {
+  const SandboxStatus status =
+      query_sandbox(settings.admin_host, settings.admin_port, id, std::chrono::seconds(3));
+  if (status.answer == SandboxStatus::Answer::unreachable) {
+    throw LaunchError(1, "no sandgate daemon answers on its admin listener " + settings.admin_host +
+                             ":" + std::to_string(settings.admin_port) + " (" + status.detail +
+                             "); start sandgate --config " + settings.config_path + " first");
+  }
+}
+
+// Under the state lock: refuses an id in use, takes the lowest free slot and writes the state
+// file (ready=false) before anything else exists, so gc can always find what this run creates.
+SandboxState claim(const StateDir& dir, const Settings& settings, const SandboxRequest& request) {
+  const StateLock lock(dir);
+  const std::string name = netns_name(request.id);
+  const std::string dropin = settings.sandboxes_dir + "/" + request.id + ".toml";
+  std::string user;
+  if (dir.find(request.id)) {
+    user = "the launcher has it (state file " + dir.file_of(request.id) + ")";
+  } else if (settings.defined_ids.contains(request.id)) {
+    user = "it is defined in " + settings.config_path + " or its sandboxes_dir";
+  } else if (fs::exists(dropin)) {
+    user = "drop-in " + dropin + " exists";
+  } else if (request.netns_path.empty() && fs::exists("/run/netns/" + name)) {
+    user = "network namespace " + name + " exists";
+  }
+  if (!user.empty()) {
+    throw LaunchError(1, "sandbox id \"" + request.id + "\" is in use: " + user +
+                             "; pick another id, or run `sandgate-launch down --sandbox " +
+                             request.id + "` (or `gc` after a crash)");
+  }
+  std::set<unsigned> used;
+  for (const SandboxState& s : dir.all()) used.insert(s.slot);
+  const unsigned capacity = pool_capacity(settings.pool);
+  const auto slot = lowest_free_slot(used, capacity);
+  if (!slot) {
+    throw LaunchError(1, "address pool " + settings.pool.to_string() + " is exhausted (" +
+                             std::to_string(capacity) +
+                             " sandboxes); run `sandgate-launch down` on one, `sandgate-launch "
+                             "gc` after a crash, or widen launcher.pool");
+  }
+  SandboxState state;
+  state.id = request.id;
+  state.slot = *slot;
+  state.host_ip = host_address(settings.pool, *slot).to_string();
+  state.sandbox_ip = sandbox_address(settings.pool, *slot).to_string();
+  state.owned_netns = request.netns_path.empty();
+  state.netns = state.owned_netns ? name : request.netns_path;
+  state.host_if = host_if_name(*slot);
+  state.table = table_name(*slot);
+  state.dropin = dropin;
+  state.mode = request.mode;
+  state.pid = ::getpid();
+  state.dns_address = state.host_ip;
+  try {
+    dir.write(state);
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(1, e.what());
+  }
+  return state;
+}
+
+void wire_network(const Settings& settings, const SandboxState& s, Rollback& rollback) {
+  const std::string sandbox_if = sandbox_if_name(s.slot);
+  if (s.owned_netns) {
+    write_file_atomically(netns_marker(settings, s.netns), s.id + "\n", 0600);
+    rollback.add([m = netns_marker(settings, s.netns)] { ::unlink(m.c_str()); });
+    run_or_throw({"ip", "netns", "add", s.netns}, {}, "creating network namespace " + s.netns);
+    rollback.add([n = s.netns] { run_tool({"ip", "netns", "del", n}); });
+  }
+  run_or_throw({"ip", "link", "add", s.host_if, "type", "veth", "peer", "name", sandbox_if, "netns",
+                s.netns_path()},
+               {}, "creating veth pair " + s.host_if + "/" + sandbox_if);
+  rollback.add([h = s.host_if] { run_tool({"ip", "link", "del", h}); });
+  // IPv6 off inside before any interface comes up, so no address or route ever appears.
+  const std::string sysctl_error = write_sysctls_in(
+      s.netns_path(),
+      {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"},
+      "1");
+  if (!sysctl_error.empty())
+    throw LaunchError(1, "disabling IPv6 in the sandbox failed: " + sysctl_error);
+  run_or_throw({"nsenter", "--net=" + s.netns_path(), "ip", "-batch", "-"},
+               "link set lo up\n"
+               "addr add " +
+                   s.sandbox_ip + "/30 dev " + sandbox_if +
+                   "\n"
+                   "link set " +
+                   sandbox_if +
+                   " up\n"
+                   "route add default via " +
+                   s.host_ip + " dev " + sandbox_if + "\n",
+               "configuring " + sandbox_if + " in " + s.netns);
+  write_sysctls_in("/proc/self/ns/net", {"/proc/sys/net/ipv6/conf/" + s.host_if + "/disable_ipv6"},
+                   "1");
+  run_or_throw({"ip", "-batch", "-"},
+               "addr add " + s.host_ip + "/30 dev " + s.host_if +
+                   "\n"
+                   "link set " +
+                   s.host_if + " up\n",
+               "configuring " + s.host_if);
+  if (s.owned_netns) {
+    // `ip netns exec` bind-mounts this over /etc/resolv.conf for the command it runs.
+    const std::string etc = "/etc/netns/" + s.netns;
+    std::error_code ec;
+    fs::create_directories(etc, ec);
+    rollback.add([etc] {
+      std::error_code ignored;
+      fs::remove_all(etc, ignored);
+    });
+    try {
+      write_file_atomically(etc + "/resolv.conf", "nameserver " + s.dns_address + "\n", 0644);
+    } catch (const std::runtime_error& e) {
+      throw LaunchError(1, e.what());
+    }
+  }
+  run_or_throw(
+      {"nft", "-f", "-"},
+      nft_ruleset({s.slot, s.host_if, s.sandbox_ip, settings.transparent_port, settings.dns_port}),
+      "installing nftables table inet " + s.table);
+  rollback.add([t = s.table] { run_tool({"nft", "delete", "table", "inet", t}); });
+}
+
+void register_with_daemon(const Settings& settings, const SandboxRequest& request,
+                          const SandboxState& s, Rollback& rollback) {
+  try {
+    write_file_atomically(s.dropin, dropin_text(s.id, request.profile, s.sandbox_ip, request.allow),
+                          0644);
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(1,
+                      std::string(e.what()) + "; check sandboxes_dir in " + settings.config_path);
+  }
+  rollback.add([d = s.dropin] { ::unlink(d.c_str()); });
+  const auto deadline = std::chrono::steady_clock::now() + settings.ready_timeout;
+  SandboxStatus status;
+  while (true) {
+    if (const int sig = take_pending_stop_signal()) {
+      throw LaunchError(128 + sig, "stopped by signal " + std::to_string(sig) +
+                                       " while waiting for the daemon; nothing was left behind");
+    }
+    status = query_sandbox(settings.admin_host, settings.admin_port, s.id, std::chrono::seconds(2));
+    if (status.answer == SandboxStatus::Answer::active) return;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  throw LaunchError(1, "the daemon did not report sandbox \"" + s.id + "\" active within " +
+                           std::to_string(settings.ready_timeout.count()) + " ms" +
+                           (status.detail.empty() ? "" : " (" + status.detail + ")") +
+                           "; check that it reads sandboxes_dir " + settings.sandboxes_dir +
+                           " and look for a reload error in its log");
+}
+
+}  // namespace
+
+std::string ca_bundle_path(const Settings& settings) {
+  return settings.state_dir + "/ca-bundle.pem";
+}
+
+void check_privileges_and_tools() {
+  if (!has_capability(CAP_NET_ADMIN) || !has_capability(CAP_SYS_ADMIN)) {
+    throw LaunchError(1,
+                      "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network "
+                      "namespaces and nftables; run it as root");
+  }
+  for (const char* tool : {"ip", "nft", "nsenter"}) {
+    if (!find_in_path(tool)) {
+      const std::string package = tool == std::string_view("ip")    ? "iproute2"
+                                  : tool == std::string_view("nft") ? "nftables"
+                                                                    : "util-linux";
+      throw LaunchError(1, std::string(tool) + " not found in PATH; install " + package +
+                               " (apt-get install " + package + ")");
+    }
+  }
+}
+
+SandboxState create_sandbox(const Settings& settings, const SandboxRequest& request) {
+  check_request(settings, request);
+  check_privileges_and_tools();
+  check_daemon(settings, request.id);
+  std::error_code ec;
+  fs::create_directories(settings.state_dir + "/netns", ec);
+  const StateDir dir(settings.state_dir);
+  SandboxState state = claim(dir, settings, request);
+  Rollback rollback;
+  rollback.add([&dir, id = state.id] { dir.remove(id); });
+  try {
+    write_ca_bundle(settings);
+    wire_network(settings, state, rollback);
+    register_with_daemon(settings, request, state, rollback);
+    state.ready = true;
+    dir.write(state);
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const LaunchError*>(&e) != nullptr) throw;
+    throw LaunchError(1, e.what());
+  }
+  rollback.commit();
+  return state;
+}
+
+std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState& s,
+                                         const Settings& settings,
+                                         std::chrono::milliseconds settle) {
+  std::vector<std::string> errors;
+  auto step = [&errors](bool present, const std::vector<std::string>& argv) {
+    if (!present) return;
+    const ToolResult r = run_tool(argv);
+    if (!r.ok()) errors.push_back(argv[0] + " " + argv[1] + " " + argv[2] + ": " + r.err);
+  };
+  if (::unlink(s.dropin.c_str()) == 0 && settle.count() > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + settle;
+    while (std::chrono::steady_clock::now() < deadline &&
+           query_sandbox(settings.admin_host, settings.admin_port, s.id, settle).answer ==
+               SandboxStatus::Answer::active) {
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+  step(run_tool({"nft", "list", "table", "inet", s.table}).ok(),
+       {"nft", "delete", "table", "inet", s.table});
+  step(run_tool({"ip", "link", "show", "dev", s.host_if}).ok(), {"ip", "link", "del", s.host_if});
+  if (s.owned_netns) {
+    step(fs::exists("/run/netns/" + s.netns), {"ip", "netns", "del", s.netns});
+    std::error_code ec;
+    fs::remove_all("/etc/netns/" + s.netns, ec);
+    if (ec) errors.push_back("removing /etc/netns/" + s.netns + ": " + ec.message());
+    ::unlink(netns_marker(settings, s.netns).c_str());
+  }
+  if (errors.empty()) dir.remove(s.id);  // kept on failure so gc can retry
+  return errors;
+}
+
+}  // namespace sandgate::launcher

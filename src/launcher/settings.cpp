@@ -1,0 +1,88 @@
+#include "launcher/settings.hpp"
+
+#include <toml++/toml.h>
+
+namespace sandgate::launcher {
+namespace {
+
+// The port of the first 0.0.0.0 address in `list`; throws naming listeners.<key>.
+std::uint16_t wildcard_port(const std::vector<config::ListenAddress>& list, const char* key,
+                            const std::string& path) {
+  const std::string where = std::string("listeners.") + key;
+  if (list.empty()) {
+    throw LaunchError(2, where + " is not configured in " + path + "; add " + key +
+                             " = [\"0.0.0.0:PORT\"] under [listeners]");
+  }
+  for (const config::ListenAddress& a : list) {
+    if (a.address.is_v4() && a.address.v4_value() == 0) {
+      if (a.port == 0) {
+        throw LaunchError(2, where + " " + a.text + " in " + path +
+                                 " needs a fixed port for the launcher's nftables redirect");
+      }
+      return a.port;
+    }
+  }
+  throw LaunchError(2, where + " in " + path +
+                           " has no 0.0.0.0:PORT address; nft redirect delivers to the host-side "
+                           "veth address, so add " +
+                           key + " = [\"0.0.0.0:PORT\"]");
+}
+
+}  // namespace
+
+Settings settings_from_config(const config::Config& config, bool for_create) {
+  Settings s;
+  s.config_path = config.path;
+  s.state_dir = config.launcher.state_dir;
+  s.sandboxes_dir = config.sandboxes_dir;
+  s.pool = config.launcher.pool;
+  s.ca_file = config.launcher.ca_file;
+  s.ready_timeout = config.launcher.ready_timeout;
+  for (const config::Sandbox& sb : config.sandboxes) s.defined_ids.insert(sb.spec.id);
+  if (config.listeners.admin) {
+    const auto& admin = *config.listeners.admin;
+    const bool any = admin.address.is_v4() ? admin.address.v4_value() == 0
+                                           : admin.address == policy::IpAddress::v6({});
+    s.admin_host = any ? (admin.address.is_v4() ? "127.0.0.1" : "::1") : admin.address.to_string();
+    s.admin_port = admin.port;
+  }
+  if (!for_create) return s;
+  s.transparent_port = wildcard_port(config.listeners.transparent, "transparent", config.path);
+  s.dns_port = wildcard_port(config.listeners.dns, "dns", config.path);
+  if (!config.listeners.admin || s.admin_port == 0) {
+    throw LaunchError(2, "listeners.admin is not configured with a fixed port in " + config.path +
+                             "; the launcher asks it whether the daemon activated a sandbox, so "
+                             "add admin = \"127.0.0.1:PORT\" under [listeners]");
+  }
+  if (s.sandboxes_dir.empty()) {
+    throw LaunchError(2, "sandboxes_dir is not set in " + config.path +
+                             "; the launcher registers sandboxes there");
+  }
+  return s;
+}
+
+Settings load_settings(const std::string& config_path, bool for_create) {
+  config::Config config;
+  try {
+    config = config::load_config(config_path);
+  } catch (const config::ConfigErrors& e) {
+    throw LaunchError(
+        2, "config: " + e.errors().front().to_string() +
+               (e.errors().size() > 1 ? " (and more; run sandgate --check-config)" : ""));
+  } catch (const std::exception& e) {
+    throw LaunchError(2, "config: " + std::string(e.what()));
+  }
+  Settings s = settings_from_config(config, for_create);
+  // The loaded config keeps no profile names; read them from the same (already valid) file.
+  try {
+    const toml::table root = toml::parse_file(config_path);
+    if (const toml::table* profiles = root["profiles"].as_table()) {
+      for (auto&& [name, body] : *profiles) s.profiles.emplace(name.str());
+    }
+  } catch (const toml::parse_error&) {
+    // Unreachable after load_config succeeded; without names every --profile is unknown.
+  }
+  return s;
+}
+
+}  // namespace sandgate::launcher

@@ -1,0 +1,190 @@
+#include "launcher/system.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+namespace sandgate::launcher {
+
+ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input) {
+  int in_pipe[2];
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0) return {127, std::strerror(errno), {}};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    return {127, std::strerror(errno), {}};  // the launcher exits soon; no fd bookkeeping
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in_pipe[0], STDIN_FILENO);
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvp(args[0], args.data());
+    const std::string message = std::string(argv[0]) + ": " + std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, message.data(), message.size());
+    ::_exit(127);
+  }
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ToolResult result;
+  if (pid < 0) {
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return {127, std::strerror(errno), {}};
+  }
+  // Tool input is small (a ruleset, a batch of ip commands) and fits the pipe buffer, so
+  // writing it all before reading cannot deadlock.
+  const auto old = ::signal(SIGPIPE, SIG_IGN);
+  for (std::size_t done = 0; done < input.size();) {
+    const ssize_t n = ::write(in_pipe[1], input.data() + done, input.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(in_pipe[1]);
+  ::signal(SIGPIPE, old);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  for (int open_fds = 2; open_fds > 0;) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  while (!result.err.empty() && (result.err.back() == '\n' || result.err.back() == ' ')) {
+    result.err.pop_back();
+  }
+  return result;
+}
+
+std::optional<std::string> find_in_path(std::string_view name) {
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    const std::string dir(dirs.substr(0, colon));
+    if (!dir.empty()) {
+      const std::string candidate = dir + "/" + std::string(name);
+      if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
+        return candidate;
+      }
+    }
+    if (colon == std::string_view::npos) return std::nullopt;
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
+bool has_capability(int cap) {
+  __user_cap_header_struct header{};
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  header.pid = 0;
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  const auto index = static_cast<unsigned>(cap) / 32;
+  const auto bit = 1U << (static_cast<unsigned>(cap) % 32);
+  return (data[index].effective & bit) != 0;
+}
+
+std::string write_sysctls_in(const std::string& netns_path, const std::vector<std::string>& paths,
+                             std::string_view value) {
+  const int self = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  const int target = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string error;
+  if (self < 0 || target < 0) {
+    error = "cannot open network namespace " + netns_path + ": " + std::strerror(errno);
+  } else if (::setns(target, CLONE_NEWNET) != 0) {
+    error = "cannot enter network namespace " + netns_path + ": " + std::strerror(errno);
+  } else {
+    for (const std::string& path : paths) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      const bool ok =
+          fd >= 0 && ::write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+      if (!ok && error.empty()) error = "cannot write " + path + ": " + std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+    }
+    if (::setns(self, CLONE_NEWNET) != 0) std::abort();  // never run on in the wrong namespace
+  }
+  if (self >= 0) ::close(self);
+  if (target >= 0) ::close(target);
+  return error;
+}
+
+bool process_alive(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+}  // namespace sandgate::launcher
+
+namespace sandgate::launcher {
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+}  // namespace
+
+void block_stop_signals() {
+  const sigset_t set = stop_signals();
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+int take_pending_stop_signal() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (::sigpending(&pending) != 0) return 0;
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    if (sigismember(&pending, sig) == 1) {
+      const sigset_t one = [sig] {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        return s;
+      }();
+      int got = 0;
+      ::sigwait(&one, &got);
+      return got;
+    }
+  }
+  return 0;
+}
+
+}  // namespace sandgate::launcher
