@@ -21,7 +21,14 @@ std::string nft_ruleset(const RulesetParams& p) {
       << "  chain pre {\n"
       << "    type filter hook prerouting priority raw; policy accept;\n"
       << "    " << in << "ip saddr != " << p.sandbox_ip << " drop\n"
-      << "    " << in << "meta nfproto ipv6 drop\n"
+      << "    " << in
+      << "meta nfproto ipv6 drop\n"
+      // Rejected here rather than in forward: with forwarding off (the default) the kernel
+      // drops a packet for a foreign address before the forward hook, silently, so the sandbox
+      // would wait for a timeout instead of failing fast. Needs Linux >= 5.10.
+      << "    " << in << "meta l4proto tcp accept\n"
+      << "    " << in << "udp dport 53 accept\n"
+      << "    " << in << "reject with icmpx admin-prohibited\n"
       << "  }\n"
       << "  chain nat {\n"
       << "    type nat hook prerouting priority dstnat; policy accept;\n"
@@ -38,6 +45,7 @@ std::string nft_ruleset(const RulesetParams& p) {
       << "    " << in << "meta l4proto tcp reject with tcp reset\n"
       << "    " << in << "reject with icmpx admin-prohibited\n"
       << "  }\n"
+      // Defence in depth for hosts that forward: nothing from or to the sandbox is routed.
       << "  chain forward {\n"
       << "    type filter hook forward priority filter; policy accept;\n"
       << "    " << in << "meta l4proto tcp reject with tcp reset\n"
