@@ -14,9 +14,9 @@ function(add_sandgate_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main sandgate_warnings)
   if(ARG_NEEDS_BINARY)
-    add_dependencies(${name} sandgate)
+    add_dependencies(${name} sandgate sandgate-launch)
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${ARG_LABELS}"
-               ENVIRONMENT "SANDGATE_BIN=${PROJECT_BINARY_DIR}/src/app/sandgate;SANDGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+               ENVIRONMENT "SANDGATE_BIN=${PROJECT_BINARY_DIR}/src/app/sandgate;SANDGATE_LAUNCH_BIN=${PROJECT_BINARY_DIR}/src/launcher/sandgate-launch;SANDGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()

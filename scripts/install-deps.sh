@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format ccache
   curl python3
-  nftables iproute2 dnsmasq-base dnsutils openssh-client util-linux
+  nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   prometheus
 )
 

