@@ -172,14 +172,20 @@ int list(const Options& o) {
   return 0;
 }
 
-// Host-side links named like the launcher's (sg<k>h) that no live sandbox owns.
+// Host-side links named like the launcher's (sg<k>h) that no live sandbox owns. From `ip -j`,
+// not /sys/class/net, which shows the namespace /sys was mounted in, not the current one.
 std::vector<std::string> orphan_links(const std::set<std::string>& known) {
   std::vector<std::string> out;
+  const ToolResult listed = run_tool({"ip", "-j", "link", "show"});
+  boost::system::error_code ec;
+  const auto doc = boost::json::parse(listed.out, ec);
+  if (!listed.ok() || ec || !doc.is_array()) return out;
   static const std::regex pattern("sg[0-9]+h");
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/sys/class/net", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, pattern) && !known.contains(name)) out.push_back(name);
+  for (const auto& link : doc.as_array()) {
+    const auto* name = link.is_object() ? link.as_object().if_contains("ifname") : nullptr;
+    if (name == nullptr || !name->is_string()) continue;
+    const std::string text(name->as_string());
+    if (std::regex_match(text, pattern) && !known.contains(text)) out.push_back(text);
   }
   return out;
 }

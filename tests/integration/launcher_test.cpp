@@ -1,0 +1,402 @@
+// sandgate-launch against the real daemon, real network namespaces and real nftables (root).
+// Each test runs the daemon and the launcher inside a private "test host" namespace
+// (sgt-<pid>-<n>), entered with nsenter --net so the /run/netns mounts the launcher makes stay
+// visible; deleting it removes every link and nft table made inside. Sandbox ids carry the pid.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "support/sandgate_process.hpp"
+#include "support/subprocess.hpp"
+#include "support/temp_dir.hpp"
+
+namespace sandgate::test {
+namespace {
+namespace fs = std::filesystem;
+
+std::string launch_binary() {
+  const char* bin = std::getenv("SANDGATE_LAUNCH_BIN");
+  return bin != nullptr ? bin : SANDGATE_DEFAULT_LAUNCH_BIN;
+}
+
+std::string unique_suffix() {
+  static int counter = 0;
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+// A named network namespace with lo up, deleted with everything in it on destruction.
+class TestHost {
+ public:
+  TestHost() : name_("sgt-" + unique_suffix()) {
+    EXPECT_EQ(run_command({"ip", "netns", "add", name_}).exit_code, 0);
+    EXPECT_EQ(run_command({"ip", "-n", name_, "link", "set", "lo", "up"}).exit_code, 0);
+  }
+  ~TestHost() { run_command({"ip", "netns", "del", name_}); }
+  std::vector<std::string> enter() const { return {"nsenter", "--net=/run/netns/" + name_}; }
+
+ private:
+  std::string name_;
+};
+
+// Probes run inside a sandbox (python3 from Debian).
+constexpr const char* kProbe = R"(
+import errno, socket, sys
+def err(e): return errno.errorcode.get(e.errno, str(e))
+kind, dst, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    if kind == "udp":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+        s.connect((dst, port)); s.send(b"x"); s.recv(100); print("answered")
+    elif kind == "ping":
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); s.settimeout(2)
+        s.sendto(b"\x08\x00\xf7\xff\x00\x00\x00\x00", (dst, 0))
+        d = s.recv(200); print("icmp type %d code %d" % (d[20], d[21]))
+    elif kind == "tcp":
+        s = socket.socket(); s.settimeout(2)
+        if len(sys.argv) > 4: s.bind((sys.argv[4], 0))
+        s.connect((dst, port)); print("connected")
+except socket.timeout: print("timeout")
+except OSError as e: print(err(e))
+)";
+
+class Launcher : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::geteuid(), 0U) << "the launcher tests need root";
+    ASSERT_FALSE(launch_binary().empty()) << "SANDGATE_LAUNCH_BIN is not set";
+    fs::create_directories(dir_.path() / "sbx");
+    fs::create_directories(dir_.path() / "state");
+  }
+  void TearDown() override {
+    for (const std::string& id : ids_) {
+      run_command({"ip", "netns", "del", "sg-" + id});
+      fs::remove_all("/etc/netns/sg-" + id);
+    }
+  }
+
+  // A sandbox id unique to this run.
+  std::string id(const std::string& name) {
+    ids_.push_back(name + "-" + unique_suffix());
+    return ids_.back();
+  }
+  std::string state_dir() const { return (dir_.path() / "state").string(); }
+  std::string sandboxes_dir() const { return (dir_.path() / "sbx").string(); }
+  std::string tables(const std::string& pool = "10.201.0.0/16") const {
+    return "[launcher]\nstate_dir = \"" + state_dir() + "\"\npool = \"" + pool +
+           "\"\nready_timeout_ms = 5000\n\n[profiles.default]\nallow = [\"example.com\"]\n";
+  }
+  void start_daemon(const std::string& pool = "10.201.0.0/16") {
+    SandgateOptions options;
+    options.listeners = "transparent = [\"0.0.0.0:15001\"]\ndns = [\"0.0.0.0:15053\"]";
+    options.sandboxes_dir = sandboxes_dir();
+    options.admin_listen = "127.0.0.1:19090";
+    options.wrapper = host_.enter();
+    options.tables = tables(pool);
+    daemon_ = std::make_unique<SandgateProcess>(options);
+    config_ = daemon_->config_path();
+  }
+  // Runs sandgate-launch in the test host, with `prefix` (e.g. env VAR=x) before it.
+  CommandResult launch(const std::vector<std::string>& args,
+                       const std::vector<std::string>& prefix = {}) {
+    std::vector<std::string> argv = host_.enter();
+    argv.insert(argv.end(), prefix.begin(), prefix.end());
+    argv.push_back(launch_binary());
+    argv.push_back("--config");
+    argv.push_back(config_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv, std::chrono::seconds(30));
+  }
+  CommandResult in_host(std::vector<std::string> args) {
+    std::vector<std::string> argv = host_.enter();
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv);
+  }
+  std::string probe(const std::string& sandbox, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"exec", "--sandbox", sandbox, "--", "python3", "-c", kProbe};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return launch(argv).out;
+  }
+
+  // Link names and inet table names in the test host.
+  std::vector<std::string> host_links() {
+    std::vector<std::string> names;
+    const auto doc = boost::json::parse(in_host({"ip", "-j", "link", "show"}).out);
+    for (const auto& l : doc.as_array()) {
+      names.emplace_back(l.as_object().at("ifname").as_string());
+    }
+    return names;
+  }
+  std::vector<std::string> host_tables() {
+    std::vector<std::string> names;
+    const auto doc = boost::json::parse(in_host({"nft", "-j", "list", "tables"}).out);
+    for (const auto& item : doc.as_object().at("nftables").as_array()) {
+      if (const auto* t = item.as_object().if_contains("table")) {
+        names.emplace_back(t->as_object().at("name").as_string());
+      }
+    }
+    return names;
+  }
+  void expect_nothing_left(const std::string& sandbox) {
+    EXPECT_FALSE(fs::exists("/run/netns/sg-" + sandbox)) << sandbox;
+    EXPECT_FALSE(fs::exists("/etc/netns/sg-" + sandbox)) << sandbox;
+    EXPECT_EQ(host_links(), std::vector<std::string>{"lo"});
+    EXPECT_EQ(host_tables(), std::vector<std::string>{});
+    EXPECT_TRUE(fs::is_empty(sandboxes_dir()));
+    EXPECT_TRUE(fs::is_empty(fs::path(state_dir()) / "sandboxes"));
+  }
+
+  TestHost host_;
+  TempDir dir_;
+  std::unique_ptr<SandgateProcess> daemon_;
+  std::string config_;
+  std::vector<std::string> ids_;
+};
+
+TEST_F(Launcher, RunExitsWithTheCommandsStatusAndLeavesNothing) {
+  start_daemon();
+  const std::string sb = id("run");
+  const auto r = launch({"run", "--sandbox", sb, "--", "sh", "-c",
+                         "ip -4 -o addr show scope global | awk '{print $2, $4}'; ip route show "
+                         "default; cat /etc/resolv.conf; exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(r.out, "sg0s 10.201.0.2/30\ndefault via 10.201.0.1 dev sg0s \nnameserver 10.201.0.1\n");
+  EXPECT_EQ(r.err, "");
+  expect_nothing_left(sb);
+}
+
+TEST_F(Launcher, UpExecListDown) {
+  start_daemon();
+  const std::string a = id("a");
+  const std::string b = id("b");
+  auto r = launch({"up", "--sandbox", a, "--profile", "default", "--allow", "*.example.org"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, a + " 10.201.0.2 sg-" + a + "\n");
+  r = launch({"up", "--sandbox", b});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, b + " 10.201.0.6 sg-" + b + "\n");
+  EXPECT_EQ(read_file(sandboxes_dir() + "/" + a + ".toml"),
+            "# written by sandgate-launch; removed by `sandgate-launch down`\nid = \"" + a +
+                "\"\nprofile = \"default\"\nsources = [\"10.201.0.2\"]\nallow = "
+                "[\"*.example.org\"]\n");
+  EXPECT_EQ(host_tables(), (std::vector<std::string>{"sandgate_0", "sandgate_1"}));
+  r = launch({"list"});
+  EXPECT_EQ(r.out, a + " 10.201.0.2 sg-" + a + " ready\n" + b + " 10.201.0.6 sg-" + b + " ready\n");
+  r = launch({"exec", "--sandbox", b, "--", "sh", "-c",
+              "ip -4 -o addr show scope global | awk '{print $4}'; exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "10.201.0.6/30\n");
+  r = launch({"down", "--sandbox", a});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The freed slot is reused by the next sandbox.
+  const std::string c = id("c");
+  r = launch({"up", "--sandbox", c});
+  EXPECT_EQ(r.out, c + " 10.201.0.2 sg-" + c + "\n");
+  EXPECT_EQ(launch({"down", "--sandbox", b}).exit_code, 0);
+  EXPECT_EQ(launch({"down", "--sandbox", c}).exit_code, 0);
+  EXPECT_EQ(launch({"list"}).out, "");
+  expect_nothing_left(a);
+  expect_nothing_left(b);
+  expect_nothing_left(c);
+  r = launch({"down", "--sandbox", a});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "sandgate-launch: no sandbox \"" + a + "\" in " + state_dir() +
+                       "; `sandgate-launch list` shows the ones there are\n");
+}
+
+TEST_F(Launcher, EnvironmentHasCaBundleAndNoProxy) {
+  start_daemon();
+  const std::string sb = id("env");
+  const auto r = launch(
+      {"run", "--sandbox", sb, "--", "sh", "-c", "env | grep -i -E '_proxy=|_CA|CERT' | sort"},
+      {"env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HTTP_PROXY=http://p:1",
+       "https_proxy=http://p:1", "ALL_PROXY=x", "no_proxy=x", "SSL_CERT_DIR=/nonexistent"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string b = state_dir() + "/ca-bundle.pem";
+  EXPECT_EQ(r.out, "AWS_CA_BUNDLE=" + b + "\nCARGO_HTTP_CAINFO=" + b + "\nCURL_CA_BUNDLE=" + b +
+                       "\nDENO_CERT=" + b + "\nGIT_SSL_CAINFO=" + b + "\nNODE_EXTRA_CA_CERTS=" + b +
+                       "\nPIP_CERT=" + b + "\nREQUESTS_CA_BUNDLE=" + b +
+                       "\nSSL_CERT_DIR=/nonexistent\nSSL_CERT_FILE=" + b + "\n");
+  EXPECT_EQ(read_file(b), read_file("/etc/ssl/certs/ca-certificates.crt"));
+}
+
+TEST_F(Launcher, SandboxTrafficOnlyReachesTheDaemon) {
+  start_daemon();
+  const std::string sb = id("net");
+  ASSERT_EQ(launch({"up", "--sandbox", sb}).exit_code, 0);
+  // Every TCP destination ends at the transparent listener (connect succeeds), even the host
+  // side's admin port; non-DNS UDP and ICMP are refused with admin-prohibited.
+  EXPECT_EQ(probe(sb, {"tcp", "192.0.2.1", "80"}), "connected\n");
+  EXPECT_EQ(probe(sb, {"udp", "192.0.2.1", "9999"}), "EHOSTUNREACH\n");
+  EXPECT_EQ(probe(sb, {"udp", "10.201.0.1", "15053"}), "EHOSTUNREACH\n");
+  EXPECT_EQ(probe(sb, {"ping", "10.201.0.1", "0"}), "icmp type 3 code 13\n");
+  EXPECT_EQ(probe(sb, {"ping", "192.0.2.1", "0"}), "icmp type 3 code 13\n");
+  const auto admin = launch({"exec", "--sandbox", sb, "--", "curl", "-sS", "-m", "5", "-o",
+                             "/dev/null", "-w", "%{http_code}", "http://10.201.0.1:19090/metrics"});
+  EXPECT_EQ(admin.out, "403");  // the transparent listener's denial, not the metrics page
+  // DNS to any resolver is answered by the daemon.
+  const auto dns = launch({"exec", "--sandbox", sb, "--", "dig", "+time=2", "+tries=1",
+                           "@198.51.100.53", "denied.test"});
+  EXPECT_NE(dns.out.find("status: REFUSED"), std::string::npos) << dns.out;
+  // IPv6 is off inside.
+  EXPECT_EQ(
+      launch({"exec", "--sandbox", sb, "--", "cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"})
+          .out,
+      "1\n");
+  // A second address inside is a spoofed source: dropped before conntrack.
+  ASSERT_EQ(
+      launch({"exec", "--sandbox", sb, "--", "ip", "addr", "add", "10.201.0.9/32", "dev", "sg0s"})
+          .exit_code,
+      0);
+  EXPECT_EQ(probe(sb, {"tcp", "192.0.2.1", "80", "10.201.0.9"}), "timeout\n");
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+  expect_nothing_left(sb);
+}
+
+TEST_F(Launcher, SigtermTearsDownAndExits143) {
+  start_daemon();
+  const std::string sb = id("term");
+  const std::string state = state_dir() + "/sandboxes/" + sb + ".json";
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(),
+              {"sh", "-c",
+               "\"$0\" --config \"$1\" run --sandbox \"$2\" -- sleep 30 & p=$!; "
+               "until grep -q '\"ready\":true' \"$3\" 2>/dev/null; do sleep 0.05; done; "
+               "kill -TERM $p; wait $p; echo $?",
+               launch_binary(), config_, sb, state});
+  const auto r = run_command(argv, std::chrono::seconds(20));
+  EXPECT_EQ(r.out, "143\n") << r.err;
+  expect_nothing_left(sb);
+}
+
+TEST_F(Launcher, GcRemovesWhatACrashedLauncherLeft) {
+  start_daemon();
+  const std::string sb = id("crash");
+  const std::string state = state_dir() + "/sandboxes/" + sb + ".json";
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(),
+              {"sh", "-c",
+               "\"$0\" --config \"$1\" run --sandbox \"$2\" -- sleep 2 & p=$!; "
+               "until grep -q '\"ready\":true' \"$3\" 2>/dev/null; do sleep 0.05; done; "
+               "kill -KILL $p; wait $p; echo $?",
+               launch_binary(), config_, sb, state});
+  EXPECT_EQ(run_command(argv, std::chrono::seconds(20)).out, "137\n");
+  EXPECT_EQ(launch({"list"}).out, sb + " 10.201.0.2 sg-" + sb + " stale\n");
+  // Orphans with no state file at all: a table, a link and a launcher drop-in.
+  ASSERT_EQ(in_host({"nft", "add", "table", "inet", "sandgate_7"}).exit_code, 0);
+  ASSERT_EQ(
+      in_host({"ip", "link", "add", "sg7h", "type", "veth", "peer", "name", "sgt7"}).exit_code, 0);
+  const std::string orphan = sandboxes_dir() + "/orphan.toml";
+  dir_.write("sbx/orphan.toml",
+             "# written by sandgate-launch\nid = \"orphan\"\nsources = [\"10.201.0.30\"]\n");
+  dir_.write("sbx/hand.toml", "id = \"hand\"\nsources = [\"10.201.0.34\"]\n");
+  const auto r = launch({"gc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "removed sandbox " + sb +
+                       "\nremoved link sg7h\nremoved nft table inet sandgate_7\n"
+                       "removed drop-in " +
+                       orphan + "\n");
+  fs::remove(sandboxes_dir() + "/hand.toml");
+  expect_nothing_left(sb);
+}
+
+TEST_F(Launcher, ErrorsAreOneLineAndLeaveNothing) {
+  start_daemon("10.201.0.0/29");
+  const std::string a = id("a");
+  const std::string b = id("b");
+  ASSERT_EQ(launch({"up", "--sandbox", a}).exit_code, 0);
+  ASSERT_EQ(launch({"up", "--sandbox", b}).exit_code, 0);
+  struct Row {
+    std::vector<std::string> args;
+    std::vector<std::string> prefix;
+    int exit_code;
+    std::string err;
+  };
+  const std::string c = id("c");
+  const Row rows[] = {
+      {{"up", "--sandbox", c},
+       {},
+       1,
+       "address pool 10.201.0.0/29 is exhausted (2 sandboxes); run `sandgate-launch down` on "
+       "one, `sandgate-launch gc` after a crash, or widen launcher.pool"},
+      {{"up", "--sandbox", a},
+       {},
+       1,
+       "sandbox id \"" + a + "\" is in use: the launcher has it (state file " + state_dir() +
+           "/sandboxes/" + a + ".json); pick another id, or run `sandgate-launch down --sandbox " +
+           a + "` (or `gc` after a crash)"},
+      {{"up", "--sandbox", c, "--profile", "nope"},
+       {},
+       2,
+       "unknown profile \"nope\"; profiles in " + config_ + ": default"},
+      {{"up", "--sandbox", "../x"},
+       {},
+       2,
+       "invalid sandbox id \"../x\": use 1-64 characters of A-Z a-z 0-9 _ . - not starting with "
+       "'.' or '-'"},
+      {{"up", "--sandbox", c, "--allow", "exa mple.com"}, {}, 2, ""},
+      {{"run", "--sandbox", c, "--", "true"},
+       {"env", "PATH=/usr/bin"},
+       1,
+       "nft not found in PATH; install nftables (apt-get install nftables)"},
+      {{"run", "--sandbox", c, "--", "true"},
+       {"setpriv", "--reuid=65534", "--clear-groups", "--inh-caps=-all"},
+       1,
+       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network namespaces and nftables; "
+       "run it as root"},
+  };
+  ::chmod(dir_.path().c_str(), 0755);  // the unprivileged row reads the config
+  ::chmod(daemon_->dir().path().c_str(), 0755);
+  for (const Row& row : rows) {
+    const auto r = launch(row.args, row.prefix);
+    EXPECT_EQ(r.exit_code, row.exit_code) << row.args[2] << ": " << r.err;
+    if (!row.err.empty()) {
+      EXPECT_EQ(r.err, "sandgate-launch: " + row.err + "\n");
+    }
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_EQ(launch({"down", "--sandbox", a}).exit_code, 0);
+  EXPECT_EQ(launch({"down", "--sandbox", b}).exit_code, 0);
+  expect_nothing_left(c);
+  expect_nothing_left(a);
+}
+
+TEST_F(Launcher, NoDaemonAndReadyTimeoutRollBack) {
+  start_daemon();
+  const std::string sb = id("nodaemon");
+  // A config naming a drop-in directory the daemon does not watch: it never activates.
+  const std::string other = dir_.file("other-sbx");
+  fs::create_directories(other);
+  const std::string blind = dir_.write(
+      "blind.toml", "sandboxes_dir = \"" + other +
+                        "\"\n[listeners]\nexplicit = [\"127.0.0.1:3128\"]\ntransparent = "
+                        "[\"0.0.0.0:15001\"]\ndns = [\"0.0.0.0:15053\"]\nadmin = "
+                        "\"127.0.0.1:19090\"\n[launcher]\nstate_dir = \"" +
+                        state_dir() + "\"\nready_timeout_ms = 300\n");
+  config_ = blind;
+  auto r = launch({"run", "--sandbox", sb, "--", "true"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "sandgate-launch: the daemon did not report sandbox \"" + sb +
+                       "\" active within 300 ms; check that it reads sandboxes_dir " + other +
+                       " and look for a reload error in its log\n");
+  EXPECT_TRUE(fs::is_empty(other));
+  expect_nothing_left(sb);
+  daemon_.reset();
+  config_ = blind;
+  r = launch({"up", "--sandbox", sb});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "sandgate-launch: no sandgate daemon answers on its admin listener "
+            "127.0.0.1:19090 (Connection refused); start sandgate --config " +
+                blind + " first\n");
+  expect_nothing_left(sb);
+}
+
+}  // namespace
+}  // namespace sandgate::test
