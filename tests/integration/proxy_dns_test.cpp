@@ -1,0 +1,415 @@
+// The sandbox DNS listener through the real daemon: allowed names answered from upstream with
+// their TTLs, everything else REFUSED with an Extended DNS Error and an audit line and never
+// sent upstream, malformed input answered FORMERR or dropped, and the daemon still answering.
+// Driven by dig (UDP and TCP) and by raw sockets for what dig will not send.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/fake_dns_server.hpp"
+#include "support/json_helpers.hpp"
+#include "support/sandgate_process.hpp"
+#include "support/subprocess.hpp"
+
+namespace sandgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Bytes = std::vector<std::uint8_t>;
+
+// What dig printed, picked apart.
+struct DigResult {
+  std::string status;                // "NOERROR", "REFUSED", ...
+  std::string flags;                 // "qr rd ra"
+  std::string ede;                   // the EDE line's text, "" when none
+  std::vector<std::string> answers;  // "allowed.test. 120 IN A 192.0.2.10", whitespace squeezed
+  std::string raw;
+};
+
+std::string squeeze(const std::string& line) {
+  return std::regex_replace(line, std::regex("[ \t]+"), " ");
+}
+
+// A file descriptor closed on scope exit.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+void set_timeout(int fd, std::chrono::milliseconds t) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(t.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>(t.count() % 1000 * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+// Sends one datagram and waits for one reply (nullopt on timeout).
+std::optional<Bytes> udp_exchange(std::uint16_t port, const Bytes& query,
+                                  std::chrono::milliseconds timeout = 1000ms) {
+  Fd s(::socket(AF_INET, SOCK_DGRAM, 0));
+  const sockaddr_in to = loopback(port);
+  set_timeout(s.fd, timeout);
+  ::sendto(s.fd, query.data(), query.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  Bytes reply(65536);
+  const ssize_t n = ::recv(s.fd, reply.data(), reply.size(), 0);
+  if (n < 0) return std::nullopt;
+  reply.resize(static_cast<std::size_t>(n));
+  return reply;
+}
+
+// A TCP connection to the DNS listener, for raw framing.
+struct TcpConn {
+  Fd s{::socket(AF_INET, SOCK_STREAM, 0)};
+  explicit TcpConn(std::uint16_t port) {
+    const sockaddr_in to = loopback(port);
+    EXPECT_EQ(::connect(s.fd, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+    set_timeout(s.fd, 2000ms);
+  }
+  void send(const Bytes& b) {
+    EXPECT_EQ(::send(s.fd, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
+  }
+  // Reads exactly n bytes; fewer when the peer closes or times out.
+  Bytes read(std::size_t n) {
+    Bytes out(n);
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::recv(s.fd, out.data() + got, n - got, 0);
+      if (r <= 0) break;
+      got += static_cast<std::size_t>(r);
+    }
+    out.resize(got);
+    return out;
+  }
+  // One length-prefixed message; empty when the connection closed.
+  Bytes read_message() {
+    const Bytes prefix = read(2);
+    if (prefix.size() < 2) return {};
+    return read(static_cast<std::size_t>(prefix[0] << 8 | prefix[1]));
+  }
+  // True when the peer closed (EOF, or a reset when it left our bytes unread) within the
+  // timeout.
+  bool closed() {
+    std::uint8_t b = 0;
+    const ssize_t r = ::recv(s.fd, &b, 1, 0);
+    return r == 0 || (r < 0 && errno == ECONNRESET);
+  }
+};
+
+// A query with the given id, counts and raw question bytes (type A, class IN appended).
+Bytes raw_query(std::uint16_t id, std::uint16_t qdcount, const Bytes& name) {
+  Bytes b = {static_cast<std::uint8_t>(id >> 8),
+             static_cast<std::uint8_t>(id & 0xFF),
+             0x01,
+             0x00,
+             static_cast<std::uint8_t>(qdcount >> 8),
+             static_cast<std::uint8_t>(qdcount & 0xFF),
+             0,
+             0,
+             0,
+             0,
+             0,
+             0};
+  b.insert(b.end(), name.begin(), name.end());
+  b.insert(b.end(), {0, 1, 0, 1});
+  return b;
+}
+
+const Bytes kAllowedName = {7, 'a', 'l', 'l', 'o', 'w', 'e', 'd', 4, 't', 'e', 's', 't', 0};
+
+unsigned rcode_of(const Bytes& r) {
+  return r.size() >= 4 ? r[3] & 0x0Fu : 99u;
+}
+unsigned id_of(const Bytes& r) {
+  return r.size() >= 2 ? static_cast<unsigned>(r[0] << 8 | r[1]) : 0u;
+}
+unsigned ancount_of(const Bytes& r) {
+  return r.size() >= 8 ? static_cast<unsigned>(r[6] << 8 | r[7]) : 0u;
+}
+
+class ProxyDns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    upstream_.add_record("allowed.test", "192.0.2.10", 120);
+    upstream_.add_record("allowed.test", "2001:db8::10", 120);
+    upstream_.add_record("v4only.test", "192.0.2.11", 60);
+    upstream_.set_reply("servfail.test", FakeDnsServer::Reply::servfail);
+    SandgateOptions options;
+    options.workers = 2;
+    options.listeners = "dns = [\"127.0.0.1:0\"]\n";
+    options.tables = R"(
+[limits]
+header_timeout_ms = 1000
+
+[dns]
+servers = [")" + upstream_.address() +
+                     R"("]
+timeout_ms = 500
+
+[dns.hosts]
+"many.allowed.test" = [)" +
+                     many_addresses() +
+                     R"(]
+
+[sandboxes.sb1]
+sources = ["127.0.0.1"]
+allow = ["allowed.test", "*.allowed.test", "v4only.test", "servfail.test"]
+deny = ["blocked.allowed.test"]
+)";
+    daemon_ = std::make_unique<SandgateProcess>(options);
+    port_ = dns_port();
+    ASSERT_NE(port_, 0) << daemon_->stderr_text();
+  }
+
+  // 40 static addresses: an answer too big for 512 bytes (the fake upstream speaks UDP only,
+  // so it cannot serve one itself).
+  static std::string many_addresses() {
+    std::string out;
+    for (int i = 1; i <= 40; ++i) {
+      out += (i > 1 ? ", \"" : "\"") + std::string("198.51.100.") + std::to_string(i) + "\"";
+    }
+    return out;
+  }
+
+  // The DNS port from the ready line ("dns":["127.0.0.1:PORT"]).
+  std::uint16_t dns_port() const {
+    std::smatch m;
+    const std::string text = daemon_->stderr_text();
+    if (!std::regex_search(text, m, std::regex(R"re("dns":\["127\.0\.0\.1:(\d+)")re"))) return 0;
+    return static_cast<std::uint16_t>(std::stoi(m[1]));
+  }
+
+  DigResult dig(const std::string& name, const std::string& type,
+                std::vector<std::string> extra = {}) const {
+    std::vector<std::string> argv = {"dig", "@127.0.0.1", "-p",       std::to_string(port_),
+                                     name,  type,         "+tries=1", "+time=2"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const CommandResult r = run_command(argv, 10s);
+    DigResult out;
+    out.raw = r.out;
+    std::smatch m;
+    if (std::regex_search(r.out, m, std::regex(R"(status: ([A-Z]+))"))) out.status = m[1];
+    if (std::regex_search(r.out, m, std::regex(R"(;; flags: ([a-z ]*);)"))) out.flags = m[1];
+    if (std::regex_search(r.out, m, std::regex(R"(; EDE: 15 \(Blocked\): \((.*)\)\n)"))) {
+      out.ede = m[1];
+    }
+    const auto section = r.out.find(";; ANSWER SECTION:\n");
+    if (section != std::string::npos) {
+      std::size_t at = section + 19;
+      while (at < r.out.size() && r.out[at] != '\n') {
+        const std::size_t end = r.out.find('\n', at);
+        out.answers.push_back(squeeze(r.out.substr(at, end - at)));
+        at = end + 1;
+      }
+    }
+    return out;
+  }
+
+  // The last audit line for `name` (destination.address), waiting a little for it.
+  std::optional<boost::json::object> audit_for(const std::string& name,
+                                               const std::string& code) const {
+    return daemon_->wait_audit([&](const boost::json::object& o) {
+      return json_string(o, "destination.address") == name && json_string(o, "event.code") == code;
+    });
+  }
+
+  void expect_denial_line(const std::string& name, const std::string& reason,
+                          const std::string& sandbox = "sb1") const {
+    const auto line = audit_for(name, "SANDBOX_NETWORK_DENIED");
+    ASSERT_TRUE(line) << daemon_->audit_text();
+    EXPECT_EQ(json_string(*line, "event.outcome"), "failure");
+    EXPECT_EQ(json_string(*line, "event.reason"), reason);
+    EXPECT_EQ(json_string(*line, "network.protocol"), "dns");
+    EXPECT_EQ(json_string(*line, "destination.domain"), name);
+    if (sandbox.empty()) {
+      EXPECT_FALSE(json_string(*line, "labels.sandbox_id"));
+    } else {
+      EXPECT_EQ(json_string(*line, "labels.sandbox_id"), sandbox);
+    }
+    EXPECT_TRUE(json_int(*line, "source.port").value_or(0) > 0);
+  }
+
+  // The daemon still answers an allowed name over UDP.
+  void expect_still_answering() const {
+    const DigResult r = dig("allowed.test", "A");
+    EXPECT_EQ(r.status, "NOERROR") << r.raw;
+    EXPECT_TRUE(daemon_->alive());
+  }
+
+  FakeDnsServer upstream_;
+  std::unique_ptr<SandgateProcess> daemon_;
+  std::uint16_t port_ = 0;
+};
+
+TEST_F(ProxyDns, AllowedNameAnsweredFromUpstreamWithItsTtl) {
+  const DigResult a = dig("allowed.test", "A");
+  EXPECT_EQ(a.status, "NOERROR") << a.raw;
+  EXPECT_EQ(a.flags, "qr rd ra");
+  EXPECT_EQ(a.answers, std::vector<std::string>{"allowed.test. 120 IN A 192.0.2.10"});
+  EXPECT_EQ(upstream_.queries("allowed.test", FakeDnsServer::kTypeA), 1u);
+
+  const DigResult aaaa = dig("Allowed.Test.", "AAAA", {"+tcp"});
+  EXPECT_EQ(aaaa.status, "NOERROR") << aaaa.raw;
+  ASSERT_EQ(aaaa.answers.size(), 1u) << aaaa.raw;
+  EXPECT_NE(aaaa.answers[0].find("IN AAAA 2001:db8::10"), std::string::npos) << aaaa.answers[0];
+}
+
+TEST_F(ProxyDns, MissingFamilyIsNoData) {
+  const DigResult r = dig("v4only.test", "AAAA");
+  EXPECT_EQ(r.status, "NOERROR") << r.raw;
+  EXPECT_TRUE(r.answers.empty()) << r.raw;
+}
+
+TEST_F(ProxyDns, DeniedNameRefusedWithExtendedErrorAndNeverSentUpstream) {
+  for (const auto& transport : {"+notcp", "+tcp"}) {
+    SCOPED_TRACE(transport);
+    const DigResult r = dig("evil.test", "A", {transport});
+    EXPECT_EQ(r.status, "REFUSED") << r.raw;
+    EXPECT_EQ(r.ede, "SANDBOX_NETWORK_DENIED: no_matching_rule (evil.test)") << r.raw;
+  }
+  expect_denial_line("evil.test", "no_matching_rule");
+
+  const DigResult blocked = dig("blocked.allowed.test", "A");
+  EXPECT_EQ(blocked.status, "REFUSED");
+  EXPECT_EQ(blocked.ede, "SANDBOX_NETWORK_DENIED: denied_by_rule (blocked.allowed.test)");
+  const auto line = audit_for("blocked.allowed.test", "SANDBOX_NETWORK_DENIED");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "rule.name"), "sandboxes.sb1.deny:blocked.allowed.test");
+  EXPECT_EQ(upstream_.total_queries(), 0u);
+  EXPECT_NE(daemon_->metrics_text().find("sandgate_denials_total{reason=\"no_matching_rule\"} 2"),
+            std::string::npos);
+}
+
+TEST_F(ProxyDns, ExfiltrationNameNeverLeavesTheHost) {
+  const std::string name = "ghp-0123456789abcdefghij.attacker.example";
+  for (const auto& type : {"A", "AAAA", "TXT"}) {
+    const DigResult r = dig(name, type);
+    EXPECT_EQ(r.status, "REFUSED") << r.raw;
+    EXPECT_EQ(r.ede, "SANDBOX_NETWORK_DENIED: no_matching_rule (" + name + ")");
+  }
+  expect_denial_line(name, "no_matching_rule");
+  EXPECT_EQ(upstream_.total_queries(), 0u);
+}
+
+TEST_F(ProxyDns, OtherTypesOfAllowedNamesRefused) {
+  for (const auto& type : {"MX", "TXT", "HTTPS", "ANY"}) {
+    SCOPED_TRACE(type);
+    const DigResult r = dig("allowed.test", type);
+    EXPECT_EQ(r.status, "REFUSED") << r.raw;
+    EXPECT_EQ(r.ede, "SANDBOX_NETWORK_DENIED: only A and AAAA are answered (allowed.test)");
+  }
+  expect_denial_line("allowed.test", "query_type_not_allowed");
+  EXPECT_EQ(upstream_.total_queries(), 0u);
+}
+
+TEST_F(ProxyDns, UnknownSourceRefused) {
+  const DigResult r = dig("allowed.test", "A", {"-b", "127.0.0.2"});
+  EXPECT_EQ(r.status, "REFUSED") << r.raw;
+  EXPECT_EQ(r.ede, "SANDBOX_NETWORK_DENIED: unknown_sandbox (allowed.test)");
+  expect_denial_line("allowed.test", "unknown_sandbox", "");
+  EXPECT_EQ(upstream_.total_queries(), 0u);
+}
+
+TEST_F(ProxyDns, UpstreamFailureIsServfail) {
+  const DigResult r = dig("servfail.test", "A");
+  EXPECT_EQ(r.status, "SERVFAIL") << r.raw;
+  const auto line = audit_for("servfail.test", "UPSTREAM_DNS_FAILED");
+  ASSERT_TRUE(line) << daemon_->audit_text();
+  EXPECT_EQ(json_string(*line, "network.protocol"), "dns");
+  EXPECT_EQ(json_string(*line, "labels.sandbox_id"), "sb1");
+}
+
+TEST_F(ProxyDns, LargeAnswerTruncatedOverUdpAndCompleteOverTcp) {
+  const DigResult udp = dig("many.allowed.test", "A", {"+noedns", "+ignore"});
+  EXPECT_EQ(udp.status, "NOERROR") << udp.raw;
+  EXPECT_EQ(udp.flags, "qr tc rd ra");
+  EXPECT_TRUE(udp.answers.empty());
+  const DigResult tcp = dig("many.allowed.test", "A", {"+tcp"});
+  EXPECT_EQ(tcp.answers.size(), 40u) << tcp.raw;
+}
+
+TEST_F(ProxyDns, MalformedQueriesOverUdp) {
+  // Too short for a header: nothing to answer.
+  EXPECT_FALSE(udp_exchange(port_, {0x12, 0x34, 0x01, 0x00, 0x00}, 500ms));
+  struct Row {
+    const char* label;
+    Bytes query;
+  };
+  Bytes loop = raw_query(0x0102, 1, {1, 'a', 0xC0, 0x0C});
+  const std::vector<Row> rows = {
+      {"two questions", raw_query(0x0101, 2, kAllowedName)},
+      {"compression loop", loop},
+      {"no question", raw_query(0x0103, 0, {})},
+      {"label past the end", raw_query(0x0104, 1, {60, 'a', 'b'})},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.label);
+    const auto reply = udp_exchange(port_, row.query);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(id_of(*reply), static_cast<unsigned>(row.query[0] << 8 | row.query[1]));
+    EXPECT_EQ(rcode_of(*reply), 1u);  // FORMERR
+    EXPECT_EQ(reply->size(), 12u);
+  }
+  EXPECT_TRUE(daemon_->wait_audit_code("MALFORMED_REQUEST"));
+  EXPECT_EQ(upstream_.total_queries(), 0u);
+  expect_still_answering();
+}
+
+TEST_F(ProxyDns, TcpFramingPipelinedQueriesAndHugeLength) {
+  {
+    TcpConn c(port_);
+    Bytes two;
+    for (std::uint16_t id : {0x0A01, 0x0A02}) {
+      const Bytes q = raw_query(id, 1, kAllowedName);
+      two.push_back(0);
+      two.push_back(static_cast<std::uint8_t>(q.size()));
+      two.insert(two.end(), q.begin(), q.end());
+    }
+    c.send(two);
+    const Bytes first = c.read_message();
+    const Bytes second = c.read_message();
+    EXPECT_EQ(id_of(first), 0x0A01u);
+    EXPECT_EQ(rcode_of(first), 0u);
+    EXPECT_EQ(ancount_of(first), 1u);
+    EXPECT_EQ(id_of(second), 0x0A02u);
+  }
+  {
+    TcpConn c(port_);  // a length no query has: closed without an answer
+    c.send({0xFF, 0xFF, 1, 2, 3, 4, 5, 6, 7, 8});
+    EXPECT_TRUE(c.closed());
+  }
+  {
+    TcpConn c(port_);  // a silent client is closed after limits.header_timeout (1 s)
+    const auto start = std::chrono::steady_clock::now();
+    set_timeout(c.s.fd, 3000ms);
+    EXPECT_TRUE(c.closed());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2500ms);
+  }
+  expect_still_answering();
+}
+
+}  // namespace
+}  // namespace sandgate::test
