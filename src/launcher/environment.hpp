@@ -14,7 +14,9 @@ namespace sandgate::launcher {
 inline constexpr std::string_view kCaVariables[] = {
     "SSL_CERT_FILE",      "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",
     "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",      "PIP_CERT",
-    "CARGO_HTTP_CAINFO",  "AWS_CA_BUNDLE",       "DENO_CERT"};
+    "CARGO_HTTP_CAINFO",  "AWS_CA_BUNDLE",       "DENO_CERT",
+    // npm verifies with its own `cafile` setting and ignores NODE_EXTRA_CA_CERTS.
+    "NPM_CONFIG_CAFILE"};
 
 // `parent` holds "NAME=VALUE" entries (as in environ). Removes HTTP_PROXY, HTTPS_PROXY,
 // ALL_PROXY, NO_PROXY in either case and any earlier CA variable, then appends the CA variables.

@@ -328,7 +328,8 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
     co_await refuse_stream(s, mode, shown, port, *first_denial);
     co_return;
   }
-  if (d.reason == policy::Reason::ip_literal_not_allowed) {
+  // Nothing names it. Metadata and loop refusals keep their stronger reasons.
+  if (d.reason != policy::Reason::always_denied_address && d.reason != policy::Reason::proxy_loop) {
     d.reason = policy::Reason::unnamed_destination;
   }
   co_await refuse_stream(s, mode, literal_shown, port, d);

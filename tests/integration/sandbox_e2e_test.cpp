@@ -392,7 +392,7 @@ TEST_F(SandboxE2e, NpmInstallsFromARegistryThroughSandgate) {
   fs::create_directories(work);
   const auto r = run_in("npm", "web",
                         "cd " + work + " && HOME=" + work +
-                            " npm install --no-audit --no-fund --no-update-notifier "
+                            " timeout 40 npm install --no-audit --no-fund --no-update-notifier --loglevel http "
                             "--registry https://registry.test/ sandgate-e2e-pkg 2>&1 && "
                             "node -e \"console.log(require('sandgate-e2e-pkg'))\"");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -24,13 +24,13 @@ struct SandgateOptions {
   // The explicit listener; its port is read from the ready line.
   std::string explicit_listen = "127.0.0.1:0";
   // More lines for [listeners] ("transparent = [...]", "dns = [...]").
-  std::string listeners;
+  std::string listeners = {};
   // The sandboxes_dir value; "" = none.
-  std::string sandboxes_dir;
+  std::string sandboxes_dir = {};
   // The admin listener.
   std::string admin_listen = "127.0.0.1:0";
   // Run the daemon through this command prefix (e.g. {"nsenter", "--net=/run/netns/x"}).
-  std::vector<std::string> wrapper;
+  std::vector<std::string> wrapper = {};
   // false: audit = "stdout" and the daemon's stdout goes to a file the test reads.
   // true: audit = "<tmp>/audit.log" (the `[log] audit = PATH` form).
   bool audit_to_file = false;

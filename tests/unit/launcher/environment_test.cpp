@@ -36,6 +36,7 @@ TEST(LauncherEnvironment, StripsProxiesAndSetsCaVariables) {
       "CARGO_HTTP_CAINFO=/b.pem",
       "AWS_CA_BUNDLE=/b.pem",
       "DENO_CERT=/b.pem",
+      "NPM_CONFIG_CAFILE=/b.pem",
   };
   EXPECT_EQ(sandbox_environment(parent, "/b.pem"), expected);
 }
