@@ -12,9 +12,8 @@ namespace sandgate::launcher {
 
 // The variables set to the CA bundle path, in the order they are appended.
 inline constexpr std::string_view kCaVariables[] = {
-    "SSL_CERT_FILE",      "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",
-    "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",      "PIP_CERT",
-    "CARGO_HTTP_CAINFO",  "AWS_CA_BUNDLE",       "DENO_CERT",
+    "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE", "PIP_CERT", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT",
     // npm verifies with its own `cafile` setting and ignores NODE_EXTRA_CA_CERTS.
     "NPM_CONFIG_CAFILE"};
 

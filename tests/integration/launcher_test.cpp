@@ -221,8 +221,8 @@ TEST_F(Launcher, EnvironmentHasCaBundleAndNoProxy) {
   const std::string b = state_dir() + "/ca-bundle.pem";
   EXPECT_EQ(r.out, "AWS_CA_BUNDLE=" + b + "\nCARGO_HTTP_CAINFO=" + b + "\nCURL_CA_BUNDLE=" + b +
                        "\nDENO_CERT=" + b + "\nGIT_SSL_CAINFO=" + b + "\nNODE_EXTRA_CA_CERTS=" + b +
-                       "\nNPM_CONFIG_CAFILE=" + b + "\nPIP_CERT=" + b + "\nREQUESTS_CA_BUNDLE=" + b +
-                       "\nSSL_CERT_DIR=/nonexistent\nSSL_CERT_FILE=" + b + "\n");
+                       "\nNPM_CONFIG_CAFILE=" + b + "\nPIP_CERT=" + b + "\nREQUESTS_CA_BUNDLE=" +
+                       b + "\nSSL_CERT_DIR=/nonexistent\nSSL_CERT_FILE=" + b + "\n");
   EXPECT_EQ(read_file(b), read_file("/etc/ssl/certs/ca-certificates.crt"));
 }
 

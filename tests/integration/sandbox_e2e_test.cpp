@@ -166,15 +166,15 @@ struct World {
     CommandResult dig;
     for (int i = 0; i < 100; ++i) {
       const bool http = read_all(dir.file("servers.out")).find("ready") != std::string::npos;
-      dig = run_command({"dig", std::string("@") + kResolver, "origin.test", "+short", "+tries=1",
-                         "+time=1"},
-                        5s);
+      dig = run_command(
+          {"dig", std::string("@") + kResolver, "origin.test", "+short", "+tries=1", "+time=1"},
+          5s);
       if (http && dig.out.find(kOrigin) != std::string::npos) return;
       std::this_thread::sleep_for(100ms);
     }
-    throw std::runtime_error("the test internet did not come up: " +
-                             read_all(dir.file("servers.out")) + read_all(dir.file("dnsmasq.out")) +
-                             "; dig: " + dig.out + dig.err);
+    throw std::runtime_error(
+        "the test internet did not come up: " + read_all(dir.file("servers.out")) +
+        read_all(dir.file("dnsmasq.out")) + "; dig: " + dig.out + dig.err);
   }
 
   void start_daemon() {
@@ -390,11 +390,12 @@ TEST_F(SandboxE2e, NpmInstallsFromARegistryThroughSandgate) {
   if (run_command({"npm", "--version"}, 20s).exit_code != 0) GTEST_SKIP() << "npm not installed";
   const std::string work = world->dir.file("npm-work");
   fs::create_directories(work);
-  const auto r = run_in("npm", "web",
-                        "cd " + work + " && HOME=" + work +
-                            " timeout 40 npm install --no-audit --no-fund --no-update-notifier --loglevel http "
-                            "--registry https://registry.test/ sandgate-e2e-pkg 2>&1 && "
-                            "node -e \"console.log(require('sandgate-e2e-pkg'))\"");
+  const auto r = run_in(
+      "npm", "web",
+      "cd " + work + " && HOME=" + work +
+          " timeout 40 npm install --no-audit --no-fund --no-update-notifier --loglevel http "
+          "--registry https://registry.test/ sandgate-e2e-pkg 2>&1 && "
+          "node -e \"console.log(require('sandgate-e2e-pkg'))\"");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("reached through sandgate"), std::string::npos) << r.out;
   EXPECT_NE(requests().find("host=registry.test path=/sandgate-e2e-pkg/-/"), std::string::npos)
