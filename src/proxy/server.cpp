@@ -58,6 +58,16 @@ tcp::acceptor open_acceptor(asio::io_context& ioc, const tcp::endpoint& ep) {
   return acceptor;
 }
 
+std::unique_ptr<asio::ip::udp::socket> open_udp(asio::io_context& ioc,
+                                                const asio::ip::udp::endpoint& ep) {
+  auto socket = std::make_unique<asio::ip::udp::socket>(ioc, ep.protocol());
+  socket->set_option(asio::socket_base::reuse_address(true));
+  socket->set_option(reuse_port(true));
+  if (ep.address().is_v6()) socket->set_option(asio::ip::v6_only(true));
+  socket->bind(ep);
+  return socket;
+}
+
 // Every address this host answers on, for listeners bound to 0.0.0.0 or ::.
 std::vector<policy::IpAddress> local_addresses() {
   std::vector<policy::IpAddress> out;
@@ -210,24 +220,30 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     };
     open_listeners(cfg->listeners.explicit_proxy, &serve_explicit, "explicit");
     open_listeners(cfg->listeners.transparent, &serve_transparent, "transparent");
-    // DNS: UDP and TCP on the same port; port 0 takes the UDP port the kernel chose.
+    // DNS: UDP and TCP on the same port. Port 0: the kernel picks a TCP port, which is
+    // retried until UDP is free on it too.
     boost::json::array dns_eps;
     for (const auto& listen : cfg->listeners.dns) {
-      asio::ip::udp::endpoint ep(to_asio(listen.address), listen.port);
-      for (auto& w : workers) {
-        auto socket = std::make_unique<asio::ip::udp::socket>(*w->ioc, ep.protocol());
-        socket->set_option(asio::socket_base::reuse_address(true));
-        socket->set_option(reuse_port(true));
-        if (ep.address().is_v6()) socket->set_option(asio::ip::v6_only(true));
-        socket->bind(ep);
-        ep = socket->local_endpoint();
-        w->dns_udp.push_back(std::move(socket));
-        w->dns_tcp.push_back(std::make_unique<tcp::acceptor>(
-            open_acceptor(*w->ioc, tcp::endpoint(ep.address(), ep.port()))));
+      tcp::endpoint ep(to_asio(listen.address), listen.port);
+      for (int attempt = 0;; ++attempt) {
+        try {
+          for (auto& w : workers) {
+            w->dns_tcp.push_back(std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep)));
+            ep = w->dns_tcp.back()->local_endpoint();
+            w->dns_udp.push_back(open_udp(*w->ioc, {ep.address(), ep.port()}));
+          }
+          break;
+        } catch (const boost::system::system_error& e) {
+          if (listen.port != 0 || attempt == 20 || e.code() != asio::error::address_in_use) throw;
+          for (auto& w : workers) {
+            w->dns_tcp.resize(dns_eps.size());
+            w->dns_udp.resize(dns_eps.size());
+          }
+          ep.port(0);
+        }
       }
-      const tcp::endpoint tcp_ep(ep.address(), ep.port());
-      add_self(self, *shared, tcp_ep);
-      dns_eps.emplace_back(endpoint_text(tcp_ep));
+      add_self(self, *shared, ep);
+      dns_eps.emplace_back(endpoint_text(ep));
     }
     if (!dns_eps.empty()) ready["dns"] = std::move(dns_eps);
     if (cfg->listeners.admin) {

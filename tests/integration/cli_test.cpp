@@ -731,7 +731,8 @@ std::vector<BrokenConfigRow> broken_config_rows() {
            "bad_many.toml:4:10: profiles.default.ports[0]: must be between 1 and 65535, got 0",
            "bad_many.toml:5:9: profiles.default.deny[0]: invalid host pattern \"1.2.3.4\": "
            "IP addresses are not host patterns; use allow_cidrs",
-           "bad_many.toml:7:1: sandboxes.ci.token: missing required key",
+           "bad_many.toml:7:1: sandboxes.ci.token: missing required key (a sandbox needs a token, "
+           "sources, or both)",
            "bad_many.toml:8:11: sandboxes.ci.profile: unknown profile \"nope\"",
        }},
   };

@@ -439,7 +439,10 @@ std::vector<ErrorCase> error_cases() {
        "invalid sandbox id \"" + std::string(65, 'a') +
            "\": use 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-'"},
       {"TokenMissing", "workers = 1\n[sandboxes.ci]\nallow = []\n", 2, 1, "sandboxes.ci.token",
-       "missing required key"},
+       "missing required key (a sandbox needs a token, sources, or both)"},
+      {"SourceInvalid", "[sandboxes.ci]\nsources = [\"10.0.0.300\"]\n", 2, 12,
+       "sandboxes.ci.sources[0]",
+       "invalid IP address \"10.0.0.300\": use dotted-quad IPv4 or standard IPv6 text"},
       {"TokenEmpty", "[sandboxes.ci]\ntoken = \"\"\n", 2, 9, "sandboxes.ci.token",
        "must not be empty"},
       {"TokenWithSpace", "[sandboxes.ci]\ntoken = \"two words\"\n", 2, 9, "sandboxes.ci.token",
@@ -642,18 +645,19 @@ TEST(DropIns, ErrorsFromEveryFileAreCollected) {
   const auto errors = load_errors(main);
   std::vector<std::string> lines;
   for (const auto& e : errors) lines.push_back(e.to_string());
-  EXPECT_EQ(lines,
-            (std::vector<std::string>{
-                main + ":1:1: worker: unknown key \"worker\"; did you mean \"workers\"?",
-                no_id + ": id: missing required key",
-                no_id + ":2:1: alow: unknown key \"alow\"; did you mean \"allow\"?",
-                no_token + ": token: missing required key",
-                syntax + ":1:6: Error while parsing key-value pair: expected value, saw '\\n'",
-                bad + ":1:6: id: invalid sandbox id \"bad id\": use 1-64 characters of A-Z, "
-                      "a-z, 0-9, '_', '.', '-'",
-                bad + ":3:11: profile: unknown profile \"nope\"",
-                bad + ":4:2: sandboxes: unknown key \"sandboxes\"",
-            }))
+  EXPECT_EQ(
+      lines,
+      (std::vector<std::string>{
+          main + ":1:1: worker: unknown key \"worker\"; did you mean \"workers\"?",
+          no_id + ": id: missing required key",
+          no_id + ":2:1: alow: unknown key \"alow\"; did you mean \"allow\"?",
+          no_token + ": token: missing required key (a sandbox needs a token, sources, or both)",
+          syntax + ":1:6: Error while parsing key-value pair: expected value, saw '\\n'",
+          bad + ":1:6: id: invalid sandbox id \"bad id\": use 1-64 characters of A-Z, "
+                "a-z, 0-9, '_', '.', '-'",
+          bad + ":3:11: profile: unknown profile \"nope\"",
+          bad + ":4:2: sandboxes: unknown key \"sandboxes\"",
+      }))
       << dump(errors);
 }
 
@@ -707,6 +711,68 @@ TEST(ExampleConfig, ShippedExampleLoads) {
   EXPECT_TRUE(
       policy->decide({"agent-1", "registry.npmjs.org", 443, policy::EntryMode::connect}).allowed);
   EXPECT_FALSE(policy->decide({"agent-1", "example.org", 443, policy::EntryMode::connect}).allowed);
+}
+
+}  // namespace
+}  // namespace sandgate::config
+
+namespace sandgate::config {
+namespace {
+
+TEST(Sources, IdentifyASandboxThatNeedsNoToken) {
+  const Config c = load_config_from_string(
+      "[sandboxes.a]\nsources = [\"10.201.0.2\", \"fd00::2\"]\n[sandboxes.b]\ntoken = \"t\"\n",
+      "/nonexistent/s.toml");
+  ASSERT_EQ(c.sandboxes.size(), 2u);
+  EXPECT_EQ(c.sandboxes[0].token, "");
+  ASSERT_EQ(c.sandboxes[0].sources.size(), 2u);
+  EXPECT_EQ(c.sandboxes[0].sources[0].to_string(), "10.201.0.2");
+  EXPECT_EQ(c.sandboxes[0].sources[1].to_string(), "fd00::2");
+  EXPECT_TRUE(c.sandboxes[1].sources.empty());
+}
+
+TEST(Sources, AnAddressIdentifiesOneSandboxOnly) {
+  try {
+    load_config_from_string(
+        "[sandboxes.a]\nsources = [\"10.201.0.2\"]\n[sandboxes.b]\nsources = [\"10.201.0.2\"]\n",
+        "/nonexistent/s.toml");
+    FAIL() << "accepted";
+  } catch (const ConfigErrors& e) {
+    ASSERT_EQ(e.errors().size(), 1u);
+    EXPECT_EQ(
+        e.errors()[0].to_string(),
+        "/nonexistent/s.toml:4:12: sandboxes.b.sources[0]: source address \"10.201.0.2\" already "
+        "identifies another sandbox, at /nonexistent/s.toml:2:12");
+  }
+}
+
+TEST(Launcher, DefaultsAndValues) {
+  const Config d = load_config_from_string("", "/nonexistent/l.toml");
+  EXPECT_EQ(d.launcher.state_dir, "/run/sandgate");
+  EXPECT_EQ(d.launcher.pool.to_string(), "10.201.0.0/16");
+  const Config c = load_config_from_string(
+      "[launcher]\nstate_dir = \"state\"\npool = \"10.9.0.0/24\"\nca_file = \"/x/ca.pem\"\n"
+      "ready_timeout_ms = 500\n[listeners]\ntransparent = [\"0.0.0.0:15001\"]\n"
+      "dns = [\"0.0.0.0:15053\"]\n[limits]\npeek_timeout_ms = 250\n",
+      "/nonexistent/l.toml");
+  EXPECT_EQ(c.launcher.state_dir, "/nonexistent/state");
+  EXPECT_EQ(c.launcher.pool.to_string(), "10.9.0.0/24");
+  EXPECT_EQ(c.launcher.ca_file, "/x/ca.pem");
+  EXPECT_EQ(c.launcher.ready_timeout, std::chrono::milliseconds(500));
+  ASSERT_EQ(c.listeners.transparent.size(), 1u);
+  EXPECT_EQ(c.listeners.transparent[0].port, 15001);
+  ASSERT_EQ(c.listeners.dns.size(), 1u);
+  EXPECT_EQ(c.listeners.dns[0].port, 15053);
+  EXPECT_EQ(c.limits.peek_timeout, std::chrono::milliseconds(250));
+}
+
+TEST(Launcher, PoolMustBeIpv4AndHoldTwoSandboxes) {
+  for (const char* pool : {"fd00::/64", "10.0.0.0/30", "10.0.0.1/16"}) {
+    EXPECT_THROW(load_config_from_string(std::string("[launcher]\npool = \"") + pool + "\"\n",
+                                         "/nonexistent/l.toml"),
+                 ConfigErrors)
+        << pool;
+  }
 }
 
 }  // namespace
