@@ -231,6 +231,34 @@ INSTANTIATE_TEST_SUITE_P(
         AddressRow{"unknown_sandbox", "zzz", "93.184.216.34", 443, false,
                    Reason::unknown_sandbox}));
 
+// A DNS question has no port: a name resolves when some port of it is allowed.
+TEST(Policy, DnsQuestionsAskForAnyPort) {
+  const auto policy = make_policy();
+  const auto dns = [&](const char* sandbox, const char* host) {
+    return policy->decide(sandbox, normalize_host(host), 0, EntryMode::dns);
+  };
+  EXPECT_TRUE(dns("sb", "github.com").allowed);
+  EXPECT_TRUE(dns("sb", "ssh.example.net").allowed);      // only :22 is allowed
+  EXPECT_TRUE(dns("sb", "a.internal.example").allowed);   // only :8443
+  EXPECT_TRUE(dns("sb", "gist.github.com").allowed);      // denied on :443 only
+  EXPECT_FALSE(dns("sb", "secret.example.org").allowed);  // denied on every port
+  EXPECT_EQ(dns("sb", "x.evil.example.org").reason, Reason::denied_by_rule);
+  EXPECT_EQ(dns("sb", "example.com").reason, Reason::no_matching_rule);
+  EXPECT_TRUE(dns("open", "anything.example").allowed);
+  EXPECT_FALSE(dns("open", "blocked.example").allowed);
+  EXPECT_EQ(dns("nobody", "github.com").reason, Reason::unknown_sandbox);
+  // Port 0 is "any" only for DNS; other modes keep refusing it.
+  EXPECT_FALSE(policy->decide("sb", normalize_host("github.com"), 0, EntryMode::tcp).allowed);
+
+  SandboxSpec no_ports;
+  no_ports.id = "np";
+  no_ports.ports = {};
+  no_ports.allow = {rule("a.test"), rule("b.test:22")};
+  const Policy p({no_ports}, {});
+  EXPECT_FALSE(p.decide("np", normalize_host("a.test"), 0, EntryMode::dns).allowed);
+  EXPECT_TRUE(p.decide("np", normalize_host("b.test"), 0, EntryMode::dns).allowed);
+}
+
 TEST(Policy, SandboxLookup) {
   const auto policy = make_policy();
   EXPECT_TRUE(policy->has_sandbox("sb"));
