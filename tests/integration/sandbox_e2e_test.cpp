@@ -417,6 +417,45 @@ TEST_F(SandboxE2e, SandboxesAtOnceEachLimitedToItsOwnPolicy) {
   EXPECT_EQ(launch({"down", "--sandbox", id("b")}).exit_code, 0);
 }
 
+TEST_F(SandboxE2e, DownClosesTheSandboxesOpenConnections) {
+  ASSERT_EQ(launch({"up", "--sandbox", id("held"), "--profile", "web"}).exit_code, 0);
+  // A connection that would otherwise stay open for the idle timeout (5 minutes).
+  Background held(
+      {launch_binary(), "--config", world->daemon->config_path(), "exec", "--sandbox", id("held"),
+       "--", "bash", "-c", "exec 3<>/dev/tcp/origin.test/22; head -n1 <&3; sleep 60"},
+      world->dir.file("held.out"));
+  for (int i = 0; i < 100 && requests().find("203.0.113.10:22") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_NE(requests().find("CONNECT 203.0.113.10:22"), std::string::npos) << requests();
+  EXPECT_TRUE(audit("connection_closed").empty());
+  ASSERT_EQ(launch({"down", "--sandbox", id("held")}).exit_code, 0);
+  const auto closed = world->daemon->wait_audit(
+      [&](const boost::json::object& line) {
+        return line.at("event").as_object().at("code").as_string() == "connection_closed" &&
+               line.at("destination").as_object().at("port").as_int64() == 22;
+      },
+      5s, audit_from_);
+  ASSERT_TRUE(closed.has_value()) << "the tunnel outlived its sandbox";
+  EXPECT_EQ(closed->at("labels").as_object().at("sandbox_id").as_string(), id("held"));
+}
+
+TEST_F(SandboxE2e, UpAttachesAnExistingNamespace) {
+  const std::string ns = "sgt" + std::to_string(::getpid()) + "x";
+  must({"ip", "netns", "add", ns});
+  const auto up = launch(
+      {"up", "--sandbox", id("attached"), "--profile", "web", "--netns", "/run/netns/" + ns});
+  EXPECT_EQ(up.exit_code, 0) << up.err;
+  const auto get = run_command({"ip", "netns", "exec", ns, "curl", "-sS", "-m", "10", "--resolve",
+                                "origin.test:80:203.0.113.10", "http://origin.test/"});
+  EXPECT_EQ(get.out, "hello from origin.test over http\n") << get.err;
+  EXPECT_EQ(launch({"down", "--sandbox", id("attached")}).exit_code, 0);
+  // Not ours: the namespace stays, without the sandbox's link.
+  EXPECT_NE(run_command({"ip", "netns", "list"}).out.find(ns), std::string::npos);
+  EXPECT_EQ(run_command({"ip", "-n", ns, "-o", "link"}).out.find("sg"), std::string::npos);
+  run_command({"ip", "netns", "del", ns});
+}
+
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
   ASSERT_EQ(run_in("gone", "web", "true").exit_code, 0);
   ASSERT_EQ(launch({"up", "--sandbox", id("gone2"), "--profile", "web"}).exit_code, 0);
