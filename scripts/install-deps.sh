@@ -18,6 +18,12 @@ packages=(
   prometheus
 )
 
+# npm drives one end-to-end test (a package installed through sandgate). A Node.js from
+# elsewhere (NodeSource's nodejs ships npm) is fine; otherwise take Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
