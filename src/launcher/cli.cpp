@@ -65,7 +65,7 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       break;
     }
     const bool takes_value =
-        arg == "--sandbox" || arg == "--config" ||
+        arg == "--sandbox" || arg == "--config" || (spec.command && arg == "--user") ||
         (spec.policy && (arg == "--profile" || arg == "--allow" || arg == "--netns"));
     if (takes_value) {
       auto v = value();
@@ -75,6 +75,7 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       if (arg == "--profile") options.profile = *v;
       if (arg == "--allow") options.allow.push_back(*v);
       if (arg == "--netns") options.netns_path = *v;
+      if (arg == "--user") options.user = *v;
     } else if (arg == "--json" && spec.verb == Verb::list) {
       options.json = true;
     } else {
@@ -93,9 +94,10 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
 
 std::string_view usage_text() {
   return "usage: sandgate-launch [--config PATH] COMMAND\n"
-         "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] -- CMD ARGS...\n"
+         "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] [--user USER]\n"
+         "       -- CMD ARGS...\n"
          "  up   --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH]\n"
-         "  exec --sandbox ID -- CMD ARGS...\n"
+         "  exec --sandbox ID [--user USER] -- CMD ARGS...\n"
          "  down --sandbox ID\n"
          "  list [--json]\n"
          "  gc\n"

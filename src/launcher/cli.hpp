@@ -20,6 +20,7 @@ struct Options {
   std::vector<std::string> allow;
   std::string netns_path;            // --netns: attach this namespace instead of creating one
   std::vector<std::string> command;  // after "--" (run, exec)
+  std::string user;                  // --user (run, exec): run the command as this user
   bool json = false;                 // list --json
 };
 

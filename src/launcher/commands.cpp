@@ -1,5 +1,6 @@
 #include "launcher/commands.hpp"
 
+#include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,8 +33,25 @@ SandboxRequest request_from(const Options& o, const char* mode) {
   return SandboxRequest{o.sandbox, o.profile, o.allow, o.netns_path, mode};
 }
 
-// argv that runs `command` inside the sandbox's namespace.
-std::vector<std::string> enter_argv(const SandboxState& s,
+// setpriv arguments that drop to `user` (its uid, primary group and supplementary groups) with
+// no capabilities and no way to regain them. Without this the command runs as the caller
+// (root), which can leave the namespace (setns) and so must be trusted. Empty user: none.
+std::vector<std::string> drop_privileges_argv(const std::string& user) {
+  if (user.empty()) return {};
+  const passwd* pw = ::getpwnam(user.c_str());
+  if (pw == nullptr) throw LaunchError(2, "unknown user \"" + user + "\" for --user");
+  return {"setpriv",
+          "--reuid=" + std::to_string(pw->pw_uid),
+          "--regid=" + std::to_string(pw->pw_gid),
+          "--init-groups",
+          "--inh-caps=-all",
+          "--bounding-set=-all",
+          "--no-new-privs",
+          "--"};
+}
+
+// argv that runs `command` inside the sandbox's namespace, as `user` when one is given.
+std::vector<std::string> enter_argv(const SandboxState& s, const std::string& user,
                                     const std::vector<std::string>& command) {
   std::vector<std::string> argv;
   if (s.owned_netns) {
@@ -41,17 +59,17 @@ std::vector<std::string> enter_argv(const SandboxState& s,
   } else {
     argv = {"nsenter", "--net=" + s.netns};
   }
+  const std::vector<std::string> drop = drop_privileges_argv(user);
+  argv.insert(argv.end(), drop.begin(), drop.end());
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
 
 // Replaces this process (after fork, or for exec) with the command inside the sandbox.
-[[noreturn]] void exec_in_sandbox(const SandboxState& s, const Settings& settings,
-                                  const std::vector<std::string>& command) {
+[[noreturn]] void exec_in_sandbox(const Settings& settings, const std::vector<std::string>& argv) {
   std::vector<std::string> parent;
   for (char** e = environ; *e != nullptr; ++e) parent.emplace_back(*e);
   const std::vector<std::string> env = sandbox_environment(parent, ca_bundle_path(settings));
-  const std::vector<std::string> argv = enter_argv(s, command);
   std::vector<char*> cargv;
   std::vector<char*> cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
@@ -76,10 +94,12 @@ int report_teardown(const std::string& id, const std::vector<std::string>& error
 int run(const Options& o) {
   block_stop_signals();
   const Settings settings = load_settings(o.config_path, true);
+  drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
   const SandboxState state = create_sandbox(settings, request_from(o, "run"));
   const StateDir dir(settings.state_dir);
+  const std::vector<std::string> argv = enter_argv(state, o.user, o.command);
   const pid_t child = ::fork();
-  if (child == 0) exec_in_sandbox(state, settings, o.command);
+  if (child == 0) exec_in_sandbox(settings, argv);
   int status = 1;
   if (child < 0) {
     warn(std::string("cannot fork: ") + std::strerror(errno));
@@ -132,7 +152,7 @@ int exec(const Options& o) {
                              "crashed launcher: run `sandgate-launch gc`)");
   }
   check_privileges_and_tools();
-  exec_in_sandbox(state, settings, o.command);
+  exec_in_sandbox(settings, enter_argv(state, o.user, o.command));
 }
 
 int down(const Options& o) {

@@ -457,6 +457,19 @@ TEST_F(SandboxE2e, UpAttachesAnExistingNamespace) {
   run_command({"ip", "netns", "del", ns});
 }
 
+TEST_F(SandboxE2e, UserRunsWithoutPrivilegesAndCannotLeaveTheNamespace) {
+  const auto r = launch({"run", "--sandbox", id("user"), "--profile", "web", "--user", "nobody",
+                         "--", "sh", "-c",
+                         "id -u; curl -sS -m 10 http://origin.test/; "
+                         "nsenter --net=/proc/1/ns/net true 2>/dev/null; echo leave=$?"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "65534\nhello from origin.test over http\nleave=1\n");
+  const auto unknown =
+      launch({"run", "--sandbox", id("user2"), "--user", "no-such-user-sg", "--", "true"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err, "sandgate-launch: unknown user \"no-such-user-sg\" for --user\n");
+}
+
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
   ASSERT_EQ(run_in("gone", "web", "true").exit_code, 0);
   ASSERT_EQ(launch({"up", "--sandbox", id("gone2"), "--profile", "web"}).exit_code, 0);

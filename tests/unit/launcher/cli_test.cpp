@@ -57,6 +57,8 @@ TEST(LauncherCli, Rejects) {
        "unknown option --profile for exec"},
       {{"list", "extra"}, "unknown option extra for list"},
       {{"gc", "--json"}, "unknown option --json for gc"},
+      {{"up", "--sandbox", "a", "--user", "nobody"}, "unknown option --user for up"},
+      {{"exec", "--sandbox", "a", "--user"}, "--user needs a value"},
   };
   for (const Row& row : rows) {
     std::string error;
