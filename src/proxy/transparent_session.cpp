@@ -306,7 +306,8 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   // decided (an allow_cidrs range may open it).
   std::optional<policy::Decision> first_denial;
   policy::Host denied_host;
-  for (const std::string& name : shared.dns_memory.names_for(s.sandbox, original_ip)) {
+  const std::vector<std::string> names = shared.dns_memory.names_for(s.sandbox, original_ip);
+  for (const std::string& name : names) {
     const policy::Host host = policy::normalize_host(name);
     const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
     if (d.allowed) {

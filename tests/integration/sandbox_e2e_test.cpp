@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -103,12 +104,33 @@ struct World {
   World() {
     requests_log = dir.file("requests.log");
     dns_log = dir.file("dnsmasq.log");
-    make_certificates();
-    make_internet();
-    start_daemon();
+    try {
+      make_certificates();
+      make_internet();
+      start_daemon();
+    } catch (...) {
+      clean_up();  // a half-built world leaves nothing behind either
+      throw;
+    }
   }
-  ~World() {
-    daemon.reset();
+  ~World() { clean_up(); }
+
+  // Removes what sandboxes a killed launcher left (gc), then the test internet. Everything
+  // else lives in this process's private namespace and goes with it.
+  void clean_up() {
+    if (daemon) {
+      const std::string config = daemon->config_path();
+      run_command({launch_binary(), "--config", config, "gc"}, 60s);
+      // Sandboxes a failed test left up.
+      std::istringstream listed(run_command({launch_binary(), "--config", config, "list"}).out);
+      for (std::string line; std::getline(listed, line);) {
+        const std::string sandbox = line.substr(0, line.find(' '));
+        if (!sandbox.empty()) {
+          run_command({launch_binary(), "--config", config, "down", "--sandbox", sandbox}, 60s);
+        }
+      }
+      daemon.reset();
+    }
     servers.reset();
     dnsmasq.reset();
     run_command({"ip", "netns", "del", internet});
