@@ -152,29 +152,10 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
 
   const std::string dialed_ip = dialed.address.to_string();
   const std::string shown = host.display();
-  telemetry::AuditRecord r = s.record(policy::EntryMode::connect);
-  r.host = shown;
-  r.port = port;
-  r.destination_ip = dialed_ip;
-  r.bytes_up = stats.up;
-  r.bytes_down = stats.down;
-  r.duration = std::chrono::steady_clock::now() - s.started;
-  if (!verdict.allowed) {
-    const std::string_view reason = policy::reason_name(verdict.reason);
-    r.event = code_name(Errc::network_denied);
-    r.outcome = "failure";
-    r.reason = reason;
-    r.tls_sni = verdict.sni;
-    shared.metrics->denial(reason);
-    shared.metrics->connection(telemetry::Mode::connect, telemetry::Outcome::denied);
-  } else {
-    r.event = "connection_closed";
-    r.outcome = "success";
-    shared.metrics->connection(telemetry::Mode::connect, telemetry::Outcome::allowed);
-  }
-  shared.audit->write(r);
-  shared.metrics->bytes(telemetry::Direction::upstream, stats.up);
-  shared.metrics->bytes(telemetry::Direction::downstream, stats.down);
+  policy::Decision denial;
+  denial.reason = verdict.reason;
+  s.record_tunnel(policy::EntryMode::connect, shown, port, dialed_ip, stats.up, stats.down,
+                  verdict.sni, verdict.allowed ? nullptr : &denial);
 }
 
 }  // namespace sandgate::proxy

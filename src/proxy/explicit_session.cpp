@@ -15,8 +15,8 @@ namespace {
 
 constexpr std::size_t kReadChunk = 4096;
 
-}  // namespace
-
+// Reads until s.buffer holds a whole request head. Returns its size, or the error code to
+// answer with (Errc::ok with size 0: the client went away or idled out before a byte).
 asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) {
   const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
   bool started = s.buffer.size() > 0;
@@ -47,6 +47,32 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
       s.watchdog->arm(s.limits().header_timeout);
     }
   }
+}
+
+}  // namespace
+
+asio::awaitable<std::optional<NextRequest>> next_request(Session& s, bool first) {
+  auto& shared = *s.deps.shared;
+  s.snap = shared.current();  // limits for reading the head
+  const auto [read_error, head_size] = co_await read_head(s, first);
+  if (read_error != Errc::ok) {
+    co_await s.fail(policy::EntryMode::http, read_error);
+    co_return std::nullopt;
+  }
+  if (head_size == 0) co_return std::nullopt;
+  s.snap = shared.current();  // a reload while the connection idled applies to this request
+
+  const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
+  const auto* data = static_cast<const char*>(s.buffer.data().data());
+  auto head = http::parse_request_head(std::string_view(data, head_size), limits);
+  if (!head) {
+    co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
+    co_return std::nullopt;
+  }
+  std::optional<NextRequest> out(std::in_place);
+  out->head = std::move(*head);
+  out->size = head_size;
+  co_return out;
 }
 
 Errc Session::bind_sandbox(const std::string& id) {
@@ -121,22 +147,9 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
     co_return;
   }
   for (bool first = true;; first = false) {
-    s.snap = shared.current();  // limits for reading the head
-    const auto [read_error, head_size] = co_await read_head(s, first);
-    if (read_error != Errc::ok) {
-      co_await s.fail(policy::EntryMode::http, read_error);
-      co_return;
-    }
-    if (head_size == 0) co_return;
-    s.snap = shared.current();  // a reload while the connection idled applies to this request
-
-    const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
-    const auto* data = static_cast<const char*>(s.buffer.data().data());
-    auto head = http::parse_request_head(std::string_view(data, head_size), limits);
-    if (!head) {
-      co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
-      co_return;
-    }
+    auto request = co_await next_request(s, first);
+    if (!request) co_return;
+    const http::RequestHead* head = &request->head;
     const bool is_connect = head->form == http::RequestHead::Form::authority;
     const auto mode = is_connect ? policy::EntryMode::connect : policy::EntryMode::http;
 
@@ -163,7 +176,7 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       co_return;
     }
     if (is_connect) {
-      s.buffer.consume(head_size);
+      s.buffer.consume(request->size);
       co_await handle_connect(s, host, head->port);
       co_return;
     }

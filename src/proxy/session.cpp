@@ -49,6 +49,34 @@ void Session::record_denial(policy::EntryMode mode, std::string_view host, std::
   deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::denied);
 }
 
+void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::uint16_t port,
+                            std::string_view dialed_ip, std::uint64_t up, std::uint64_t down,
+                            std::string_view sni, const policy::Decision* denial) {
+  auto& metrics = *deps.shared->metrics;
+  telemetry::AuditRecord r = record(mode);
+  r.host = host;
+  r.port = port;
+  r.destination_ip = dialed_ip;
+  r.tls_sni = sni;
+  r.bytes_up = up;
+  r.bytes_down = down;
+  r.duration = std::chrono::steady_clock::now() - started;
+  if (denial != nullptr) {
+    r.event = code_name(Errc::network_denied);
+    r.outcome = "failure";
+    r.reason = policy::reason_name(denial->reason);
+    metrics.denial(r.reason);
+    metrics.connection(to_metrics_mode(mode), telemetry::Outcome::denied);
+  } else {
+    r.event = "connection_closed";
+    r.outcome = "success";
+    metrics.connection(to_metrics_mode(mode), telemetry::Outcome::allowed);
+  }
+  deps.shared->audit->write(r);
+  metrics.bytes(telemetry::Direction::upstream, up);
+  metrics.bytes(telemetry::Direction::downstream, down);
+}
+
 asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& host,
                                     std::uint16_t port, const policy::Decision& d,
                                     const policy::Host* suggest_for) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/errc.hpp"
+#include "http/request_head.hpp"
 #include "policy/policy.hpp"
 #include "proxy/responses.hpp"
 #include "proxy/runtime.hpp"
@@ -65,6 +66,11 @@ struct Session {
   // Audit line and metrics of a refusal by policy; `sni` when a ClientHello was read.
   void record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
                      const policy::Decision& d, std::string_view sni = {});
+  // Audit line and metrics of a finished tunnel (CONNECT or transparent): bytes each way,
+  // duration, the address dialled. `denial`: the first-bytes inspection cut it short.
+  void record_tunnel(policy::EntryMode mode, std::string_view host, std::uint16_t port,
+                     std::string_view dialed_ip, std::uint64_t up, std::uint64_t down,
+                     std::string_view sni, const policy::Decision* denial = nullptr);
   // Refusal by policy: audit line, metrics, 403 with the denial contract.
   asio::awaitable<void> deny(policy::EntryMode mode, const policy::Host& host, std::uint16_t port,
                              const policy::Decision& d, const policy::Host* suggest_for = nullptr);
@@ -82,9 +88,16 @@ struct SessionCleanup {
   ~SessionCleanup();
 };
 
-// Reads until s.buffer holds a whole request head. Returns its size, or the error code to
-// answer with (Errc::ok with size 0: the client went away or idled out before a byte).
-asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first);
+// The next request head on a client connection, validated; its bytes are still in s.buffer.
+struct NextRequest {
+  http::RequestHead head;
+  std::size_t size = 0;  // bytes of s.buffer the head takes
+};
+
+// Reads and parses the next request head (refreshing s.snap). A malformed or timed-out head
+// has been answered with its error (audit line, 4xx); nullopt then, and when the client went
+// away or idled out between requests: the connection is over.
+asio::awaitable<std::optional<NextRequest>> next_request(Session& s, bool first);
 
 asio::awaitable<void> serve_explicit(tcp::socket client, WorkerDeps deps);
 asio::awaitable<void> serve_transparent(tcp::socket client, WorkerDeps deps);

@@ -187,41 +187,16 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
   stats.down = relayed.down;
 
   const std::string dialed_ip = dialed.address.to_string();
-  telemetry::AuditRecord r = s.record(mode);
-  r.event = "connection_closed";
-  r.outcome = "success";
-  r.host = shown;
-  r.port = port;
-  r.destination_ip = dialed_ip;
-  r.tls_sni = sni;
-  r.bytes_up = stats.up;
-  r.bytes_down = stats.down;
-  r.duration = std::chrono::steady_clock::now() - s.started;
-  shared.audit->write(r);
-  shared.metrics->connection(to_metrics_mode(mode), telemetry::Outcome::allowed);
-  shared.metrics->bytes(telemetry::Direction::upstream, stats.up);
-  shared.metrics->bytes(telemetry::Direction::downstream, stats.down);
+  s.record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
 }
 
 // HTTP/1 requests, each decided on its own Host and the original port, forwarded like the
 // explicit proxy's (so a second request on the connection cannot ride on the first's name).
 asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
-  auto& shared = *s.deps.shared;
   for (bool first = true;; first = false) {
-    const auto [read_error, head_size] = co_await read_head(s, first);
-    if (read_error != Errc::ok) {
-      co_await s.fail(policy::EntryMode::http, read_error);
-      co_return;
-    }
-    if (head_size == 0) co_return;
-    s.snap = shared.current();
-    const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
-    const auto* data = static_cast<const char*>(s.buffer.data().data());
-    auto head = http::parse_request_head(std::string_view(data, head_size), limits);
-    if (!head) {
-      co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
-      co_return;
-    }
+    const auto request = co_await next_request(s, first);
+    if (!request) co_return;
+    const http::RequestHead* head = &request->head;
     const policy::Host host = policy::normalize_host(head->host);
     policy::Decision d;
     if (head->form == http::RequestHead::Form::authority) {
