@@ -100,17 +100,22 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& 
   co_await write_client(response);
 }
 
-asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
-                                    std::uint16_t port, std::string_view message) {
+void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view host,
+                             std::uint16_t port, int status) {
   telemetry::AuditRecord r = record(mode);
   r.event = code_name(code);
   r.outcome = "failure";
   r.host = host;
   r.port = port;
-  r.http_status = static_cast<int>(http_status(code));
+  r.http_status = status;
   deps.shared->audit->write(r);
   deps.shared->metrics->error(code);
   deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::error);
+}
+
+asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
+                                    std::uint16_t port, std::string_view message) {
+  record_failure(mode, code, host, port, static_cast<int>(http_status(code)));
 
   ErrorInfo info;
   info.code = code;

@@ -66,6 +66,10 @@ struct Session {
   // Audit line and metrics of a refusal by policy; `sni` when a ClientHello was read.
   void record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
                      const policy::Decision& d, std::string_view sni = {});
+  // Audit line and metrics of a failure with its own code; `status`: the HTTP status sent, if
+  // any (0: none, e.g. a stream that is reset).
+  void record_failure(policy::EntryMode mode, Errc code, std::string_view host, std::uint16_t port,
+                      int status = 0);
   // Audit line and metrics of a finished tunnel (CONNECT or transparent): bytes each way,
   // duration, the address dialled. `denial`: the first-bytes inspection cut it short.
   void record_tunnel(policy::EntryMode mode, std::string_view host, std::uint16_t port,

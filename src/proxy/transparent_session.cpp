@@ -122,6 +122,13 @@ asio::awaitable<FirstBytes> classify(Session& s) {
   }
 }
 
+// Closes the client connection with a TCP reset, so it fails at once instead of timing out.
+void reset_client(Session& s) {
+  boost::system::error_code ignored;
+  s.client.set_option(asio::socket_base::linger(true, 0), ignored);
+  s.client.close(ignored);
+}
+
 // Refuses a stream connection: audit line, then a TLS alert (TLS) or a TCP reset (anything
 // else), so the client fails at once instead of timing out.
 asio::awaitable<void> refuse_stream(Session& s, policy::EntryMode mode, std::string_view host,
@@ -132,25 +139,14 @@ asio::awaitable<void> refuse_stream(Session& s, policy::EntryMode mode, std::str
     co_await asio::async_write(s.client, asio::buffer(tls_access_denied_alert()), use_tuple);
     co_return;
   }
-  boost::system::error_code ignored;
-  s.client.set_option(asio::socket_base::linger(true, 0), ignored);
-  s.client.close(ignored);
+  reset_client(s);
 }
 
 // A failure after an allow (DNS, connect): audit line and metrics, then a reset.
 void fail_stream(Session& s, policy::EntryMode mode, Errc code, std::string_view host,
                  std::uint16_t port) {
-  telemetry::AuditRecord r = s.record(mode);
-  r.event = code_name(code);
-  r.outcome = "failure";
-  r.host = host;
-  r.port = port;
-  s.deps.shared->audit->write(r);
-  s.deps.shared->metrics->error(code);
-  s.deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::error);
-  boost::system::error_code ignored;
-  s.client.set_option(asio::socket_base::linger(true, 0), ignored);
-  s.client.close(ignored);
+  s.record_failure(mode, code, host, port);
+  reset_client(s);
 }
 
 // Dials the decided host and relays the connection, starting with the bytes already read.
