@@ -4,19 +4,24 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <cerrno>
+#include <memory>
+#include <optional>
+#include <vector>
 
 namespace sandgate::proxy {
 
 namespace {
 
-using namespace boost::asio::experimental::awaitable_operators;
 constexpr std::size_t kSpliceChunk = 1 << 20;
 constexpr std::uint64_t kEnlargeAfter = 1 << 20;  // bytes moved before the pipe grows
 constexpr std::size_t kBulkPipeBytes = 1 << 20;
+constexpr int kRoundsPerTurn = 16;  // splices before other sessions get a turn
+constexpr std::size_t kFirstBytesChunk = 4096;
 
 // A pipe used as splice(2)'s kernel buffer; closed when the direction ends.
 class Pipe {
@@ -24,10 +29,7 @@ class Pipe {
   Pipe() = default;
   Pipe(const Pipe&) = delete;
   Pipe& operator=(const Pipe&) = delete;
-  ~Pipe() {
-    if (read_ >= 0) ::close(read_);
-    if (write_ >= 0) ::close(write_);
-  }
+  ~Pipe() { close(); }
   bool open() {
     if (read_ >= 0) return true;
     int fds[2];
@@ -35,6 +37,11 @@ class Pipe {
     read_ = fds[0];
     write_ = fds[1];
     return true;
+  }
+  void close() {
+    if (read_ >= 0) ::close(read_);
+    if (write_ >= 0) ::close(write_);
+    read_ = write_ = -1;
   }
   bool is_open() const { return read_ >= 0; }
   int read_end() const { return read_; }
@@ -45,90 +52,248 @@ class Pipe {
   int write_ = -1;
 };
 
-void cancel_both(tcp::socket& a, tcp::socket& b) {
-  boost::system::error_code ignored;
-  a.cancel(ignored);
-  b.cancel(ignored);
+// relay_both's completion handler, whatever its type (Boost 1.81's any_completion_handler
+// recurses when moved into a posted function).
+class Completion {
+ public:
+  template <class Handler>
+  explicit Completion(Handler h) : impl_(std::make_unique<Impl<Handler>>(std::move(h))) {}
+  void operator()() { impl_->call(); }
+
+ private:
+  struct Base {
+    virtual ~Base() = default;
+    virtual void call() = 0;
+  };
+  template <class Handler>
+  struct Impl final : Base {
+    explicit Impl(Handler h) : handler(std::move(h)) {}
+    void call() override { std::move(handler)(); }
+    Handler handler;
+  };
+  std::unique_ptr<Base> impl_;
+};
+
+bool would_block() {
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
+
+// Both directions of one tunnel. Lives in relay_both's frame; every callback runs on the
+// session's worker, and the completion is posted only once neither direction has an
+// operation pending, so no callback outlives it.
+class Relay {
+ public:
+  Relay(tcp::socket& client, tcp::socket& upstream, Watchdog& watchdog,
+        std::chrono::milliseconds idle, std::vector<std::uint8_t> initial, FirstBytesGate* gate)
+      : up_{&client, &upstream},
+        down_{&upstream, &client},
+        watchdog_(watchdog),
+        idle_(idle),
+        gate_(gate),
+        first_(std::move(initial)) {}
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  void start(Completion done) {
+    done_.emplace(std::move(done));
+    boost::system::error_code ignored;
+    up_.from->native_non_blocking(true, ignored);
+    down_.from->native_non_blocking(true, ignored);
+    wait_readable(down_);
+    if (gate_ != nullptr) {
+      run_gate();
+    } else if (!first_.empty()) {
+      send_first();
+    } else {
+      wait_readable(up_);
+    }
+  }
+
+  RelayStats stats() const { return {up_.bytes, down_.bytes}; }
+  bool refused() const { return refused_; }
+
+ private:
+  struct Direction {
+    Direction(tcp::socket* f, tcp::socket* t) : from(f), to(t) {}
+    tcp::socket* from;
+    tcp::socket* to;
+    Pipe pipe;
+    std::size_t in_pipe = 0;  // spliced in, not yet out
+    std::uint64_t bytes = 0;
+    bool done = false;
+  };
+
+  // The tunnel is ending (an error, a refusal, the watchdog): callbacks stop moving bytes.
+  bool stopping() const { return stopping_ || watchdog_.expired(); }
+
+  void stop_both() {
+    stopping_ = true;
+    boost::system::error_code ignored;
+    up_.from->cancel(ignored);
+    down_.from->cancel(ignored);
+  }
+
+  void finish(Direction& d) {
+    d.done = true;
+    d.pipe.close();
+    if (up_.done && down_.done && done_) {
+      asio::post(up_.from->get_executor(), [done = std::move(*done_)]() mutable { done(); });
+      done_.reset();
+    }
+  }
+
+  void fail(Direction& d) {
+    stop_both();
+    finish(d);
+  }
+
+  void eof(Direction& d) {  // half-close; the other direction goes on
+    boost::system::error_code ignored;
+    d.to->shutdown(tcp::socket::shutdown_send, ignored);
+    finish(d);
+  }
+
+  // --- the client's first bytes, before anything reaches upstream -------------------------
+
+  void run_gate() {
+    switch (gate_->check(first_)) {
+      case FirstBytesGate::Verdict::need_more:
+        up_.from->async_wait(tcp::socket::wait_read,
+                             [this](boost::system::error_code ec) { on_first_bytes(ec); });
+        return;
+      case FirstBytesGate::Verdict::pass:
+        gate_ = nullptr;
+        send_first();
+        return;
+      case FirstBytesGate::Verdict::refuse:
+        refused_ = true;
+        stopping_ = true;
+        asio::async_write(*up_.from, asio::buffer(gate_->refusal()),
+                          [this](boost::system::error_code, std::size_t) { fail(up_); });
+        return;
+    }
+  }
+
+  void on_first_bytes(boost::system::error_code ec) {
+    // Undecided bytes never go upstream, not even when the client leaves.
+    if (ec || stopping()) return finish(up_);
+    const std::size_t old = first_.size();
+    first_.resize(old + kFirstBytesChunk);
+    const ssize_t n = ::recv(up_.from->native_handle(), first_.data() + old, kFirstBytesChunk, 0);
+    first_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+    if (n == 0) return eof(up_);
+    if (n < 0 && !would_block()) return fail(up_);
+    run_gate();
+  }
+
+  void send_first() {
+    if (stopping()) return finish(up_);
+    const int out = up_.to->native_handle();
+    while (first_sent_ < first_.size()) {
+      const ssize_t m = ::send(out, first_.data() + first_sent_, first_.size() - first_sent_,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (m > 0) {
+        first_sent_ += static_cast<std::size_t>(m);
+        continue;
+      }
+      if (m < 0 && would_block()) {
+        up_.to->async_wait(tcp::socket::wait_write, [this](boost::system::error_code ec) {
+          if (ec) return fail(up_);
+          send_first();
+        });
+        return;
+      }
+      return fail(up_);
+    }
+    up_.bytes += first_.size();
+    std::vector<std::uint8_t>().swap(first_);
+    watchdog_.arm(idle_);
+    wait_readable(up_);
+  }
+
+  // --- splice ------------------------------------------------------------------------------
+
+  // Waits for data before the first splice, so an idle direction holds no pipe.
+  void wait_readable(Direction& d) {
+    d.from->async_wait(tcp::socket::wait_read, [this, &d](boost::system::error_code ec) {
+      if (ec || stopping()) return finish(d);
+      if (!d.pipe.is_open()) {
+        // A direction that only ever sees EOF needs no pipe.
+        char byte;
+        if (::recv(d.from->native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+          return eof(d);
+        }
+        if (!d.pipe.open()) return fail(d);
+      }
+      pump(d);
+    });
+  }
+
+  void wait_writable(Direction& d) {
+    d.to->async_wait(tcp::socket::wait_write, [this, &d](boost::system::error_code ec) {
+      if (ec || stopping()) return finish(d);
+      pump(d);
+    });
+  }
+
+  // Moves bytes until a socket would block, then waits for it. After kRoundsPerTurn splices
+  // the rest is posted, so one busy tunnel cannot starve the worker's other sessions.
+  void pump(Direction& d) {
+    const int in = d.from->native_handle();
+    const int out = d.to->native_handle();
+    for (int round = 0; round < kRoundsPerTurn; ++round) {
+      if (d.in_pipe > 0) {
+        const ssize_t m = ::splice(d.pipe.read_end(), nullptr, out, nullptr, d.in_pipe,
+                                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (m < 0 && would_block()) return wait_writable(d);
+        if (m <= 0) return fail(d);
+        d.in_pipe -= static_cast<std::size_t>(m);
+        d.bytes += static_cast<std::uint64_t>(m);
+        continue;
+      }
+      const ssize_t n = ::splice(in, nullptr, d.pipe.write_end(), nullptr, kSpliceChunk,
+                                 SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n == 0) return eof(d);
+      if (n < 0 && would_block()) return wait_readable(d);
+      if (n < 0) return fail(d);
+      d.in_pipe = static_cast<std::size_t>(n);
+      watchdog_.arm(idle_);
+      if (d.bytes < kEnlargeAfter && d.bytes + d.in_pipe >= kEnlargeAfter) {
+        // Bulk transfer: a larger pipe moves more per splice. Only now, because pipe pages
+        // count against a per-user limit; failure just keeps the default size.
+        ::fcntl(d.pipe.write_end(), F_SETPIPE_SZ, static_cast<int>(kBulkPipeBytes));
+      }
+    }
+    asio::post(d.from->get_executor(), [this, &d] {
+      if (stopping()) return finish(d);
+      pump(d);
+    });
+  }
+
+  Direction up_;    // client -> upstream
+  Direction down_;  // upstream -> client
+  Watchdog& watchdog_;
+  std::chrono::milliseconds idle_;
+  FirstBytesGate* gate_;
+  std::vector<std::uint8_t> first_;  // the client's first bytes, until they have gone upstream
+  std::size_t first_sent_ = 0;
+  bool stopping_ = false;
+  bool refused_ = false;
+  std::optional<Completion> done_;
+};
 
 }  // namespace
 
-asio::awaitable<void> relay_one_way(tcp::socket& from, tcp::socket& to, std::uint64_t& counter,
-                                    Watchdog& watchdog, std::chrono::milliseconds idle) {
-  Pipe pipe;
-  bool pipe_enlarged = false;
-  const int in = from.native_handle();
-  const int out = to.native_handle();
-  boost::system::error_code ec;
-  from.native_non_blocking(true, ec);
-  to.native_non_blocking(true, ec);
-
-  // Wait before the first splice (an idle direction holds no pipe); after data has moved,
-  // splice first and wait only when the socket runs dry.
-  bool wait_first = true;
-  for (;;) {
-    if (wait_first) {
-      auto [wait_ec] = co_await from.async_wait(tcp::socket::wait_read, use_tuple);
-      if (wait_ec || watchdog.expired()) break;
-      if (!pipe.is_open()) {
-        // A direction that only ever sees EOF needs no pipe.
-        char byte;
-        if (::recv(in, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
-          to.shutdown(tcp::socket::shutdown_send, ec);
-          co_return;
-        }
-      }
-    }
-    if (!pipe.open()) break;
-    const ssize_t n = ::splice(in, nullptr, pipe.write_end(), nullptr, kSpliceChunk,
-                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (n == 0) {  // EOF: half-close and let the other direction finish
-      to.shutdown(tcp::socket::shutdown_send, ec);
-      co_return;
-    }
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) {
-        wait_first = true;
-        continue;
-      }
-      break;  // reset or other error
-    }
-    std::size_t pending = static_cast<std::size_t>(n);
-    while (pending > 0) {
-      const ssize_t m = ::splice(pipe.read_end(), nullptr, out, nullptr, pending,
-                                 SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (m > 0) {
-        pending -= static_cast<std::size_t>(m);
-        continue;
-      }
-      if (m < 0 && (errno == EAGAIN || errno == EINTR)) {
-        auto [wec] = co_await to.async_wait(tcp::socket::wait_write, use_tuple);
-        if (wec) break;
-        continue;
-      }
-      break;
-    }
-    if (pending > 0) break;
-    counter += static_cast<std::uint64_t>(n);
-    watchdog.arm(idle);
-    wait_first = false;
-    if (!pipe_enlarged && counter >= kEnlargeAfter) {
-      // Bulk transfer: a larger pipe moves more per splice. Only now, because pipe pages
-      // count against a per-user limit; failure just keeps the default size.
-      pipe_enlarged = true;
-      ::fcntl(pipe.write_end(), F_SETPIPE_SZ, static_cast<int>(kBulkPipeBytes));
-    }
-  }
-  cancel_both(from, to);
-}
-
 asio::awaitable<RelayStats> relay_both(tcp::socket& client, tcp::socket& upstream,
-                                       Watchdog& watchdog, std::chrono::milliseconds idle) {
-  RelayStats stats;
+                                       Watchdog& watchdog, std::chrono::milliseconds idle,
+                                       std::vector<std::uint8_t> initial, FirstBytesGate* gate,
+                                       bool* refused) {
+  Relay relay(client, upstream, watchdog, idle, std::move(initial), gate);
   watchdog.arm(idle);
-  co_await (relay_one_way(client, upstream, stats.up, watchdog, idle) &&
-            relay_one_way(upstream, client, stats.down, watchdog, idle));
-  co_return stats;
+  co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+      [&relay](auto done) { relay.start(Completion(std::move(done))); }, asio::use_awaitable);
+  if (refused != nullptr) *refused = relay.refused();
+  co_return relay.stats();
 }
 
 }  // namespace sandgate::proxy

@@ -2,7 +2,9 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
-#include <functional>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "proxy/runtime.hpp"
 #include "proxy/watchdog.hpp"
@@ -14,16 +16,38 @@ struct RelayStats {
   std::uint64_t down = 0;  // upstream -> client
 };
 
-// Copies `from` to `to` until EOF (then half-closes `to`) or an error (then cancels both
-// sockets so the other direction ends too). Between two plain sockets the bytes move with
-// splice(2) through a pipe created on the first data, so they never enter user space and
-// an idle direction holds no buffer. Every transfer pushes the watchdog forward by `idle`.
-boost::asio::awaitable<void> relay_one_way(tcp::socket& from, tcp::socket& to,
-                                           std::uint64_t& counter, Watchdog& watchdog,
-                                           std::chrono::milliseconds idle);
+// Decides a tunnel on the client's first bytes before any of them reaches upstream (CONNECT's
+// SNI and nested-proxy checks).
+class FirstBytesGate {
+ public:
+  enum class Verdict { need_more, pass, refuse };
 
-// Both directions at once; returns when both have ended.
+  // `first`: every byte the client has sent so far. Called again as more arrive while it
+  // answers need_more, so it must refuse past some bound.
+  virtual Verdict check(std::span<const std::uint8_t> first) = 0;
+  // Sent to the client before the tunnel closes on a refusal (a TLS alert); may be empty.
+  virtual std::string_view refusal() const = 0;
+
+ protected:
+  ~FirstBytesGate() = default;
+};
+
+// Relays client <-> upstream until both directions have ended. Each direction copies until
+// EOF (then half-closes its destination) or an error (then both sockets are cancelled so the
+// other direction ends too). Bytes move with splice(2) through a pipe taken on the first data,
+// so they never enter user space and an idle direction holds no buffer. Every transfer pushes
+// the watchdog forward by `idle`.
+//
+// `initial`: bytes already read from the client, sent upstream first. With a `gate`, nothing
+// goes upstream until the gate passes the client's first bytes (`initial` included); a refusal
+// sends gate->refusal() to the client, ends the tunnel and sets *refused.
+//
+// Inside, the relay is driven by completion callbacks rather than coroutines: an idle tunnel
+// then holds two pending waits and no coroutine frames (memory per idle tunnel).
 boost::asio::awaitable<RelayStats> relay_both(tcp::socket& client, tcp::socket& upstream,
-                                              Watchdog& watchdog, std::chrono::milliseconds idle);
+                                              Watchdog& watchdog, std::chrono::milliseconds idle,
+                                              std::vector<std::uint8_t> initial = {},
+                                              FirstBytesGate* gate = nullptr,
+                                              bool* refused = nullptr);
 
 }  // namespace sandgate::proxy

@@ -168,19 +168,12 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
   tcp::socket& upstream = s.upstream->socket;
   auto active = shared.metrics->active_tunnel();
 
-  RelayStats stats;
-  const auto idle = s.limits().idle_timeout;
-  s.watchdog->arm(idle);
-  if (s.buffer.size() > 0) {
-    auto [ec, n] = co_await asio::async_write(upstream, s.buffer.data(), use_tuple);
-    if (ec) co_return;
-    stats.up += n;
-  }
+  const auto* data = static_cast<const std::uint8_t*>(s.buffer.data().data());
+  std::vector<std::uint8_t> first(data, data + s.buffer.size());
   s.buffer.clear();
   s.buffer.shrink_to_fit();
-  const RelayStats relayed = co_await relay_both(s.client, upstream, *s.watchdog, idle);
-  stats.up += relayed.up;
-  stats.down = relayed.down;
+  const RelayStats stats = co_await relay_both(s.client, upstream, *s.watchdog,
+                                               s.limits().idle_timeout, std::move(first));
 
   const std::string dialed_ip = dialed.address.to_string();
   s.record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);

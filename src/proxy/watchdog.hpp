@@ -1,11 +1,6 @@
 #pragma once
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -22,11 +17,12 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 
   explicit Watchdog(boost::asio::any_io_executor ex) : timer_(ex) {}
 
-  // Starts the timer coroutine. on_expire must not outlive what it touches: call stop()
-  // before those objects go away.
+  // Starts the timer. on_expire must not outlive what it touches: call stop() before those
+  // objects go away.
   void start(std::function<void()> on_expire) {
     on_expire_ = std::move(on_expire);
-    boost::asio::co_spawn(timer_.get_executor(), run(shared_from_this()), boost::asio::detached);
+    timer_.expires_at(deadline_);
+    wait();
   }
 
   // Sets the deadline to now + d (earlier or later than before).
@@ -44,18 +40,19 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   }
 
  private:
-  static boost::asio::awaitable<void> run(std::shared_ptr<Watchdog> self) {
-    self->timer_.expires_at(self->deadline_);
-    while (!self->stopped_) {
-      co_await self->timer_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
-      if (self->stopped_) break;
+  // A plain completion handler rather than a coroutine: one pending wait is all an idle
+  // session's watchdog holds. The handler keeps the watchdog alive until it has run.
+  void wait() {
+    timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
+      if (self->stopped_) return;
       if (clock::now() >= self->deadline_) {
         self->expired_ = true;
         if (auto fn = std::move(self->on_expire_)) fn();
-        break;
+        return;
       }
-      self->timer_.expires_at(self->deadline_);
-    }
+      self->timer_.expires_at(self->deadline_);  // pushed forward (or woken early): wait on
+      self->wait();
+    });
   }
 
   boost::asio::steady_timer timer_;
