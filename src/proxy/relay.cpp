@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -22,6 +23,8 @@ constexpr std::uint64_t kEnlargeAfter = 1 << 20;  // bytes moved before the pipe
 constexpr std::size_t kBulkPipeBytes = 1 << 20;
 constexpr int kRoundsPerTurn = 16;  // splices before other sessions get a turn
 constexpr std::size_t kFirstBytesChunk = 4096;
+constexpr std::size_t kCopyBytes = 16 * 1024;     // below this a transfer is copied, not spliced
+constexpr std::size_t kPipeMinBytes = 64 * 1024;  // what a new pipe holds (16 pages)
 
 // A pipe used as splice(2)'s kernel buffer; closed when the direction ends.
 class Pipe {
@@ -118,7 +121,8 @@ class Relay {
     tcp::socket* from;
     tcp::socket* to;
     Pipe pipe;
-    std::size_t in_pipe = 0;  // spliced in, not yet out
+    std::size_t in_pipe = 0;  // in the pipe, not yet out
+    std::size_t last_in = 0;  // bytes the last splice took in
     std::uint64_t bytes = 0;
     bool done = false;
   };
@@ -211,21 +215,16 @@ class Relay {
     wait_readable(up_);
   }
 
-  // --- splice ------------------------------------------------------------------------------
+  // --- moving bytes ------------------------------------------------------------------------
 
-  // Waits for data before the first splice, so an idle direction holds no pipe.
+  // Small transfers are copied through a stack buffer (no pipe to create and close); the
+  // first read that fills it, or a send that cannot take it all, switches the direction to
+  // splice(2) through a pipe for good.
   void wait_readable(Direction& d) {
     d.from->async_wait(tcp::socket::wait_read, [this, &d](boost::system::error_code ec) {
       if (ec || stopping()) return finish(d);
-      if (!d.pipe.is_open()) {
-        // A direction that only ever sees EOF needs no pipe.
-        char byte;
-        if (::recv(d.from->native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
-          return eof(d);
-        }
-        if (!d.pipe.open()) return fail(d);
-      }
-      pump(d);
+      if (d.pipe.is_open()) return pump(d);
+      copy(d);
     });
   }
 
@@ -236,8 +235,42 @@ class Relay {
     });
   }
 
-  // Moves bytes until a socket would block, then waits for it. After kRoundsPerTurn splices
-  // the rest is posted, so one busy tunnel cannot starve the worker's other sessions.
+  void copy(Direction& d) {
+    std::array<char, kCopyBytes> buf;
+    const ssize_t n = ::recv(d.from->native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n == 0) return eof(d);
+    if (n < 0) return would_block() ? wait_readable(d) : fail(d);
+    watchdog_.arm(idle_);
+    const auto got = static_cast<std::size_t>(n);
+    std::size_t sent = 0;
+    while (sent < got) {
+      const ssize_t m =
+          ::send(d.to->native_handle(), buf.data() + sent, got - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (m > 0) {
+        sent += static_cast<std::size_t>(m);
+      } else if (m < 0 && would_block()) {
+        break;
+      } else {
+        return fail(d);
+      }
+    }
+    d.bytes += sent;
+    if (sent == got && got < buf.size()) return wait_readable(d);
+    // Bulk, or the destination is full: from now on through a pipe, which first takes what
+    // is left over (an empty pipe holds at least 64 KiB, more than the buffer).
+    if (!d.pipe.open()) return fail(d);
+    if (sent < got) {
+      if (::write(d.pipe.write_end(), buf.data() + sent, got - sent) !=
+          static_cast<ssize_t>(got - sent)) {
+        return fail(d);
+      }
+      d.in_pipe = got - sent;
+    }
+    pump(d);
+  }
+
+  // Splices until a socket would block, then waits for it. After kRoundsPerTurn splices the
+  // rest is posted, so one busy tunnel cannot starve the worker's other sessions.
   void pump(Direction& d) {
     const int in = d.from->native_handle();
     const int out = d.to->native_handle();
@@ -249,14 +282,17 @@ class Relay {
         if (m <= 0) return fail(d);
         d.in_pipe -= static_cast<std::size_t>(m);
         d.bytes += static_cast<std::uint64_t>(m);
+        if (d.in_pipe > 0) continue;
+        // Less than an empty pipe holds came in: the socket was drained, so wait rather than
+        // spend a splice on EAGAIN (data that came since makes the wait complete at once).
+        if (d.last_in < kPipeMinBytes) return wait_readable(d);
         continue;
       }
       const ssize_t n = ::splice(in, nullptr, d.pipe.write_end(), nullptr, kSpliceChunk,
                                  SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n == 0) return eof(d);
-      if (n < 0 && would_block()) return wait_readable(d);
-      if (n < 0) return fail(d);
-      d.in_pipe = static_cast<std::size_t>(n);
+      if (n < 0) return would_block() ? wait_readable(d) : fail(d);
+      d.in_pipe = d.last_in = static_cast<std::size_t>(n);
       watchdog_.arm(idle_);
       if (d.bytes < kEnlargeAfter && d.bytes + d.in_pipe >= kEnlargeAfter) {
         // Bulk transfer: a larger pipe moves more per splice. Only now, because pipe pages

@@ -34,9 +34,10 @@ class FirstBytesGate {
 
 // Relays client <-> upstream until both directions have ended. Each direction copies until
 // EOF (then half-closes its destination) or an error (then both sockets are cancelled so the
-// other direction ends too). Bytes move with splice(2) through a pipe taken on the first data,
-// so they never enter user space and an idle direction holds no buffer. Every transfer pushes
-// the watchdog forward by `idle`.
+// other direction ends too). A direction copies its first small reads through a stack buffer;
+// once a read fills it (bulk) the bytes move with splice(2) through a pipe and never enter
+// user space. An idle direction holds no buffer. Every transfer pushes the watchdog forward
+// by `idle`.
 //
 // `initial`: bytes already read from the client, sent upstream first. With a `gate`, nothing
 // goes upstream until the gate passes the client's first bytes (`initial` included); a refusal

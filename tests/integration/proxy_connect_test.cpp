@@ -325,6 +325,32 @@ TEST_F(ProxyConnect, NestedConnectAfterLeadingEmptyLinesIsRefused) {  // THREATS
       << "the nested CONNECT reached the upstream";
 }
 
+// Empty lines are skipped before looking for a nested CONNECT, but not without end: the
+// first-bytes check must not buffer a tunnel's bytes forever.
+TEST_F(ProxyConnect, EndlessEmptyLinesInATunnelAreRefused) {  // THREATS 7
+  {
+    RawClient c = open_tunnel(plain_authority());
+    c.send(std::string(70 * 1024, '\n'));
+    EXPECT_TRUE(c.wait_closed());
+  }
+  EXPECT_TRUE(daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "nested_proxy"));
+  EXPECT_EQ(plain_.raw_received(), "") << "undecided bytes reached the upstream";
+  EXPECT_TRUE(still_serving());
+}
+
+// Bytes the check has not decided on yet never go upstream, even when the client then
+// closes its side: the upstream sees the end of the stream and nothing else.
+TEST_F(ProxyConnect, UndecidedFirstBytesAreNotForwardedWhenTheClientLeaves) {  // THREATS 7
+  {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send("CONN"));
+    c.shutdown_write();
+    EXPECT_TRUE(c.wait_closed());
+  }
+  EXPECT_EQ(plain_.raw_received(), "") << "undecided bytes reached the upstream";
+  EXPECT_TRUE(still_serving());
+}
+
 // A relay can open the tunnel with one harmless request and send the CONNECT as the second
 // request on the same connection.
 TEST_F(ProxyConnect, NestedConnectAfterAFirstPlainRequestIsRefused) {  // THREATS 7
