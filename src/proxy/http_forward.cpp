@@ -7,6 +7,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 #include <limits>
+#include <memory>
 
 #include "http/request_head.hpp"
 #include "proxy/session.hpp"
@@ -21,8 +22,8 @@ constexpr std::size_t kBodyChunk = 16 * 1024;
 
 enum class RelayError { none, read, write };
 
-// Streams one message from `in` to `out`: the (already edited) header at once, then the
-// body through a fixed buffer as bytes arrive (server-sent events, streamed responses),
+// Streams one message from `in` to `out`: the (already edited) header, then the body
+// through a fixed buffer as bytes arrive (server-sent events, streamed responses),
 // re-framed as the header says. Every transfer pushes the idle deadline forward.
 template <bool isRequest>
 asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_buffer& in_buffer,
@@ -30,7 +31,9 @@ asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_bu
                                           tcp::socket& out, std::uint64_t& bytes, Session& s) {
   const auto idle = s.limits().idle_timeout;
   bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
-  if (!p.is_done()) {
+  // The header goes out at once when no body bytes are at hand yet (a streamed response must
+  // not wait for its first chunk); otherwise it goes out together with them, in one write.
+  if (!p.is_done() && in_buffer.size() == 0) {
     p.get().body().data = nullptr;
     p.get().body().size = 0;
     p.get().body().more = true;
@@ -39,9 +42,10 @@ asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_bu
     bytes += n;
     s.watchdog->arm(idle);
   }
-  auto chunk = std::make_unique<char[]>(kBodyChunk);
+  std::unique_ptr<char[]> chunk;  // only for a message with a body, and not zeroed
   do {
     if (!p.is_done()) {
+      if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kBodyChunk);
       p.get().body().data = chunk.get();
       p.get().body().size = kBodyChunk;
       auto [ec, n] = co_await bhttp::async_read_some(in, in_buffer, p, use_tuple);
