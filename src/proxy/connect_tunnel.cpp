@@ -57,8 +57,8 @@ Inspection check_hello(const Session& s, const policy::Host& host, std::uint16_t
 // a ClientHello's SNI, or a nested CONNECT; any other stream passes.
 class ConnectGate final : public FirstBytesGate {
  public:
-  ConnectGate(const Session& s, const policy::Host& host, std::uint16_t port)
-      : s_(s), host_(host), port_(port) {}
+  ConnectGate(const Session& s, policy::Host host, std::uint16_t port)
+      : s_(s), host_(std::move(host)), port_(port) {}
 
   Verdict check(std::span<const std::uint8_t> data) override {
     if (data.size() >= 2 && tls::looks_like_tls(data)) {
@@ -96,7 +96,7 @@ class ConnectGate final : public FirstBytesGate {
 
  private:
   const Session& s_;
-  const policy::Host& host_;
+  policy::Host host_;
   std::uint16_t port_;
   Inspection verdict_;
 };
@@ -120,28 +120,27 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
 
   s.watchdog->arm(s.limits().idle_timeout);
   if (co_await s.write_client(kEstablished)) co_return;
-  auto tunnel = shared.metrics->active_tunnel();
+  s.active_tunnel = shared.metrics->active_tunnel();
 
   // Bytes the client sent right behind the CONNECT head belong to the tunnel; nothing goes
   // upstream before the gate has passed them. Upstream-to-client runs from the start
-  // (server-first protocols).
-  std::vector<std::uint8_t> early(
-      static_cast<const std::uint8_t*>(s.buffer.data().data()),
-      static_cast<const std::uint8_t*>(s.buffer.data().data()) + s.buffer.size());
+  // (server-first protocols). The relay keeps the session; this coroutine ends here.
+  const auto* buffered = static_cast<const std::uint8_t*>(s.buffer.data().data());
+  std::vector<std::uint8_t> early(buffered, buffered + s.buffer.size());
   s.buffer.clear();
   s.buffer.shrink_to_fit();
-  ConnectGate gate(s, host, port);
-  bool refused = false;
-  const RelayStats stats = co_await relay_both(
-      s.client, upstream, *s.watchdog, s.limits().idle_timeout, std::move(early), &gate, &refused);
-
-  const Inspection& verdict = gate.inspection();
-  const std::string dialed_ip = dialed.address.to_string();
-  const std::string shown = host.display();
-  policy::Decision denial;
-  denial.reason = verdict.reason;
-  s.record_tunnel(policy::EntryMode::connect, shown, port, dialed_ip, stats.up, stats.down,
-                  verdict.sni, refused ? &denial : nullptr);
+  auto gate = std::make_shared<ConnectGate>(s, host, port);
+  start_relay(s.client, upstream, *s.watchdog, s.limits().idle_timeout, std::move(early),
+              gate.get(),
+              [session = s.shared_from_this(), gate, shown = host.display(), port,
+               dialed_ip = dialed.address.to_string()](const RelayStats& stats, bool refused) {
+                const Inspection& verdict = gate->inspection();
+                policy::Decision denial;
+                denial.reason = verdict.reason;
+                session->record_tunnel(policy::EntryMode::connect, shown, port, dialed_ip, stats.up,
+                                       stats.down, verdict.sni, refused ? &denial : nullptr);
+              });
+  co_return;
 }
 
 }  // namespace sandgate::proxy

@@ -103,6 +103,14 @@ Session::Session(tcp::socket s, WorkerDeps d)
 }
 
 Session::~Session() {
+  if (counted) {
+    deps.shared->connections.total.fetch_sub(1);
+    if (sandbox_connections) sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
+    watchdog->stop();
+  }
+  boost::system::error_code ignored;
+  client.shutdown(tcp::socket::shutdown_both, ignored);
+  client.close(ignored);
   deps.sessions->live.erase(this);
 }
 
@@ -117,30 +125,21 @@ asio::awaitable<boost::system::error_code> Session::write_client(std::string_vie
   co_return ec;
 }
 
-SessionCleanup::~SessionCleanup() {
-  s.deps.shared->connections.total.fetch_sub(1);
-  if (s.sandbox_connections) s.sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
-  s.watchdog->stop();
-  boost::system::error_code ignored;
-  s.client.shutdown(tcp::socket::shutdown_both, ignored);
-  s.client.close(ignored);
-}
-
 bool Session::start() {
   watchdog->start([this] {
     boost::system::error_code ignored;
     client.cancel(ignored);
     if (upstream) upstream->socket.cancel(ignored);
   });
+  counted = true;
+  active_connection = deps.shared->metrics->active_connection();
   return deps.shared->connections.total.fetch_add(1) < limits().max_connections;
 }
 
 asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
-  Session s(std::move(socket), std::move(deps));
-  auto& shared = *s.deps.shared;
-  auto active = shared.metrics->active_connection();
+  const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
+  Session& s = *session;
   const bool within_limit = s.start();
-  const SessionCleanup cleanup{s};
 
   if (!within_limit) {
     co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);

@@ -5,13 +5,10 @@
 #include <unistd.h>
 
 #include <array>
-#include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
 #include <memory>
-#include <optional>
 #include <vector>
 
 namespace sandgate::proxy {
@@ -55,50 +52,29 @@ class Pipe {
   int write_ = -1;
 };
 
-// relay_both's completion handler, whatever its type (Boost 1.81's any_completion_handler
-// recurses when moved into a posted function).
-class Completion {
- public:
-  template <class Handler>
-  explicit Completion(Handler h) : impl_(std::make_unique<Impl<Handler>>(std::move(h))) {}
-  void operator()() { impl_->call(); }
-
- private:
-  struct Base {
-    virtual ~Base() = default;
-    virtual void call() = 0;
-  };
-  template <class Handler>
-  struct Impl final : Base {
-    explicit Impl(Handler h) : handler(std::move(h)) {}
-    void call() override { std::move(handler)(); }
-    Handler handler;
-  };
-  std::unique_ptr<Base> impl_;
-};
-
 bool would_block() {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
-// Both directions of one tunnel. Lives in relay_both's frame; every callback runs on the
-// session's worker, and the completion is posted only once neither direction has an
-// operation pending, so no callback outlives it.
-class Relay {
+// Both directions of one tunnel. Every callback runs on the session's worker and holds a
+// reference, so the relay lives until the last one has run (or the worker's io_context has
+// destroyed it). `done` is posted only once neither direction has an operation pending.
+class Relay : public std::enable_shared_from_this<Relay> {
  public:
   Relay(tcp::socket& client, tcp::socket& upstream, Watchdog& watchdog,
-        std::chrono::milliseconds idle, std::vector<std::uint8_t> initial, FirstBytesGate* gate)
+        std::chrono::milliseconds idle, std::vector<std::uint8_t> initial, FirstBytesGate* gate,
+        RelayDone done)
       : up_{&client, &upstream},
         down_{&upstream, &client},
         watchdog_(watchdog),
         idle_(idle),
         gate_(gate),
-        first_(std::move(initial)) {}
+        first_(std::move(initial)),
+        done_(std::move(done)) {}
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;
 
-  void start(Completion done) {
-    done_.emplace(std::move(done));
+  void start() {
     boost::system::error_code ignored;
     up_.from->native_non_blocking(true, ignored);
     down_.from->native_non_blocking(true, ignored);
@@ -111,9 +87,6 @@ class Relay {
       wait_readable(up_);
     }
   }
-
-  RelayStats stats() const { return {up_.bytes, down_.bytes}; }
-  bool refused() const { return refused_; }
 
  private:
   struct Direction {
@@ -141,8 +114,10 @@ class Relay {
     d.done = true;
     d.pipe.close();
     if (up_.done && down_.done && done_) {
-      asio::post(up_.from->get_executor(), [done = std::move(*done_)]() mutable { done(); });
-      done_.reset();
+      asio::post(up_.from->get_executor(), [self = shared_from_this()] {
+        const RelayDone done = std::move(self->done_);
+        done(RelayStats{self->up_.bytes, self->down_.bytes}, self->refused_);
+      });
     }
   }
 
@@ -163,7 +138,9 @@ class Relay {
     switch (gate_->check(first_)) {
       case FirstBytesGate::Verdict::need_more:
         up_.from->async_wait(tcp::socket::wait_read,
-                             [this](boost::system::error_code ec) { on_first_bytes(ec); });
+                             [this, self = shared_from_this()](boost::system::error_code ec) {
+                               on_first_bytes(ec);
+                             });
         return;
       case FirstBytesGate::Verdict::pass:
         gate_ = nullptr;
@@ -173,7 +150,8 @@ class Relay {
         refused_ = true;
         stopping_ = true;
         asio::async_write(*up_.from, asio::buffer(gate_->refusal()),
-                          [this](boost::system::error_code, std::size_t) { fail(up_); });
+                          [this, self = shared_from_this()](boost::system::error_code,
+                                                            std::size_t) { fail(up_); });
         return;
     }
   }
@@ -201,10 +179,11 @@ class Relay {
         continue;
       }
       if (m < 0 && would_block()) {
-        up_.to->async_wait(tcp::socket::wait_write, [this](boost::system::error_code ec) {
-          if (ec) return fail(up_);
-          send_first();
-        });
+        up_.to->async_wait(tcp::socket::wait_write,
+                           [this, self = shared_from_this()](boost::system::error_code ec) {
+                             if (ec) return fail(up_);
+                             send_first();
+                           });
         return;
       }
       return fail(up_);
@@ -221,18 +200,20 @@ class Relay {
   // first read that fills it, or a send that cannot take it all, switches the direction to
   // splice(2) through a pipe for good.
   void wait_readable(Direction& d) {
-    d.from->async_wait(tcp::socket::wait_read, [this, &d](boost::system::error_code ec) {
-      if (ec || stopping()) return finish(d);
-      if (d.pipe.is_open()) return pump(d);
-      copy(d);
-    });
+    d.from->async_wait(tcp::socket::wait_read,
+                       [this, self = shared_from_this(), &d](boost::system::error_code ec) {
+                         if (ec || stopping()) return finish(d);
+                         if (d.pipe.is_open()) return pump(d);
+                         copy(d);
+                       });
   }
 
   void wait_writable(Direction& d) {
-    d.to->async_wait(tcp::socket::wait_write, [this, &d](boost::system::error_code ec) {
-      if (ec || stopping()) return finish(d);
-      pump(d);
-    });
+    d.to->async_wait(tcp::socket::wait_write,
+                     [this, self = shared_from_this(), &d](boost::system::error_code ec) {
+                       if (ec || stopping()) return finish(d);
+                       pump(d);
+                     });
   }
 
   void copy(Direction& d) {
@@ -300,7 +281,7 @@ class Relay {
         ::fcntl(d.pipe.write_end(), F_SETPIPE_SZ, static_cast<int>(kBulkPipeBytes));
       }
     }
-    asio::post(d.from->get_executor(), [this, &d] {
+    asio::post(d.from->get_executor(), [this, self = shared_from_this(), &d] {
       if (stopping()) return finish(d);
       pump(d);
     });
@@ -315,21 +296,18 @@ class Relay {
   std::size_t first_sent_ = 0;
   bool stopping_ = false;
   bool refused_ = false;
-  std::optional<Completion> done_;
+  RelayDone done_;
 };
 
 }  // namespace
 
-asio::awaitable<RelayStats> relay_both(tcp::socket& client, tcp::socket& upstream,
-                                       Watchdog& watchdog, std::chrono::milliseconds idle,
-                                       std::vector<std::uint8_t> initial, FirstBytesGate* gate,
-                                       bool* refused) {
-  Relay relay(client, upstream, watchdog, idle, std::move(initial), gate);
+void start_relay(tcp::socket& client, tcp::socket& upstream, Watchdog& watchdog,
+                 std::chrono::milliseconds idle, std::vector<std::uint8_t> initial,
+                 FirstBytesGate* gate, RelayDone done) {
   watchdog.arm(idle);
-  co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
-      [&relay](auto done) { relay.start(Completion(std::move(done))); }, asio::use_awaitable);
-  if (refused != nullptr) *refused = relay.refused();
-  co_return relay.stats();
+  std::make_shared<Relay>(client, upstream, watchdog, idle, std::move(initial), gate,
+                          std::move(done))
+      ->start();
 }
 
 }  // namespace sandgate::proxy

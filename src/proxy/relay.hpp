@@ -1,7 +1,7 @@
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -32,23 +32,28 @@ class FirstBytesGate {
   ~FirstBytesGate() = default;
 };
 
-// Relays client <-> upstream until both directions have ended. Each direction copies until
-// EOF (then half-closes its destination) or an error (then both sockets are cancelled so the
-// other direction ends too). A direction copies its first small reads through a stack buffer;
-// once a read fills it (bulk) the bytes move with splice(2) through a pipe and never enter
-// user space. An idle direction holds no buffer. Every transfer pushes the watchdog forward
-// by `idle`.
+// Called once when both directions of a relay have ended: bytes each way, and whether the
+// gate refused the tunnel.
+using RelayDone = std::function<void(const RelayStats&, bool refused)>;
+
+// Starts relaying client <-> upstream and returns at once; `done` runs on the sockets' worker
+// once both directions have ended, and must keep alive (by capture) whatever owns the
+// sockets, the watchdog and the gate until then. Each direction copies until EOF (then
+// half-closes its destination) or an error (then both sockets are cancelled so the other
+// direction ends too). A direction copies its first small reads through a stack buffer; once
+// a read fills it (bulk) the bytes move with splice(2) through a pipe and never enter user
+// space. An idle direction holds no buffer. Every transfer pushes the watchdog forward by
+// `idle`.
 //
 // `initial`: bytes already read from the client, sent upstream first. With a `gate`, nothing
 // goes upstream until the gate passes the client's first bytes (`initial` included); a refusal
-// sends gate->refusal() to the client, ends the tunnel and sets *refused.
+// sends gate->refusal() to the client and ends the tunnel.
 //
-// Inside, the relay is driven by completion callbacks rather than coroutines: an idle tunnel
-// then holds two pending waits and no coroutine frames (memory per idle tunnel).
-boost::asio::awaitable<RelayStats> relay_both(tcp::socket& client, tcp::socket& upstream,
-                                              Watchdog& watchdog, std::chrono::milliseconds idle,
-                                              std::vector<std::uint8_t> initial = {},
-                                              FirstBytesGate* gate = nullptr,
-                                              bool* refused = nullptr);
+// The relay is driven by completion callbacks rather than a coroutine, and the session's
+// coroutine may end once it has started: an idle tunnel holds two pending waits and no
+// coroutine frames (memory per idle tunnel).
+void start_relay(tcp::socket& client, tcp::socket& upstream, Watchdog& watchdog,
+                 std::chrono::milliseconds idle, std::vector<std::uint8_t> initial,
+                 FirstBytesGate* gate, RelayDone done);
 
 }  // namespace sandgate::proxy

@@ -28,9 +28,10 @@ struct UpstreamConn {
   policy::IpAddress address;
 };
 
-// One client connection on an explicit listener, from accept to close. Lives in the frame of
-// serve_explicit() on the worker that accepted it; everything here runs on that worker.
-struct Session {
+// One client connection on a listener, from accept to close, on the worker that accepted it;
+// everything here runs on that worker. Owned by the serving coroutine and, once a tunnel is
+// relayed, by the relay (the coroutine may end first).
+struct Session : std::enable_shared_from_this<Session> {
   Session(tcp::socket s, WorkerDeps d);
   ~Session();
   Session(const Session&) = delete;
@@ -38,8 +39,8 @@ struct Session {
 
   // Closes both sockets: every pending operation ends and the session unwinds (shutdown).
   void abort();
-  // Starts the watchdog and counts the connection; false when over the total cap. Pair with
-  // a SessionCleanup right after.
+  // Starts the watchdog and counts the connection (until the session is destroyed); false
+  // when over the total cap.
   bool start();
   // Binds the connection to its sandbox and enforces the per-sandbox cap. A later request on
   // the same connection must name the same sandbox.
@@ -57,6 +58,9 @@ struct Session {
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool counted = false;                          // start() ran: uncounted on destruction
+  telemetry::Metrics::Active active_connection;  // from start()
+  telemetry::Metrics::Active active_tunnel;      // while a tunnel is relayed
 
   const config::Limits& limits() const { return snap->config->limits; }
 
@@ -84,12 +88,6 @@ struct Session {
 
   // Base audit record with the fields every line of this session shares.
   telemetry::AuditRecord record(policy::EntryMode mode) const;
-};
-
-// Releases what a session holds, on every way out of its coroutine (exceptions included).
-struct SessionCleanup {
-  Session& s;
-  ~SessionCleanup();
 };
 
 // The next request head on a client connection, validated; its bytes are still in s.buffer.

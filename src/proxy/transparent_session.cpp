@@ -166,17 +166,19 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
   }
   s.upstream.emplace(std::move(dialed.socket), std::string(), dialed.address);
   tcp::socket& upstream = s.upstream->socket;
-  auto active = shared.metrics->active_tunnel();
+  s.active_tunnel = shared.metrics->active_tunnel();
 
+  // The bytes read to classify the connection go first. The relay keeps the session.
   const auto* data = static_cast<const std::uint8_t*>(s.buffer.data().data());
   std::vector<std::uint8_t> first(data, data + s.buffer.size());
   s.buffer.clear();
   s.buffer.shrink_to_fit();
-  const RelayStats stats = co_await relay_both(s.client, upstream, *s.watchdog,
-                                               s.limits().idle_timeout, std::move(first));
-
-  const std::string dialed_ip = dialed.address.to_string();
-  s.record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
+  start_relay(
+      s.client, upstream, *s.watchdog, s.limits().idle_timeout, std::move(first), nullptr,
+      [session = s.shared_from_this(), mode, shown, port, dialed_ip = dialed.address.to_string(),
+       sni = std::string(sni)](const RelayStats& stats, bool /*refused*/) {
+        session->record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
+      });
 }
 
 // HTTP/1 requests, each decided on its own Host and the original port, forwarded like the
@@ -204,11 +206,10 @@ asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
 }  // namespace
 
 asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
-  Session s(std::move(socket), std::move(deps));
+  const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
+  Session& s = *session;
   auto& shared = *s.deps.shared;
-  auto active = shared.metrics->active_connection();
   const bool within_limit = s.start();
-  const SessionCleanup cleanup{s};
 
   const tcp::endpoint original = original_destination(s.client);
   const policy::IpAddress original_ip = to_policy(original.address());
