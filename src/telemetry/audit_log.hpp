@@ -64,6 +64,9 @@ class AuditLog {
   static constexpr std::size_t kDefaultMaxQueuedLines = 16384;
   // Upper bound of one write(2) of gathered whole lines.
   static constexpr std::size_t kMaxWriteBytes = 64 * 1024;
+  // How long the writer lets lines gather after the first one arrives (flush() may wait
+  // this much longer).
+  static constexpr std::chrono::milliseconds kGatherTime{2};
 
   // target: "stdout", "stderr", "off", or a file path (opened O_APPEND|O_CREAT|O_CLOEXEC,
   // mode 0640). Throws std::runtime_error if the path can't be opened.
