@@ -5,27 +5,36 @@
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <memory>
 
 namespace sandgate::proxy {
 
 namespace {
 
-using namespace boost::asio::experimental::awaitable_operators;
-
-// One connect attempt under a deadline. Returns the socket error, or timed_out.
+// One connect attempt under a deadline. Returns the socket error, or timed_out. The timer's
+// handler may run after this frame has gone (it was already queued when the connect won), so
+// it reaches the socket only through state it shares, which says whether the attempt is over.
 asio::awaitable<boost::system::error_code> connect_once(tcp::socket& socket, tcp::endpoint ep,
                                                         std::chrono::milliseconds timeout) {
+  struct Attempt {
+    tcp::socket* socket;
+    bool timed_out = false;
+  };
+  const auto attempt = std::make_shared<Attempt>(Attempt{&socket});
   asio::steady_timer timer(socket.get_executor(), timeout);
-  auto result = co_await (socket.async_connect(ep, use_tuple) || timer.async_wait(use_tuple));
-  if (result.index() == 1) {
+  timer.async_wait([attempt](boost::system::error_code ec) {
+    if (ec || attempt->socket == nullptr) return;
+    attempt->timed_out = true;
     boost::system::error_code ignored;
-    socket.close(ignored);
-    co_return asio::error::timed_out;
-  }
-  co_return std::get<0>(std::get<0>(result));
+    attempt->socket->close(ignored);  // the connect completes with operation_aborted
+  });
+  auto [ec] = co_await socket.async_connect(ep, use_tuple);
+  attempt->socket = nullptr;
+  timer.cancel();
+  if (attempt->timed_out) co_return asio::error::timed_out;
+  co_return ec;
 }
 
 // True when `a` is an address of this host right now: binding to it succeeds.
