@@ -140,7 +140,6 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
                 session->record_tunnel(policy::EntryMode::connect, shown, port, dialed_ip, stats.up,
                                        stats.down, verdict.sni, refused ? &denial : nullptr);
               });
-  co_return;
 }
 
 }  // namespace sandgate::proxy

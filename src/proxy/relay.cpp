@@ -16,7 +16,6 @@ namespace sandgate::proxy {
 namespace {
 
 constexpr std::size_t kSpliceChunk = 1 << 20;
-constexpr std::uint64_t kEnlargeAfter = 1 << 20;  // bytes moved before the pipe grows
 constexpr std::size_t kBulkPipeBytes = 1 << 20;
 constexpr int kRoundsPerTurn = 16;  // splices before other sessions get a turn
 constexpr std::size_t kFirstBytesChunk = 4096;
@@ -97,6 +96,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     std::size_t in_pipe = 0;  // in the pipe, not yet out
     std::size_t last_in = 0;  // bytes the last splice took in
     std::uint64_t bytes = 0;
+    bool enlarged = false;  // the pipe was grown for bulk
     bool done = false;
   };
 
@@ -161,7 +161,8 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (ec || stopping()) return finish(up_);
     const std::size_t old = first_.size();
     first_.resize(old + kFirstBytesChunk);
-    const ssize_t n = ::recv(up_.from->native_handle(), first_.data() + old, kFirstBytesChunk, 0);
+    const ssize_t n =
+        ::recv(up_.from->native_handle(), first_.data() + old, kFirstBytesChunk, MSG_DONTWAIT);
     first_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
     if (n == 0) return eof(up_);
     if (n < 0 && !would_block()) return fail(up_);
@@ -275,9 +276,11 @@ class Relay : public std::enable_shared_from_this<Relay> {
       if (n < 0) return would_block() ? wait_readable(d) : fail(d);
       d.in_pipe = d.last_in = static_cast<std::size_t>(n);
       watchdog_.arm(idle_);
-      if (d.bytes < kEnlargeAfter && d.bytes + d.in_pipe >= kEnlargeAfter) {
-        // Bulk transfer: a larger pipe moves more per splice. Only now, because pipe pages
-        // count against a per-user limit; failure just keeps the default size.
+      if (!d.enlarged && d.last_in >= kPipeMinBytes) {
+        // The pipe ran full: a bulk transfer, which a larger pipe moves in fewer splices.
+        // Only now, because pipe pages count against a per-user limit; failure just keeps
+        // the default size.
+        d.enlarged = true;
         ::fcntl(d.pipe.write_end(), F_SETPIPE_SZ, static_cast<int>(kBulkPipeBytes));
       }
     }
