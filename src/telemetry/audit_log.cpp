@@ -6,11 +6,10 @@
 
 #include <algorithm>
 #include <array>
-#include <boost/json/monotonic_resource.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
+#include <boost/json/serializer.hpp>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -50,20 +49,82 @@ std::size_t utf8_sequence_length(std::string_view s) {
 }
 
 // Makes s safe to log: valid UTF-8 (bad bytes become U+FFFD, so the line stays valid JSON)
-// and at most kMaxAuditFieldBytes long, cut on a character boundary. Boost.JSON escapes
-// quotes, backslashes and control characters when the line is serialised.
-json::string clean(std::string_view s, json::storage_ptr sp) {
-  json::string out(std::move(sp));
-  out.reserve(std::min(s.size(), kMaxAuditFieldBytes));
+// and at most kMaxAuditFieldBytes long, cut on a character boundary. Returns s itself when it
+// already is (the usual case), else the cleaned copy in `scratch`. Boost.JSON escapes quotes,
+// backslashes and control characters when the value is written.
+std::string_view clean(std::string_view s, std::string& scratch) {
+  std::size_t valid = 0;
+  while (valid < s.size() && valid < kMaxAuditFieldBytes) {
+    const std::size_t n = utf8_sequence_length(s.substr(valid));
+    if (n == 0 || valid + n > kMaxAuditFieldBytes) break;
+    valid += n;
+  }
+  if (valid == s.size()) return s;
+  scratch.assign(s.substr(0, valid));
+  s.remove_prefix(valid);
   while (!s.empty()) {
     const std::size_t n = utf8_sequence_length(s);
     const std::string_view piece = n == 0 ? kReplacement : s.substr(0, n);
-    if (out.size() + piece.size() > kMaxAuditFieldBytes) break;
-    out.append(piece);
+    if (scratch.size() + piece.size() > kMaxAuditFieldBytes) break;
+    scratch.append(piece);
     s.remove_prefix(n == 0 ? 1 : n);
   }
-  return out;
+  return scratch;
 }
+
+// One JSON object written out as text, field by field in order: no tree is built. Keys are
+// fixed ASCII names; string values are cleaned, then escaped by Boost.JSON's serializer.
+class JsonLine {
+ public:
+  JsonLine() {
+    out_.reserve(512);
+    out_ += '{';
+  }
+  void str(std::string_view k, std::string_view v) {
+    key(k);
+    sr_.reset(clean(v, scratch_));
+    std::array<char, 256> buf;
+    while (!sr_.done()) out_ += sr_.read(buf.data(), buf.size());
+  }
+  template <class Int>
+  void num(std::string_view k, Int v) {
+    key(k);
+    std::array<char, 24> buf;
+    const auto end = std::to_chars(buf.data(), buf.data() + buf.size(), v).ptr;
+    out_.append(buf.data(), end);
+  }
+  void raw(std::string_view k, std::string_view json_text) {  // a constant JSON value
+    key(k);
+    out_ += json_text;
+  }
+  void open(std::string_view k) {
+    key(k);
+    out_ += '{';
+    first_ = true;
+  }
+  void close() {
+    out_ += '}';
+    first_ = false;
+  }
+  std::string finish() {
+    out_ += "}\n";
+    return std::move(out_);
+  }
+
+ private:
+  void key(std::string_view k) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    out_ += '"';
+    out_ += k;
+    out_ += "\":";
+  }
+
+  std::string out_;
+  std::string scratch_;
+  json::serializer sr_;
+  bool first_ = true;
+};
 
 // Whether a host is an IP literal rather than a name: IPv6 (a colon or brackets), or an
 // IPv4 address in any spelling, which always ends in a numeric label ("127.1", "2130706433",
@@ -102,11 +163,11 @@ std::string format_timestamp(std::chrono::system_clock::time_point t) {
   return buf.data();
 }
 
-// ECS event.type: what kind of network event this was, for SIEM rules.
-std::string_view event_type(const AuditRecord& r) {
-  if (r.outcome == "success") return "allowed";
-  if (r.event == "SANDBOX_NETWORK_DENIED") return "denied";
-  return "error";
+// ECS event.type, as its JSON array: what kind of network event this was, for SIEM rules.
+std::string_view event_type_json(const AuditRecord& r) {
+  if (r.outcome == "success") return R"(["allowed"])";
+  if (r.event == "SANDBOX_NETWORK_DENIED") return R"(["denied"])";
+  return R"(["error"])";
 }
 
 // url.path excludes the query and fragment; cutting them also keeps tokens passed as
@@ -118,69 +179,84 @@ std::string_view path_only(std::string_view target) {
 }  // namespace
 
 std::string format_audit_line(const AuditRecord& r) {
-  std::array<unsigned char, 4096> buffer;  // one line usually fits: no heap for the tree
-  json::monotonic_resource resource(buffer.data(), buffer.size());
-  const json::storage_ptr sp(&resource);
-  const auto str = [&](std::string_view s) { return clean(s, sp); };
-
-  json::object line(sp);
+  JsonLine line;
   const auto now = std::chrono::system_clock::now();
-  line["@timestamp"] = format_timestamp(r.time == decltype(r.time){} ? now : r.time);
-  line["ecs"] = json::object({{"version", "8.11.0"}}, sp);
+  line.str("@timestamp", format_timestamp(r.time == decltype(r.time){} ? now : r.time));
+  line.raw("ecs", R"({"version":"8.11.0"})");
 
-  json::object event(sp);
-  if (!r.event.empty()) event["code"] = str(r.event);
-  event["kind"] = "event";
-  event["category"] = json::array({"network"}, sp);
-  event["type"] = json::array({json::string(event_type(r), sp)}, sp);
-  event["outcome"] = r.outcome.empty() ? json::string("unknown", sp) : str(r.outcome);
-  if (!r.reason.empty()) event["reason"] = str(r.reason);
-  if (r.duration.count() > 0) event["duration"] = r.duration.count();
-  line["event"] = std::move(event);
+  line.open("event");
+  if (!r.event.empty()) line.str("code", r.event);
+  line.str("kind", "event");
+  line.raw("category", R"(["network"])");
+  line.raw("type", event_type_json(r));
+  line.str("outcome", r.outcome.empty() ? std::string_view("unknown") : r.outcome);
+  if (!r.reason.empty()) line.str("reason", r.reason);
+  if (r.duration.count() > 0) line.num("duration", r.duration.count());
+  line.close();
 
-  json::object labels(sp);
-  if (!r.sandbox_id.empty()) labels["sandbox_id"] = str(r.sandbox_id);
-  if (!r.original_destination.empty()) {
-    labels["original_destination"] = str(r.original_destination);
+  if (!r.sandbox_id.empty() || !r.original_destination.empty()) {
+    line.open("labels");
+    if (!r.sandbox_id.empty()) line.str("sandbox_id", r.sandbox_id);
+    if (!r.original_destination.empty()) {
+      line.str("original_destination", r.original_destination);
+    }
+    line.close();
   }
-  if (!labels.empty()) line["labels"] = std::move(labels);
 
-  json::object source(sp);
-  if (!r.source_ip.empty()) source["ip"] = str(r.source_ip);
-  if (r.source_port != 0) source["port"] = r.source_port;
-  source["bytes"] = r.bytes_up;
-  line["source"] = std::move(source);
+  line.open("source");
+  if (!r.source_ip.empty()) line.str("ip", r.source_ip);
+  if (r.source_port != 0) line.num("port", r.source_port);
+  line.num("bytes", r.bytes_up);
+  line.close();
 
-  json::object destination(sp);
+  line.open("destination");
   if (!r.host.empty()) {
-    destination["address"] = str(r.host);
-    if (!is_ip_literal(r.host)) destination["domain"] = str(r.host);
+    line.str("address", r.host);
+    if (!is_ip_literal(r.host)) line.str("domain", r.host);
   }
-  if (!r.destination_ip.empty()) destination["ip"] = str(r.destination_ip);
-  if (r.port != 0) destination["port"] = r.port;
-  destination["bytes"] = r.bytes_down;
-  line["destination"] = std::move(destination);
+  if (!r.destination_ip.empty()) line.str("ip", r.destination_ip);
+  if (r.port != 0) line.num("port", r.port);
+  line.num("bytes", r.bytes_down);
+  line.close();
 
-  if (!r.protocol.empty()) line["network"] = json::object({{"protocol", str(r.protocol)}}, sp);
-  if (!r.rule.empty()) line["rule"] = json::object({{"name", str(r.rule)}}, sp);
-
-  json::object http(sp);
-  if (!r.method.empty()) http["request"] = json::object({{"method", str(r.method)}}, sp);
-  if (r.http_status != 0) {
-    http["response"] = json::object({{"status_code", r.http_status}}, sp);
+  if (!r.protocol.empty()) {
+    line.open("network");
+    line.str("protocol", r.protocol);
+    line.close();
   }
-  if (!http.empty()) line["http"] = std::move(http);
-
+  if (!r.rule.empty()) {
+    line.open("rule");
+    line.str("name", r.rule);
+    line.close();
+  }
+  if (!r.method.empty() || r.http_status != 0) {
+    line.open("http");
+    if (!r.method.empty()) {
+      line.open("request");
+      line.str("method", r.method);
+      line.close();
+    }
+    if (r.http_status != 0) {
+      line.open("response");
+      line.num("status_code", r.http_status);
+      line.close();
+    }
+    line.close();
+  }
   const std::string_view path = path_only(r.url_path);
-  if (!path.empty()) line["url"] = json::object({{"path", str(path)}}, sp);
-  if (!r.tls_sni.empty()) {
-    line["tls"] =
-        json::object({{"client", json::object({{"server_name", str(r.tls_sni)}}, sp)}}, sp);
+  if (!path.empty()) {
+    line.open("url");
+    line.str("path", path);
+    line.close();
   }
-
-  std::string out = json::serialize(line);
-  out.push_back('\n');
-  return out;
+  if (!r.tls_sni.empty()) {
+    line.open("tls");
+    line.open("client");
+    line.str("server_name", r.tls_sni);
+    line.close();
+    line.close();
+  }
+  return line.finish();
 }
 
 AuditLog::AuditLog(std::string target, std::size_t max_queued_lines)
