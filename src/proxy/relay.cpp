@@ -116,7 +116,10 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (up_.done && down_.done && done_) {
       asio::post(up_.from->get_executor(), [self = shared_from_this()] {
         const RelayDone done = std::move(self->done_);
-        done(RelayStats{self->up_.bytes, self->down_.bytes}, self->refused_);
+        try {
+          done(RelayStats{self->up_.bytes, self->down_.bytes}, self->refused_);
+        } catch (...) {  // out of memory writing the audit line: the worker keeps serving
+        }
       });
     }
   }

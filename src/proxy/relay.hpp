@@ -33,7 +33,7 @@ class FirstBytesGate {
 };
 
 // Called once when both directions of a relay have ended: bytes each way, and whether the
-// gate refused the tunnel.
+// gate refused the tunnel. Should not throw: an exception is dropped there.
 using RelayDone = std::function<void(const RelayStats&, bool refused)>;
 
 // Starts relaying client <-> upstream and returns at once; `done` runs on the sockets' worker
