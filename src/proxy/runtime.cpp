@@ -1,5 +1,6 @@
 #include "proxy/runtime.hpp"
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 namespace sandgate::proxy {
@@ -12,9 +13,16 @@ std::atomic<std::size_t>& ConnectionCounter::for_sandbox(const std::string& id) 
 }
 
 std::string sha256(std::string_view data) {
+  // Fetched once: OpenSSL 3's one-shot SHA256() looks the algorithm up on every call, which
+  // cost as much as the hashing itself (every proxy request is authenticated).
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   std::string digest(SHA256_DIGEST_LENGTH, '\0');
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         reinterpret_cast<unsigned char*>(digest.data()));
+  if (md == nullptr ||
+      EVP_Digest(data.data(), data.size(), reinterpret_cast<unsigned char*>(digest.data()), nullptr,
+                 md, nullptr) != 1) {
+    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+           reinterpret_cast<unsigned char*>(digest.data()));
+  }
   return digest;
 }
 
