@@ -312,6 +312,48 @@ TEST_F(ProxyConnect, AHalfClosedTunnelStillDeliversTheResponse) {
   EXPECT_TRUE(daemon_->wait_audit_code("connection_closed"));
 }
 
+// Bulk both ways through one tunnel: the relay starts each direction by copying and moves
+// to splice(2) once reads fill its buffer; every byte must arrive, in order, and be counted.
+TEST_F(ProxyConnect, MegabytesBothWaysArriveIntactAndAreCounted) {
+  constexpr std::size_t kSize = 6u << 20;
+  const std::string upload = pattern_bytes(kSize, 21);
+  const std::string download = pattern_bytes(kSize, 22);
+  plain_.set_handler(
+      [&](const RecordedRequest&) { return OriginReply::with_length(200, download); });
+  const std::string request = "POST /bulk HTTP/1.1\r\nHost: " + plain_authority() +
+                              "\r\nContent-Length: " + std::to_string(kSize) + "\r\n\r\n";
+  {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send(request + upload));
+    const auto r = c.read_response(std::chrono::milliseconds(10000));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->body == download) << "download corrupted: " << r->body.size() << " bytes";
+  }
+  {
+    // A client that reads late: the relay meets a full destination and must keep what it
+    // could not send yet.
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send("GET /late HTTP/1.1\r\nHost: " + plain_authority() + "\r\n\r\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto r = c.read_response(std::chrono::milliseconds(10000));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->body == download) << "late download corrupted: " << r->body.size() << " bytes";
+  }
+  ASSERT_TRUE(plain_.wait_for_requests(2));
+  EXPECT_TRUE(plain_.requests()[0].body == upload)
+      << "upload corrupted: " << plain_.requests()[0].body.size() << " bytes";
+  const auto line = daemon_->wait_audit([](const boost::json::object& o) {  // the upload's
+    return json_string(o, "event.code") == "connection_closed" &&
+           json_int(o, "source.bytes").value_or(0) > static_cast<std::int64_t>(kSize);
+  });
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_int(*line, "source.bytes"), static_cast<std::int64_t>(request.size() + kSize));
+  const auto down = json_int(*line, "destination.bytes").value_or(0);  // the head, then the body
+  EXPECT_GT(down, static_cast<std::int64_t>(kSize));
+  EXPECT_LT(down, static_cast<std::int64_t>(kSize + 1024));
+}
+
 // RFC 9112 §2.2: a server SHOULD ignore empty lines before a request line, so an upstream
 // proxy at an allowed address accepts "\r\nCONNECT ..." as a CONNECT.
 TEST_F(ProxyConnect, NestedConnectAfterLeadingEmptyLinesIsRefused) {  // THREATS 7
