@@ -36,7 +36,7 @@ enum class Reason {
   sni_mismatch,   // TLS SNI names a host other than the CONNECT target (fronting)
   sni_missing,    // TLS without SNI to a named CONNECT target
   tls_malformed,  // bytes that start like TLS but are not a valid ClientHello
-  nested_proxy,   // a CONNECT request inside a CONNECT tunnel
+  nested_proxy,   // a proxy request (CONNECT, absolute-form) inside a CONNECT tunnel
   // A transparent connection with no SNI or Host whose address no DNS answer of the sandbox
   // names (and no allow_cidrs range opens).
   unnamed_destination,

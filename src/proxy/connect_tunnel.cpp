@@ -14,7 +14,36 @@ namespace sandgate::proxy {
 namespace {
 
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
-constexpr std::string_view kNestedConnect = "CONNECT ";
+constexpr std::size_t kMaxMethodBytes = 20;
+constexpr std::size_t kMaxSchemeBytes = 32;
+
+// What the start of a plain-text stream says: a request meant for a proxy (CONNECT, or any
+// method with an absolute-form "scheme://" target, which clients send only to proxies: RFC
+// 9112 3.2.2), something else (an origin-form request, ssh, ...), or not enough yet.
+enum class PlainStart { need_more, proxy_request, other };
+
+PlainStart classify_plain(std::string_view text) {
+  const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  const auto scheme_char = [&](char c, bool first) {  // RFC 3986 3.1
+    if (upper(c) || (c >= 'a' && c <= 'z')) return true;
+    return !first && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.');
+  };
+  std::size_t i = 0;  // the method: an upper-case token, then a space
+  while (i < text.size() && i <= kMaxMethodBytes && upper(text[i])) ++i;
+  if (i == text.size()) return i <= kMaxMethodBytes ? PlainStart::need_more : PlainStart::other;
+  if (i == 0 || text[i] != ' ') return PlainStart::other;
+  if (text.substr(0, i) == "CONNECT") return PlainStart::proxy_request;
+  // The target: origin-form starts with '/', absolute-form with a scheme and "://".
+  const std::string_view target = text.substr(i + 1);
+  std::size_t j = 0;
+  while (j < target.size() && j <= kMaxSchemeBytes && scheme_char(target[j], j == 0)) ++j;
+  if (j == target.size() && j <= kMaxSchemeBytes) return PlainStart::need_more;
+  if (j == 0 || j > kMaxSchemeBytes) return PlainStart::other;
+  const std::string_view rest = target.substr(j);
+  const std::size_t n = std::min<std::size_t>(rest.size(), 3);
+  if (rest.substr(0, n) != std::string_view("://").substr(0, n)) return PlainStart::other;
+  return n == 3 ? PlainStart::proxy_request : PlainStart::need_more;
+}
 
 // What the first client bytes in a tunnel say about where they are really going.
 struct Inspection {
@@ -54,7 +83,7 @@ Inspection check_hello(const Session& s, const policy::Host& host, std::uint16_t
 }
 
 // Decides the tunnel on the client's first bytes (as many as a whole ClientHello needs):
-// a ClientHello's SNI, or a nested CONNECT; any other stream passes.
+// a ClientHello's SNI, or a request meant for a proxy; any other stream passes.
 class ConnectGate final : public FirstBytesGate {
  public:
   ConnectGate(const Session& s, policy::Host host, std::uint16_t port)
@@ -75,10 +104,9 @@ class ConnectGate final : public FirstBytesGate {
       // up to a bound.
       std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
       text.remove_prefix(std::min(text.find_first_not_of("\r\n"), text.size()));
-      const std::size_t n = std::min(text.size(), kNestedConnect.size());
-      if (text.empty() && data.size() <= tls::kMaxClientHelloBytes) return Verdict::need_more;
-      if (text.substr(0, n) != kNestedConnect.substr(0, n)) return Verdict::pass;  // ssh, ...
-      if (n < kNestedConnect.size() && data.size() <= tls::kMaxClientHelloBytes) {
+      const PlainStart start = classify_plain(text);
+      if (start == PlainStart::other) return Verdict::pass;
+      if (start == PlainStart::need_more && data.size() <= tls::kMaxClientHelloBytes) {
         return Verdict::need_more;
       }
       verdict_ = refuse(policy::Reason::nested_proxy, false);

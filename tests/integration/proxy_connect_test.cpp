@@ -286,6 +286,38 @@ TEST_F(ProxyConnect, NestedConnectInsideATunnelIsRefused) {  // THREATS 7
   EXPECT_TRUE(still_serving());
 }
 
+// A request with an absolute-form target is a request for a proxy (clients send origin-form
+// to origins), so through a tunnel to an open proxy it would reach any host: refused like a
+// nested CONNECT, also when split inside the scheme. Origin-form requests pass.
+TEST_F(ProxyConnect, AbsoluteFormRequestInsideATunnelIsRefused) {  // THREATS 7
+  const std::vector<std::string> proxy_requests = {
+      "GET http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+      "POST HTTPS://denied.test/x HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+      "\r\nGET ftp://denied.test/file HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+  };
+  for (const std::string& request : proxy_requests) {
+    RawClient c = open_tunnel(plain_authority());
+    const std::size_t split = request.find("://") + 1;  // "GET http:" then "//denied..."
+    ASSERT_TRUE(c.send(request.substr(0, split)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c.send(request.substr(split));
+    std::string reply;
+    EXPECT_TRUE(c.wait_closed(std::chrono::milliseconds(3000), &reply)) << request;
+    EXPECT_EQ(reply, "") << request;
+  }
+  const auto line = daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "nested_proxy");
+  ASSERT_TRUE(AuditLineIs(line, "SANDBOX_NETWORK_DENIED", "nested_proxy", kId));
+  EXPECT_EQ(plain_.bytes_received(), 0u);  // the origin saw the dials, never a byte
+
+  // An origin-form request through the same kind of tunnel is answered.
+  RawClient c = open_tunnel(plain_authority());
+  ASSERT_TRUE(c.send("GET /fine HTTP/1.1\r\nHost: " + plain_authority() + "\r\n\r\n"));
+  const auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(still_serving());
+}
+
 TEST_F(ProxyConnect, ClientVanishingMidTunnelLeavesTheDaemonServing) {
   const std::string big = pattern_bytes(8u << 20, 9);
   plain_.set_handler([&](const RecordedRequest&) { return OriginReply::with_length(200, big); });
