@@ -153,13 +153,8 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
   // Bytes the client sent right behind the CONNECT head belong to the tunnel; nothing goes
   // upstream before the gate has passed them. Upstream-to-client runs from the start
   // (server-first protocols). The relay keeps the session; this coroutine ends here.
-  const auto* buffered = static_cast<const std::uint8_t*>(s.buffer.data().data());
-  std::vector<std::uint8_t> early(buffered, buffered + s.buffer.size());
-  s.buffer.clear();
-  s.buffer.shrink_to_fit();
   auto gate = std::make_shared<ConnectGate>(s, host, port);
-  start_relay(s.client, upstream, *s.watchdog, s.limits().idle_timeout, std::move(early),
-              gate.get(),
+  start_relay(s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
               [session = s.shared_from_this(), gate, shown = host.display(), port,
                dialed_ip = dialed.address.to_string()](const RelayStats& stats, bool refused) {
                 const Inspection& verdict = gate->inspection();

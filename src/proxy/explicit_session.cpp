@@ -100,14 +100,19 @@ Session::Session(tcp::socket s, WorkerDeps d)
   }
   client.set_option(tcp::no_delay(true), ec);
   deps.sessions->live.insert(this);
+  watchdog->start([this] {
+    boost::system::error_code ignored;
+    client.cancel(ignored);
+    if (upstream) upstream->socket.cancel(ignored);
+  });
+  active_connection = deps.shared->metrics->active_connection();
+  within_limit = deps.shared->connections.total.fetch_add(1) < limits().max_connections;
 }
 
 Session::~Session() {
-  if (counted) {
-    deps.shared->connections.total.fetch_sub(1);
-    if (sandbox_connections) sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
-    watchdog->stop();
-  }
+  deps.shared->connections.total.fetch_sub(1);
+  if (sandbox_connections) sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
+  watchdog->stop();
   boost::system::error_code ignored;
   client.shutdown(tcp::socket::shutdown_both, ignored);
   client.close(ignored);
@@ -120,28 +125,23 @@ void Session::abort() {
   if (upstream) upstream->socket.close(ignored);
 }
 
+std::vector<std::uint8_t> Session::take_buffer() {
+  const auto* data = static_cast<const std::uint8_t*>(buffer.data().data());
+  std::vector<std::uint8_t> out(data, data + buffer.size());
+  buffer.clear();
+  buffer.shrink_to_fit();
+  return out;
+}
+
 asio::awaitable<boost::system::error_code> Session::write_client(std::string_view bytes) {
   auto [ec, n] = co_await asio::async_write(client, asio::buffer(bytes), use_tuple);
   co_return ec;
 }
 
-bool Session::start() {
-  watchdog->start([this] {
-    boost::system::error_code ignored;
-    client.cancel(ignored);
-    if (upstream) upstream->socket.cancel(ignored);
-  });
-  counted = true;
-  active_connection = deps.shared->metrics->active_connection();
-  return deps.shared->connections.total.fetch_add(1) < limits().max_connections;
-}
-
 asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
   const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
   Session& s = *session;
-  const bool within_limit = s.start();
-
-  if (!within_limit) {
+  if (!s.within_limit) {
     co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);
     co_return;
   }

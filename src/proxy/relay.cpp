@@ -55,6 +55,24 @@ bool would_block() {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
+// Sends as much of [data, data + size) as the socket takes without waiting. Returns the
+// bytes sent, or -1 on an error other than would-block.
+ssize_t send_now(int fd, const void* data, std::size_t size) {
+  std::size_t sent = 0;
+  while (sent < size) {
+    const ssize_t m =
+        ::send(fd, static_cast<const char*>(data) + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (m > 0) {
+      sent += static_cast<std::size_t>(m);
+    } else if (m < 0 && would_block()) {
+      break;
+    } else {
+      return -1;
+    }
+  }
+  return static_cast<ssize_t>(sent);
+}
+
 // Both directions of one tunnel. Every callback runs on the session's worker and holds a
 // reference, so the relay lives until the last one has run (or the worker's io_context has
 // destroyed it). `done` is posted only once neither direction has an operation pending.
@@ -174,23 +192,17 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   void send_first() {
     if (stopping()) return finish(up_);
-    const int out = up_.to->native_handle();
-    while (first_sent_ < first_.size()) {
-      const ssize_t m = ::send(out, first_.data() + first_sent_, first_.size() - first_sent_,
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (m > 0) {
-        first_sent_ += static_cast<std::size_t>(m);
-        continue;
-      }
-      if (m < 0 && would_block()) {
-        up_.to->async_wait(tcp::socket::wait_write,
-                           [this, self = shared_from_this()](boost::system::error_code ec) {
-                             if (ec) return fail(up_);
-                             send_first();
-                           });
-        return;
-      }
-      return fail(up_);
+    const ssize_t m =
+        send_now(up_.to->native_handle(), first_.data() + first_sent_, first_.size() - first_sent_);
+    if (m < 0) return fail(up_);
+    first_sent_ += static_cast<std::size_t>(m);
+    if (first_sent_ < first_.size()) {
+      up_.to->async_wait(tcp::socket::wait_write,
+                         [this, self = shared_from_this()](boost::system::error_code ec) {
+                           if (ec) return fail(up_);
+                           send_first();
+                         });
+      return;
     }
     up_.bytes += first_.size();
     std::vector<std::uint8_t>().swap(first_);
@@ -227,18 +239,9 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (n < 0) return would_block() ? wait_readable(d) : fail(d);
     watchdog_.arm(idle_);
     const auto got = static_cast<std::size_t>(n);
-    std::size_t sent = 0;
-    while (sent < got) {
-      const ssize_t m =
-          ::send(d.to->native_handle(), buf.data() + sent, got - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (m > 0) {
-        sent += static_cast<std::size_t>(m);
-      } else if (m < 0 && would_block()) {
-        break;
-      } else {
-        return fail(d);
-      }
-    }
+    const ssize_t m = send_now(d.to->native_handle(), buf.data(), got);
+    if (m < 0) return fail(d);
+    const auto sent = static_cast<std::size_t>(m);
     d.bytes += sent;
     if (sent == got && got < buf.size()) return wait_readable(d);
     // Bulk, or the destination is full: from now on through a pipe, which first takes what

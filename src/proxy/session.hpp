@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/errc.hpp"
 #include "http/request_head.hpp"
@@ -32,6 +33,7 @@ struct UpstreamConn {
 // everything here runs on that worker. Owned by the serving coroutine and, once a tunnel is
 // relayed, by the relay (the coroutine may end first).
 struct Session : std::enable_shared_from_this<Session> {
+  // Starts the watchdog and counts the connection.
   Session(tcp::socket s, WorkerDeps d);
   ~Session();
   Session(const Session&) = delete;
@@ -39,9 +41,6 @@ struct Session : std::enable_shared_from_this<Session> {
 
   // Closes both sockets: every pending operation ends and the session unwinds (shutdown).
   void abort();
-  // Starts the watchdog and counts the connection (until the session is destroyed); false
-  // when over the total cap.
-  bool start();
   // Binds the connection to its sandbox and enforces the per-sandbox cap. A later request on
   // the same connection must name the same sandbox.
   Errc bind_sandbox(const std::string& id);
@@ -58,11 +57,16 @@ struct Session : std::enable_shared_from_this<Session> {
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  bool counted = false;                          // start() ran: uncounted on destruction
-  telemetry::Metrics::Active active_connection;  // from start()
-  telemetry::Metrics::Active active_tunnel;      // while a tunnel is relayed
+  // Counted from construction to destruction; false when that went over the total cap.
+  bool within_limit = false;
+  telemetry::Metrics::Active active_connection;
+  telemetry::Metrics::Active active_tunnel;  // while a tunnel is relayed
 
   const config::Limits& limits() const { return snap->config->limits; }
+
+  // Moves the bytes read from the client but not handled yet out of `buffer`, which then
+  // holds no memory (a relayed tunnel takes them along).
+  std::vector<std::uint8_t> take_buffer();
 
   // Writes raw bytes to the client under the session's current deadline.
   asio::awaitable<boost::system::error_code> write_client(std::string_view bytes);

@@ -169,12 +169,8 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
   s.active_tunnel = shared.metrics->active_tunnel();
 
   // The bytes read to classify the connection go first. The relay keeps the session.
-  const auto* data = static_cast<const std::uint8_t*>(s.buffer.data().data());
-  std::vector<std::uint8_t> first(data, data + s.buffer.size());
-  s.buffer.clear();
-  s.buffer.shrink_to_fit();
   start_relay(
-      s.client, upstream, *s.watchdog, s.limits().idle_timeout, std::move(first), nullptr,
+      s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), nullptr,
       [session = s.shared_from_this(), mode, shown, port, dialed_ip = dialed.address.to_string(),
        sni = std::string(sni)](const RelayStats& stats, bool /*refused*/) {
         session->record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
@@ -209,7 +205,6 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
   Session& s = *session;
   auto& shared = *s.deps.shared;
-  const bool within_limit = s.start();
 
   const tcp::endpoint original = original_destination(s.client);
   const policy::IpAddress original_ip = to_policy(original.address());
@@ -230,7 +225,7 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
     co_await refuse_stream(s, policy::EntryMode::tcp, literal_shown, port, d);
     co_return;
   }
-  if (!within_limit) {
+  if (!s.within_limit) {
     fail_stream(s, policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
     co_return;
   }
