@@ -65,6 +65,23 @@ void read_patterns(const toml::table& table, std::string_view key, const std::st
       out, sink);
 }
 
+// `opaque`: an exact host name with an explicit port, nothing wider.
+void read_opaque(const toml::table& table, const std::string& path,
+                 const std::string& origin_prefix, std::vector<policy::RuleSource>& out,
+                 ErrorSink& sink) {
+  read_rules(
+      table, "opaque", path, origin_prefix, "opaque destination",
+      [](std::string_view text, std::string* error) -> std::optional<policy::HostPattern> {
+        auto pattern = policy::parse_host_pattern(text, error);
+        if (pattern && (pattern->wildcard || !pattern->port)) {
+          *error = "use an exact host name and a port, e.g. \"ssh.example.com:443\"";
+          return std::nullopt;
+        }
+        return pattern;
+      },
+      out, sink);
+}
+
 void read_cidrs(const toml::table& table, std::string_view key, const std::string& path,
                 const std::string& origin_prefix, std::vector<policy::CidrSource>& out,
                 ErrorSink& sink) {
@@ -86,6 +103,7 @@ RuleSet read_rules(const toml::table& table, const std::string& path,
   read_patterns(table, "deny", path, origin_prefix, rules.deny, sink);
   read_cidrs(table, "allow_cidrs", path, origin_prefix, rules.allow_cidrs, sink);
   read_cidrs(table, "deny_cidrs", path, origin_prefix, rules.deny_cidrs, sink);
+  read_opaque(table, path, origin_prefix, rules.opaque, sink);
   return rules;
 }
 
@@ -108,11 +126,13 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
     append(spec.deny, profile->deny);
     append(spec.allow_cidrs, profile->allow_cidrs);
     append(spec.deny_cidrs, profile->deny_cidrs);
+    append(spec.opaque, profile->opaque);
   }
   append(spec.allow, own.allow);
   append(spec.deny, own.deny);
   append(spec.allow_cidrs, own.allow_cidrs);
   append(spec.deny_cidrs, own.deny_cidrs);
+  append(spec.opaque, own.opaque);
   return spec;
 }
 
@@ -161,7 +181,8 @@ Profiles read_profiles(const toml::node& node, ErrorSink& sink) {
       profiles.emplace(name, RuleSet{});  // reported; keeps "unknown profile" from piling on
       continue;
     }
-    check_known_keys(*body, path, {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs"}, sink);
+    check_known_keys(*body, path, {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque"},
+                     sink);
     profiles.emplace(name, read_rules(*body, path, path, sink));
   }
   return profiles;
@@ -177,7 +198,7 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     if (body == nullptr) continue;
     check_known_keys(*body, path,
                      {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                      "deny_cidrs", "allow_all_hosts"},
+                      "deny_cidrs", "opaque", "allow_all_hosts"},
                      sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
@@ -186,7 +207,7 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
 void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink) {
   check_known_keys(root, "",
                    {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                    "deny_cidrs", "allow_all_hosts"},
+                    "deny_cidrs", "opaque", "allow_all_hosts"},
                    sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;

@@ -106,6 +106,7 @@ struct CompiledSandbox {
   NameTable deny;
   CidrTable allow_cidrs;
   CidrTable deny_cidrs;
+  NameTable opaque;
   bool allow_all_hosts = false;
 
   bool port_allowed(std::uint16_t port) const {
@@ -191,6 +192,12 @@ std::string_view reason_name(Reason r) {
       return "nested_proxy";
     case Reason::unnamed_destination:
       return "unnamed_destination";
+    case Reason::host_mismatch:
+      return "host_mismatch";
+    case Reason::http_malformed:
+      return "http_malformed";
+    case Reason::unrecognized_protocol:
+      return "unrecognized_protocol";
   }
   return "unknown";
 }
@@ -206,6 +213,7 @@ Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_en
     for (const auto& r : spec.deny) sb.deny.add(r);
     for (const auto& c : spec.allow_cidrs) sb.allow_cidrs.add(c);
     for (const auto& c : spec.deny_cidrs) sb.deny_cidrs.add(c);
+    for (const auto& r : spec.opaque) sb.opaque.add(r);
     sb.allow_all_hosts = spec.allow_all_hosts;
   }
   impl_ = std::move(compiled);
@@ -226,6 +234,42 @@ Decision Policy::decide(const Query& q) const {
 
 Decision Policy::decide(std::string_view sandbox, const Host& host, std::uint16_t port,
                         EntryMode mode) const {
+  Decision d = decide_destination(sandbox, host, port, mode);
+  // A stream with no name of its own on a web port is HTTP or TLS that the sniffer could not
+  // read, or a protocol that hides behind the port: relayed only to a host named for it.
+  if (d.allowed && mode == EntryMode::tcp && (port == 80 || port == 443)) {
+    const CompiledSandbox& sb = impl_->sandboxes.find(sandbox)->second;
+    const bool opaque = host.is_name() && sb.opaque.find(host.name, [&](const NameRule& r) {
+      return r.port == port;
+    }) != nullptr;
+    if (!opaque) return make(false, Reason::unrecognized_protocol, std::move(d.rule));
+  }
+  return d;
+}
+
+Decision Policy::decide_inner_name(std::string_view sandbox, const Host& tunnel, std::uint16_t port,
+                                   const std::string* inner, EntryMode mode) const {
+  const Reason mismatch = mode == EntryMode::tls ? Reason::sni_mismatch : Reason::host_mismatch;
+  if (inner == nullptr) {
+    if (mode == EntryMode::tls && !tunnel.is_address()) return make(false, Reason::sni_missing);
+    return make(true, Reason::allowed_by_rule);
+  }
+  const Host named = normalize_host(*inner);
+  if (named.is_name() && tunnel.is_name() && named.name == tunnel.name) {
+    return make(true, Reason::allowed_by_rule);
+  }
+  if (named.is_address() && tunnel.is_address() && named.address == tunnel.address) {
+    return make(true, Reason::allowed_by_rule);
+  }
+  if (named.is_valid()) {
+    Decision d = decide(sandbox, named, port, mode);
+    if (d.allowed) return d;
+  }
+  return make(false, mismatch);
+}
+
+Decision Policy::decide_destination(std::string_view sandbox, const Host& host, std::uint16_t port,
+                                    EntryMode mode) const {
   const auto it = impl_->sandboxes.find(sandbox);
   if (it == impl_->sandboxes.end()) return make(false, Reason::unknown_sandbox);
   const CompiledSandbox& sb = it->second;
@@ -301,6 +345,9 @@ std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port
     case Reason::port_not_allowed:
       if (!host.is_name()) break;
       return "allow = [\"" + host.name + ":" + std::to_string(port) + "\"]";
+    case Reason::unrecognized_protocol:
+      if (!host.is_name()) break;
+      return "opaque = [\"" + host.name + ":" + std::to_string(port) + "\"]";
     case Reason::ip_literal_not_allowed:
     case Reason::special_address:
       if (!host.is_address()) break;  // callers pass the resolved address as the host

@@ -33,10 +33,14 @@ enum class Reason {
   always_denied_address,   // link-local, metadata, unspecified, multicast, broadcast
   proxy_loop,              // one of sandgate's own listeners
   // Decided by the data path on what it sees inside a connection:
-  sni_mismatch,   // TLS SNI names a host other than the CONNECT target (fronting)
-  sni_missing,    // TLS without SNI to a named CONNECT target
-  tls_malformed,  // bytes that start like TLS but are not a valid ClientHello
-  nested_proxy,   // a proxy request (CONNECT, absolute-form) inside a CONNECT tunnel
+  sni_mismatch,    // TLS SNI names a host other than the CONNECT target (fronting)
+  sni_missing,     // TLS without SNI to a named CONNECT target
+  tls_malformed,   // bytes that start like TLS but are not a valid ClientHello
+  nested_proxy,    // a proxy request (CONNECT, absolute-form) inside a tunnel
+  host_mismatch,   // an HTTP Host inside a tunnel names a host other than the tunnel's
+  http_malformed,  // bytes inside a tunnel that start like HTTP but are not a valid head
+  // Bytes on port 80 or 443 that are neither HTTP nor TLS, to a host no `opaque` rule names.
+  unrecognized_protocol,
   // A transparent connection with no SNI or Host whose address no DNS answer of the sandbox
   // names (and no allow_cidrs range opens).
   unnamed_destination,
@@ -72,6 +76,9 @@ struct SandboxSpec {
   std::vector<RuleSource> deny;
   std::vector<CidrSource> allow_cidrs;
   std::vector<CidrSource> deny_cidrs;
+  // host:port pairs (exact names, explicit ports) whose streams may carry bytes other than
+  // HTTP or TLS on ports 80 and 443 (ssh over 443, say); see Reason::unrecognized_protocol.
+  std::vector<RuleSource> opaque;
   bool allow_all_hosts = false;
 };
 
@@ -109,6 +116,14 @@ class Policy {
   Decision decide(std::string_view sandbox, const Host& host, std::uint16_t port,
                   EntryMode mode) const;
 
+  // A name the stream itself carries inside a tunnel opened for `tunnel` (a TLS SNI when
+  // `mode` is tls, an HTTP Host when it is http) must name that host, or another host the
+  // sandbox may reach on this port (domain fronting, THREATS 4). `inner` is null when the
+  // stream carries none: TLS without SNI is refused to a named tunnel (clients send none only
+  // to IP literals); HTTP without Host (HTTP/1.0) passes.
+  Decision decide_inner_name(std::string_view sandbox, const Host& tunnel, std::uint16_t port,
+                             const std::string* inner, EntryMode mode) const;
+
   // Checks one address the proxy is about to dial (a resolved address of an allowed name).
   Decision check_address(std::string_view sandbox, const IpAddress& a, std::uint16_t port) const;
 
@@ -116,6 +131,8 @@ class Policy {
   std::size_t sandbox_count() const;
 
  private:
+  Decision decide_destination(std::string_view sandbox, const Host& host, std::uint16_t port,
+                              EntryMode mode) const;
   struct Compiled;
   std::unique_ptr<const Compiled> impl_;
 };

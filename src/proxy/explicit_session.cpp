@@ -22,7 +22,20 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
   bool started = s.buffer.size() > 0;
   s.watchdog->arm(first || started ? s.limits().header_timeout : s.limits().idle_timeout);
   std::size_t scanned = 0;
+  std::size_t blank = 0;  // empty lines dropped before the request line
   for (;;) {
+    // RFC 9112 2.2: empty lines before a request line are ignored; they count against the
+    // head's size bound.
+    std::size_t skip = 0;
+    while (scanned == 0 && s.buffer.size() >= skip + 2 &&
+           std::memcmp(static_cast<const char*>(s.buffer.data().data()) + skip, "\r\n", 2) == 0) {
+      skip += 2;
+    }
+    s.buffer.consume(skip);
+    blank += skip;
+    if (blank > limits.max_header_bytes) {
+      co_return std::pair{Errc::headers_too_large, std::size_t{0}};
+    }
     const auto* data = static_cast<const char*>(s.buffer.data().data());
     const std::string_view view(data, s.buffer.size());
     // Re-scan only when a line ended since the last scan (slow-header clients cost little).

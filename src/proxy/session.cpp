@@ -65,6 +65,7 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
     r.event = code_name(Errc::network_denied);
     r.outcome = "failure";
     r.reason = policy::reason_name(denial->reason);
+    r.rule = denial->rule;
     metrics.denial(r.reason);
     metrics.connection(to_metrics_mode(mode), telemetry::Outcome::denied);
   } else {

@@ -14,11 +14,11 @@
 #include <cstring>
 #include <span>
 
-#include "http/request_head.hpp"
+#include "proxy/first_bytes.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/session.hpp"
+#include "proxy/stream_gate.hpp"
 #include "proxy/upstream.hpp"
-#include "tls/client_hello.hpp"
 
 namespace sandgate::proxy {
 
@@ -26,7 +26,6 @@ namespace {
 
 using namespace boost::asio::experimental::awaitable_operators;
 constexpr std::size_t kReadChunk = 4096;
-constexpr std::size_t kMaxMethodBytes = 20;
 // SO_ORIGINAL_DST (linux/netfilter_ipv4.h) and IP6T_SO_ORIGINAL_DST
 // (linux/netfilter_ipv6/ip6_tables.h); those headers clash with glibc's <netinet/in.h>.
 constexpr int kSoOriginalDst = 80;
@@ -49,74 +48,45 @@ tcp::endpoint original_destination(tcp::socket& socket) {
   return local;
 }
 
-enum class Kind {
-  tls,      // a whole ClientHello is buffered
-  http,     // an HTTP/1 request line has started
-  unnamed,  // other bytes, or none before the peek timeout (a server-first protocol)
-  closed,   // the client went away before anything could be decided
+// What the client's first bytes said, or that it sent none in time.
+struct Opening {
+  FirstBytes first;     // need_more: nothing in time (silent) or the client went away
+  bool closed = false;  // the client went away (or the header timeout passed) undecided
 };
 
-struct FirstBytes {
-  Kind kind = Kind::unnamed;
-  std::optional<std::string> sni;  // tls
-  bool malformed_tls = false;
-};
-
-// "GET ", "PROPFIND ": an HTTP method token and a space. Incomplete: nullopt.
-std::optional<bool> looks_like_http(std::string_view data) {
-  for (std::size_t i = 0; i < data.size() && i <= kMaxMethodBytes; ++i) {
-    const char c = data[i];
-    if (c == ' ') return i > 0;
-    if (c < 'A' || c > 'Z') return false;
-  }
-  return data.size() > kMaxMethodBytes ? std::optional<bool>(false) : std::nullopt;
+// Ports where only HTTP and TLS are expected: their first bytes are always waited for (under
+// the header timeout) and classified, never given up on after the peek timeout.
+bool is_web_port(std::uint16_t port) {
+  return port == 80 || port == 443;
 }
 
-// Reads the client's first bytes into s.buffer (nothing is consumed) until they say what the
-// connection is. A client that sends nothing within peek_timeout is left to the server.
-asio::awaitable<FirstBytes> classify(Session& s) {
-  FirstBytes out;
-  bool waited = false;
+// Reads the client's first bytes into s.buffer (nothing is consumed) until the classifier
+// decides what the connection is. On other ports, a client that sends nothing within
+// peek_timeout is left to the server (ssh servers, SMTP, databases speak first): the opening
+// is silent, and the bytes that come later are classified by the tunnel's gate before any of
+// them is relayed. Once bytes flow, the watchdog's header timeout bounds the rest.
+asio::awaitable<Opening> read_opening(Session& s, std::uint16_t port) {
+  Opening out;
+  bool waited = is_web_port(port);
   for (;;) {
     const auto* data = static_cast<const std::uint8_t*>(s.buffer.data().data());
-    const std::span<const std::uint8_t> bytes(data, s.buffer.size());
-    if (bytes.size() >= 2 && tls::looks_like_tls(bytes)) {
-      const tls::PeekResult peek = tls::peek_client_hello(bytes);
-      if (peek.status == tls::PeekStatus::complete) {
-        out.kind = Kind::tls;
-        out.sni = peek.hello.sni;
-        co_return out;
-      }
-      if (peek.status != tls::PeekStatus::need_more) {
-        out.kind = Kind::tls;
-        out.malformed_tls = true;
-        co_return out;
-      }
-    } else if (!bytes.empty() && !(bytes.size() == 1 && bytes[0] == 0x16)) {
-      const auto http =
-          looks_like_http(std::string_view(reinterpret_cast<const char*>(data), bytes.size()));
-      if (http) {
-        out.kind = *http ? Kind::http : Kind::unnamed;
-        co_return out;
-      }
-    }
+    out.first = classify_first_bytes(std::span<const std::uint8_t>(data, s.buffer.size()));
+    if (out.first.kind != StreamStart::need_more) co_return out;
     if (!waited) {
-      // Nothing yet: wait for the first bytes, but not forever (ssh servers, SMTP, databases
-      // speak first). Once bytes flow, the watchdog's header timeout bounds the rest.
       waited = true;
       asio::steady_timer timer(s.client.get_executor(), s.limits().peek_timeout);
       const auto first = co_await (s.client.async_wait(tcp::socket::wait_read, use_tuple) ||
                                    timer.async_wait(use_tuple));
-      if (first.index() == 1) co_return out;  // unnamed, nothing buffered
+      if (first.index() == 1) co_return out;  // silent
       if (std::get<0>(std::get<0>(first))) {
-        out.kind = Kind::closed;
+        out.closed = true;
         co_return out;
       }
     }
     auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(kReadChunk), use_tuple);
     s.buffer.commit(n);
     if (ec) {
-      out.kind = Kind::closed;
+      out.closed = true;
       co_return out;
     }
   }
@@ -150,8 +120,10 @@ void fail_stream(Session& s, policy::EntryMode mode, Errc code, std::string_view
 }
 
 // Dials the decided host and relays the connection, starting with the bytes already read.
+// `gated`: the client has sent nothing yet (a silent opening), so its first bytes go through
+// the stream gate before any of them is relayed.
 asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::Host& host,
-                             std::uint16_t port, std::string_view sni) {
+                             std::uint16_t port, std::string_view sni, bool gated = false) {
   auto& shared = *s.deps.shared;
   const std::string shown = host.display();
   s.watchdog->arm(s.limits().connect_timeout * 4);  // bounded by per-attempt timeouts inside
@@ -169,12 +141,19 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
   s.active_tunnel = shared.metrics->active_tunnel();
 
   // The bytes read to classify the connection go first. The relay keeps the session.
-  start_relay(
-      s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), nullptr,
-      [session = s.shared_from_this(), mode, shown, port, dialed_ip = dialed.address.to_string(),
-       sni = std::string(sni)](const RelayStats& stats, bool /*refused*/) {
-        session->record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
-      });
+  auto gate = gated ? std::make_shared<StreamGate>(s, host, port) : nullptr;
+  start_relay(s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
+              [session = s.shared_from_this(), gate, mode, shown, port,
+               dialed_ip = dialed.address.to_string(),
+               sni = std::string(sni)](const RelayStats& stats, bool) {
+                if (gate == nullptr) {
+                  session->record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
+                  return;
+                }
+                const policy::EntryMode seen = gate->sni().empty() ? mode : policy::EntryMode::tls;
+                session->record_tunnel(seen, shown, port, dialed_ip, stats.up, stats.down,
+                                       gate->sni(), gate->denial());
+              });
 }
 
 // HTTP/1 requests, each decided on its own Host and the original port, forwarded like the
@@ -235,29 +214,35 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   }
 
   s.watchdog->arm(s.limits().header_timeout);
-  const FirstBytes first = co_await classify(s);
-  if (first.kind == Kind::closed) co_return;
+  const Opening opening = co_await read_opening(s, port);
+  if (opening.closed) co_return;
   s.snap = shared.current();  // decide on the newest policy
-  if (first.kind == Kind::http) {
+  const FirstBytes& first = opening.first;
+  const bool silent = first.kind == StreamStart::need_more;
+  if (first.kind == StreamStart::http || first.kind == StreamStart::proxy_request) {
     co_await serve_http(s, port);
     co_return;
   }
-  const auto mode = first.kind == Kind::tls ? policy::EntryMode::tls : policy::EntryMode::tcp;
-  if (first.malformed_tls) {
+  const auto mode = first.kind == StreamStart::tls || first.kind == StreamStart::tls_malformed
+                        ? policy::EntryMode::tls
+                        : policy::EntryMode::tcp;
+  if (first.kind == StreamStart::tls_malformed || first.kind == StreamStart::undecidable) {
     policy::Decision d;
-    d.reason = policy::Reason::tls_malformed;
+    d.reason = first.kind == StreamStart::tls_malformed ? policy::Reason::tls_malformed
+                                                        : policy::Reason::unrecognized_protocol;
     co_await refuse_stream(s, mode, literal_shown, port, d);
     co_return;
   }
-  if (first.sni) {
-    const policy::Host host = policy::normalize_host(*first.sni);
+  if (first.hello.sni) {
+    const std::string& sni = *first.hello.sni;
+    const policy::Host host = policy::normalize_host(sni);
     const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
     if (!d.allowed) {
-      const std::string shown = host.is_valid() ? host.display() : *first.sni;
-      co_await refuse_stream(s, mode, shown, port, d, *first.sni);
+      const std::string shown = host.is_valid() ? host.display() : sni;
+      co_await refuse_stream(s, mode, shown, port, d, sni);
       co_return;
     }
-    co_await tunnel(s, mode, host, port, *first.sni);
+    co_await tunnel(s, mode, host, port, sni);
     co_return;
   }
 
@@ -271,7 +256,7 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
     const policy::Host host = policy::normalize_host(name);
     const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
     if (d.allowed) {
-      co_await tunnel(s, mode, host, port, {});
+      co_await tunnel(s, mode, host, port, {}, silent);
       co_return;
     }
     if (!first_denial) {
@@ -281,7 +266,7 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   }
   policy::Decision d = s.snap->policy->decide(s.sandbox, literal, port, mode);
   if (d.allowed) {
-    co_await tunnel(s, mode, literal, port, {});
+    co_await tunnel(s, mode, literal, port, {}, silent);
     co_return;
   }
   if (first_denial) {
@@ -289,8 +274,9 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
     co_await refuse_stream(s, mode, shown, port, *first_denial);
     co_return;
   }
-  // Nothing names it. Metadata and loop refusals keep their stronger reasons.
-  if (d.reason != policy::Reason::always_denied_address && d.reason != policy::Reason::proxy_loop) {
+  // Nothing names it. Metadata, loop and protocol refusals keep their stronger reasons.
+  if (d.reason != policy::Reason::always_denied_address && d.reason != policy::Reason::proxy_loop &&
+      d.reason != policy::Reason::unrecognized_protocol) {
     d.reason = policy::Reason::unnamed_destination;
   }
   co_await refuse_stream(s, mode, literal_shown, port, d);

@@ -318,6 +318,96 @@ TEST_F(ProxyConnect, AbsoluteFormRequestInsideATunnelIsRefused) {  // THREATS 7
   EXPECT_TRUE(still_serving());
 }
 
+// Lenient parsers (tinyproxy, squid's relaxed mode) act on these spellings of a proxy
+// request, so the tunnel's gate must refuse them too.
+TEST_F(ProxyConnect, LenientSpellingsOfAProxyRequestInsideATunnelAreRefused) {  // THREATS 7
+  const std::vector<std::string> proxy_requests = {
+      "GET  http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+      "GET\thttp://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+      "get http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+      " GET http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n",
+      "CONNECT\tdenied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n",
+      "connect denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n",
+  };
+  const std::size_t before = daemon_->audit_lines().size();
+  for (const std::string& request : proxy_requests) {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send(request));
+    std::string reply;
+    EXPECT_TRUE(c.wait_closed(std::chrono::milliseconds(3000), &reply)) << request;
+    EXPECT_EQ(reply, "") << request;
+  }
+  const auto refused = [&] {
+    std::size_t n = 0;
+    const auto lines = daemon_->audit_lines();
+    for (std::size_t i = before; i < lines.size(); ++i) {
+      n += json_string(lines[i], "event.reason") == "nested_proxy";
+    }
+    return n;
+  };
+  for (int i = 0; i < 300 && refused() < proxy_requests.size(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the audit writer batches
+  }
+  EXPECT_EQ(refused(), proxy_requests.size());
+  EXPECT_EQ(plain_.bytes_received(), 0u);  // the origin saw the dials, never a byte
+  EXPECT_TRUE(still_serving());
+}
+
+// A ClientHello whose record header arrives a byte or two at a time, with pauses, is waited
+// for and decided like a whole one (it used to pass as "not TLS" after one byte).
+TEST_F(ProxyConnect, ClientHelloSplitAfterItsFirstBytesIsStillChecked) {  // THREATS 4
+  const std::string hello = make_client_hello("evil.test");
+  for (std::size_t first : {1u, 2u, 4u}) {
+    RawClient c = open_tunnel(tls_authority("allowed.test"));
+    ASSERT_TRUE(c.send(hello.substr(0, first)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(c.send(hello.substr(first)));
+    std::string reply;
+    EXPECT_TRUE(c.wait_closed(std::chrono::milliseconds(3000), &reply)) << first;
+    EXPECT_EQ(reply, kAccessDeniedAlert) << first;
+  }
+  const auto line = daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "sni_mismatch");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "tls.client.server_name"), "evil.test");
+  EXPECT_EQ(tls_.connections_with_bytes(), 0u);
+  EXPECT_TRUE(still_serving());
+}
+
+// The first request's Host inside a plain tunnel must name the tunnel's host (or another host
+// the sandbox may reach): a virtual host the policy forbids is not reached through an allowed
+// one's tunnel, and a head with two Hosts is not relayed at all.
+TEST_F(ProxyConnect, HostNamingAForbiddenHostInsideATunnelIsRefused) {  // THREATS 4
+  {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: denied.test\r\n\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(IsSandgateError(*r, 403, "SANDBOX_NETWORK_DENIED", false));
+    EXPECT_EQ(json_string(*error_body(*r), "reason"), "host_mismatch");
+    EXPECT_EQ(json_string(*error_body(*r), "host"), "denied.test");
+  }
+  const auto line = daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "host_mismatch");
+  ASSERT_TRUE(AuditLineIs(line, "SANDBOX_NETWORK_DENIED", "host_mismatch", kId));
+  {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(
+        c.send("GET / HTTP/1.1\r\nHost: " + plain_authority() + "\r\nHost: denied.test\r\n\r\n"));
+    std::string reply;
+    EXPECT_TRUE(c.wait_closed(std::chrono::milliseconds(3000), &reply));
+  }
+  EXPECT_TRUE(daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "http_malformed"));
+  EXPECT_EQ(plain_.bytes_received(), 0u);
+  // The tunnel's own host, with its port or in another spelling, is answered.
+  for (const std::string& host : {plain_authority(), std::string("PLAIN.test.")}) {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send("GET /fine HTTP/1.1\r\nHost: " + host + "\r\n\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, 200) << host;
+  }
+  EXPECT_TRUE(still_serving());
+}
+
 TEST_F(ProxyConnect, ClientVanishingMidTunnelLeavesTheDaemonServing) {
   const std::string big = pattern_bytes(8u << 20, 9);
   plain_.set_handler([&](const RecordedRequest&) { return OriginReply::with_length(200, big); });
@@ -407,7 +497,7 @@ TEST_F(ProxyConnect, EndlessEmptyLinesInATunnelAreRefused) {  // THREATS 7
     c.send(std::string(70 * 1024, '\n'));
     EXPECT_TRUE(c.wait_closed());
   }
-  EXPECT_TRUE(daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "nested_proxy"));
+  EXPECT_TRUE(daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "unrecognized_protocol"));
   EXPECT_EQ(plain_.raw_received(), "") << "undecided bytes reached the upstream";
   EXPECT_TRUE(still_serving());
 }

@@ -219,6 +219,10 @@ struct World {
         "allow = [\"origin.test\", \"registry.test\", \"origin.test:22\"]\n"
         // TEST-NET is a special range: resolved addresses there need opening.
         "allow_cidrs = [\"203.0.113.10/32\"]\n\n"
+        "[profiles.opaque]\n"
+        "allow = [\"origin.test\"]\n"
+        "allow_cidrs = [\"203.0.113.10/32\"]\n"
+        "opaque = [\"origin.test:80\"]\n\n"
         "[profiles.other]\n"
         "allow = [\"blocked.test\"]\n"
         "allow_cidrs = [\"203.0.113.20/32\"]\n";
@@ -366,6 +370,75 @@ TEST_F(SandboxE2e, RawTcpIsAttributedThroughTheSandboxDnsAnswers) {
   ASSERT_EQ(denied.size(), 1u);
   EXPECT_EQ(domain_of(denied[0]), "origin.test");
   EXPECT_EQ(denied[0].at("destination").as_object().at("port").as_int64(), 2222);
+}
+
+// testdata/e2e/send.py inside the sandbox: HOST PORT DELAY_MS PAYLOAD, one per line of
+// `sends`; prints each reply and how it ended.
+std::string send_script(const std::vector<std::string>& sends) {
+  std::string script;
+  for (const std::string& args : sends) {
+    script += "python3 " + source_dir() + "/tests/integration/testdata/e2e/send.py " + args + "; ";
+  }
+  return script;
+}
+
+// THREATS 27: plain HTTP that the old sniffer missed (an empty line first, a lower-case
+// method, a first byte after the peek timeout) is still HTTP: its Host is decided, so a
+// forbidden virtual host on an allowed name's address is not served.
+TEST_F(SandboxE2e, Threat27HttpTheSnifferMissedIsStillDecidedOnItsHost) {
+  const std::string forged = "'GET / HTTP/1.1\\r\\nHost: blocked.test\\r\\n\\r\\n'";
+  const auto r = run_in("vhost", "web",
+                        send_script({"origin.test 80 0 '\\r\\nGET / HTTP/1.1\\r\\nHost: "
+                                     "blocked.test\\r\\n\\r\\n'",
+                                     "origin.test 80 0 'get / HTTP/1.1\\r\\nHost: "
+                                     "blocked.test\\r\\n\\r\\n'",
+                                     "origin.test 80 600 " + forged,
+                                     "origin.test 80 0 '\\r\\nGET / HTTP/1.1\\r\\nHost: "
+                                     "origin.test\\r\\n\\r\\n'"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("hello from blocked.test"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hello from origin.test over http"), std::string::npos) << r.out;
+  EXPECT_EQ(requests().find("host=blocked.test"), std::string::npos) << requests();
+  std::size_t refused = 0;
+  for (const auto& line : audit("SANDBOX_NETWORK_DENIED", "no_matching_rule")) {
+    refused += domain_of(line) == "blocked.test";
+  }
+  EXPECT_EQ(refused, 3u) << r.out;
+  EXPECT_TRUE(audit("connection_closed").empty());  // nothing went through as a raw tunnel
+}
+
+// THREATS 4 and 27: a ClientHello that comes after the peek timeout is checked before a byte
+// of it is relayed: on a server-first port (its banner arrives first) and on 443 alike.
+TEST_F(SandboxE2e, Threat27LateClientHelloIsChecked) {
+  const auto r = run_in("late-tls", "web",
+                        send_script({"origin.test 22 600 hello:blocked.test",
+                                     "origin.test 443 600 hello:blocked.test",
+                                     "origin.test 443 600 hello:origin.test"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("reply=b'SSH-2.0-sandgate-e2e\\r\\n\\x15\\x03"), std::string::npos)
+      << r.out;  // the banner, then the access_denied alert
+  EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "sni_mismatch").size(), 1u);
+  EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "no_matching_rule").size(), 1u);
+  EXPECT_EQ(requests().find("CONNECT 203.0.113.20"), std::string::npos) << requests();
+  // The late ClientHello for the allowed name goes through (the origin answers a ServerHello).
+  EXPECT_NE(r.out.find("reply=b'\\x16\\x03"), std::string::npos) << r.out;
+}
+
+// THREATS 27: on ports 80 and 443 a stream that is neither HTTP nor TLS is refused, unless an
+// `opaque` rule names that host and port.
+TEST_F(SandboxE2e, Threat27OtherBytesOnWebPortsNeedAnOpaqueRule) {
+  const std::string ssh = "origin.test 80 0 'SSH-2.0-client\\r\\n'";
+  const auto refused = run_in("opaque-no", "web", send_script({ssh}));
+  EXPECT_NE(refused.out.find("reply=b''\nend=reset"), std::string::npos) << refused.out;
+  const auto denied = audit("SANDBOX_NETWORK_DENIED", "unrecognized_protocol");
+  ASSERT_EQ(denied.size(), 1u);
+  EXPECT_EQ(domain_of(denied[0]), "origin.test");
+  EXPECT_EQ(requests().find("CONNECT 203.0.113.10:80"), std::string::npos) << requests();
+
+  const auto opened = run_in("opaque-yes", "opaque", send_script({ssh}));
+  EXPECT_NE(opened.out.find("400"), std::string::npos) << opened.out;  // the origin's answer
+  EXPECT_NE(requests().find("CONNECT 203.0.113.10:80"), std::string::npos) << requests();
+  EXPECT_EQ(audit("connection_closed").size(), 1u);
 }
 
 TEST_F(SandboxE2e, UdpPingAndSpoofedSourcesGoNowhere) {
