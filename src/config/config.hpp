@@ -38,6 +38,12 @@ struct Limits {
   std::chrono::milliseconds idle_timeout{300'000};
   std::size_t max_connections = 20'000;
   std::size_t max_connections_per_sandbox = 2'000;
+  // Connections that have not named their sandbox yet (explicit proxy, before its first
+  // authenticated request) count only here, never against the caps above: in total, per
+  // source address, and for at most auth_timeout (or header_timeout, if shorter).
+  std::size_t max_unauthenticated_connections = 1'024;
+  std::size_t max_unauthenticated_per_source = 64;
+  std::chrono::milliseconds auth_timeout{3'000};
   // A transparent connection that sends nothing for this long is taken to be a server-first
   // protocol and decided on the sandbox's own DNS answers for its destination.
   std::chrono::milliseconds peek_timeout{1'000};

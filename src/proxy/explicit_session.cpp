@@ -20,7 +20,11 @@ constexpr std::size_t kReadChunk = 4096;
 asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) {
   const http::HeadLimits limits{s.limits().max_request_line_bytes, s.limits().max_header_bytes};
   bool started = s.buffer.size() > 0;
-  s.watchdog->arm(first || started ? s.limits().header_timeout : s.limits().idle_timeout);
+  // A connection that has not authenticated yet gets the shorter of the two deadlines.
+  const auto head_deadline = s.sandbox.empty()
+                                 ? std::min(s.limits().auth_timeout, s.limits().header_timeout)
+                                 : s.limits().header_timeout;
+  s.watchdog->arm(first || started ? head_deadline : s.limits().idle_timeout);
   std::size_t scanned = 0;
   std::size_t blank = 0;  // empty lines dropped before the request line
   for (;;) {
@@ -57,9 +61,18 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
     }
     if (!started && n > 0) {
       started = true;
-      s.watchdog->arm(s.limits().header_timeout);
+      s.watchdog->arm(head_deadline);
     }
   }
+}
+
+// The client's address as text ("" when the socket has none), and its port into `port`.
+std::string peer_ip(const tcp::socket& socket, std::uint16_t& port) {
+  boost::system::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  if (ec) return {};
+  port = ep.port();
+  return ep.address().to_string();
 }
 
 }  // namespace
@@ -91,12 +104,19 @@ asio::awaitable<std::optional<NextRequest>> next_request(Session& s, bool first)
 Errc Session::bind_sandbox(const std::string& id) {
   if (!sandbox.empty()) return sandbox == id ? Errc::ok : Errc::proxy_auth_required;
   sandbox = id;
-  auto& counter = deps.shared->connections.for_sandbox(id);
+  auto& connections = deps.shared->connections;
+  if (connections.bound.fetch_add(1) >= limits().max_connections) {
+    connections.bound.fetch_sub(1);
+    return Errc::too_many_connections;
+  }
+  auto& counter = connections.for_sandbox(id);
   if (counter.fetch_add(1, std::memory_order_relaxed) >= limits().max_connections_per_sandbox) {
     counter.fetch_sub(1, std::memory_order_relaxed);
+    connections.bound.fetch_sub(1);
     return Errc::too_many_connections;
   }
   sandbox_connections = &counter;
+  pending.release();
   return Errc::ok;
 }
 
@@ -104,13 +124,11 @@ Session::Session(tcp::socket s, WorkerDeps d)
     : client(std::move(s)),
       deps(std::move(d)),
       snap(deps.shared->current()),
-      watchdog(std::make_shared<Watchdog>(client.get_executor())) {
+      watchdog(std::make_shared<Watchdog>(client.get_executor())),
+      client_ip(peer_ip(client, client_port)),
+      pending(deps.shared->connections, client_ip, limits().max_unauthenticated_connections,
+              limits().max_unauthenticated_per_source) {
   boost::system::error_code ec;
-  const auto ep = client.remote_endpoint(ec);
-  if (!ec) {
-    client_ip = ep.address().to_string();
-    client_port = ep.port();
-  }
   client.set_option(tcp::no_delay(true), ec);
   deps.sessions->live.insert(this);
   watchdog->start([this] {
@@ -119,12 +137,16 @@ Session::Session(tcp::socket s, WorkerDeps d)
     if (upstream) upstream->socket.cancel(ignored);
   });
   active_connection = deps.shared->metrics->active_connection();
-  within_limit = deps.shared->connections.total.fetch_add(1) < limits().max_connections;
+  deps.shared->connections.total.fetch_add(1);
+  within_limit = pending.held();
 }
 
 Session::~Session() {
   deps.shared->connections.total.fetch_sub(1);
-  if (sandbox_connections) sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
+  if (sandbox_connections) {
+    sandbox_connections->fetch_sub(1, std::memory_order_relaxed);
+    deps.shared->connections.bound.fetch_sub(1);
+  }
   watchdog->stop();
   boost::system::error_code ignored;
   client.shutdown(tcp::socket::shutdown_both, ignored);

@@ -12,6 +12,44 @@ std::atomic<std::size_t>& ConnectionCounter::for_sandbox(const std::string& id) 
   return *slot;
 }
 
+bool ConnectionCounter::enter_pending_source(const std::string& source, std::size_t cap) {
+  std::lock_guard lock(pending_mutex_);
+  std::size_t& n = pending_by_source_[source];
+  if (n >= cap) {
+    if (n == 0) pending_by_source_.erase(source);
+    return false;
+  }
+  ++n;
+  return true;
+}
+
+void ConnectionCounter::leave_pending_source(const std::string& source) {
+  std::lock_guard lock(pending_mutex_);
+  const auto it = pending_by_source_.find(source);
+  if (it != pending_by_source_.end() && --it->second == 0) pending_by_source_.erase(it);
+}
+
+PendingSlot::PendingSlot(ConnectionCounter& counter, std::string source, std::size_t total_cap,
+                         std::size_t source_cap)
+    : source_(std::move(source)) {
+  if (counter.pending.fetch_add(1) >= total_cap) {
+    counter.pending.fetch_sub(1);
+    return;
+  }
+  if (!counter.enter_pending_source(source_, source_cap)) {
+    counter.pending.fetch_sub(1);
+    return;
+  }
+  counter_ = &counter;
+}
+
+void PendingSlot::release() {
+  if (counter_ == nullptr) return;
+  counter_->leave_pending_source(source_);
+  counter_->pending.fetch_sub(1);
+  counter_ = nullptr;
+}
+
 std::string sha256(std::string_view data) {
   // Fetched once: OpenSSL 3's one-shot SHA256() looks the algorithm up on every call, which
   // cost as much as the hashing itself (every proxy request is authenticated).

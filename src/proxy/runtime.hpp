@@ -50,11 +50,39 @@ struct Snapshot {
 class ConnectionCounter {
  public:
   std::atomic<std::size_t>& for_sandbox(const std::string& id);
-  std::atomic<std::size_t> total{0};
+  // Takes one of a source address's places among connections that have not named their
+  // sandbox yet; false (nothing taken) when the source already holds `cap`.
+  bool enter_pending_source(const std::string& source, std::size_t cap);
+  void leave_pending_source(const std::string& source);
+
+  std::atomic<std::size_t> total{0};    // every open session (shutdown waits for 0)
+  std::atomic<std::size_t> bound{0};    // sessions bound to a sandbox: max_connections
+  std::atomic<std::size_t> pending{0};  // not bound yet: max_unauthenticated_connections
 
  private:
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<std::atomic<std::size_t>>> by_sandbox_;
+  std::mutex pending_mutex_;
+  std::unordered_map<std::string, std::size_t> pending_by_source_;  // no zero entries
+};
+
+// A connection's place among those that have not authenticated yet (per source address and
+// in total), so that they cannot take the capacity of sandboxes that have. Given back when
+// the connection binds its sandbox or closes.
+class PendingSlot {
+ public:
+  PendingSlot(ConnectionCounter& counter, std::string source, std::size_t total_cap,
+              std::size_t source_cap);
+  ~PendingSlot() { release(); }
+  PendingSlot(const PendingSlot&) = delete;
+  PendingSlot& operator=(const PendingSlot&) = delete;
+
+  bool held() const { return counter_ != nullptr; }
+  void release();
+
+ private:
+  ConnectionCounter* counter_ = nullptr;
+  std::string source_;
 };
 
 // What every worker shares. Owned by the Server; sessions hold a shared_ptr.

@@ -41,8 +41,9 @@ struct Session : std::enable_shared_from_this<Session> {
 
   // Closes both sockets: every pending operation ends and the session unwinds (shutdown).
   void abort();
-  // Binds the connection to its sandbox and enforces the per-sandbox cap. A later request on
-  // the same connection must name the same sandbox.
+  // Binds the connection to its sandbox, enforcing max_connections and the per-sandbox cap,
+  // and gives back its unauthenticated place. A later request on the same connection must
+  // name the same sandbox.
   Errc bind_sandbox(const std::string& id);
 
   tcp::socket client;
@@ -50,14 +51,16 @@ struct Session : std::enable_shared_from_this<Session> {
   std::shared_ptr<const Snapshot> snap;  // the snapshot this request is decided on
   boost::beast::flat_buffer buffer;      // bytes read from the client, not yet handled
   std::shared_ptr<Watchdog> watchdog;
+  std::uint16_t client_port = 0;  // before client_ip, which fills it in
   std::string client_ip;
-  std::uint16_t client_port = 0;
   std::string sandbox;               // bound at the first authenticated request
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  // Counted from construction to destruction; false when that went over the total cap.
+  // Held from construction until the sandbox is bound (see PendingSlot); false from the
+  // start when the source or all unauthenticated connections are over their caps.
+  PendingSlot pending;
   bool within_limit = false;
   telemetry::Metrics::Active active_connection;
   telemetry::Metrics::Active active_tunnel;  // while a tunnel is relayed

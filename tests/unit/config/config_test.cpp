@@ -356,6 +356,14 @@ std::vector<ErrorCase> error_cases() {
        "profiles.p.allow_cidrs[0]", cidr_message("10.0.0.1/8")},
       {"CidrPrefixTooLong", kSandboxHead + "deny_cidrs = [\"10.0.0.0/33\"]\n", 3, 15,
        "sandboxes.ci.deny_cidrs[0]", cidr_message("10.0.0.0/33")},
+      {"OpaqueWithoutPort", "[profiles.p]\nopaque = [\"ssh.example.com\"]\n", 2, 11,
+       "profiles.p.opaque[0]",
+       "invalid opaque destination \"ssh.example.com\": use an exact host name and a port, e.g. "
+       "\"ssh.example.com:443\""},
+      {"OpaqueWildcard", kSandboxHead + "opaque = [\"*.example.com:443\"]\n", 3, 11,
+       "sandboxes.ci.opaque[0]",
+       "invalid opaque destination \"*.example.com:443\": use an exact host name and a port, "
+       "e.g. \"ssh.example.com:443\""},
 
       // dns.hosts.
       {"DnsHostBadAddress", "[dns.hosts]\n\"origin.test\" = [\"127.1\"]\n", 2, 18,
