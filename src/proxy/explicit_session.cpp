@@ -214,7 +214,7 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       co_await handle_connect(s, host, head->port);
       co_return;
     }
-    if (!co_await handle_http(s, host, head->port)) co_return;
+    if (!co_await handle_http(s, *head, host, head->port)) co_return;
   }
 }
 

@@ -80,7 +80,8 @@ bool upstream_reusable(UpstreamConn& up) {
 
 }  // namespace
 
-asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port) {
+asio::awaitable<bool> handle_http(Session& s, const http::RequestHead& head,
+                                  const policy::Host& host, std::uint16_t port) {
   auto& shared = *s.deps.shared;
   const std::string authority = host.display() + (port == 80 ? "" : ":" + std::to_string(port));
 
@@ -114,17 +115,13 @@ asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uin
     co_return false;
   }
   auto& req = req_parser.get();
-  const bool client_keep_alive = req.keep_alive();
+  // What the validated head says, not what Beast makes of it: keep-alive from every
+  // Connection field, and the origin-form target ("/" in front of a bare query too).
+  const bool client_keep_alive = head.keep_alive;
   const unsigned client_version = req.version();
   const std::string method(req.method_string());
-  if (!req.target().starts_with('/')) {
-    // absolute-form -> origin-form: the path and query only.
-    const std::string absolute(req.target());
-    const auto scheme_end = absolute.find("://");
-    const auto path = absolute.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-    req.target(path == std::string::npos ? "/" : absolute.substr(path));
-  }
-  const std::string origin_target(req.target());
+  req.target(head.path_and_query);
+  const std::string& origin_target = head.path_and_query;
   const std::string_view path_only =
       std::string_view(origin_target).substr(0, origin_target.find('?'));
   const bool expect_continue = boost::beast::iequals(req[bhttp::field::expect], "100-continue");

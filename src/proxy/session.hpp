@@ -116,7 +116,9 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
 
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.
-asio::awaitable<bool> handle_http(Session& s, const policy::Host& host, std::uint16_t port);
+// `head`: the validated head of this request (its bytes still in s.buffer).
+asio::awaitable<bool> handle_http(Session& s, const http::RequestHead& head,
+                                  const policy::Host& host, std::uint16_t port);
 
 telemetry::Mode to_metrics_mode(policy::EntryMode m);
 

@@ -174,7 +174,7 @@ asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
       co_await s.deny(policy::EntryMode::http, host, port, d);
       co_return;
     }
-    if (!co_await handle_http(s, host, port)) co_return;
+    if (!co_await handle_http(s, *head, host, port)) co_return;
   }
 }
 

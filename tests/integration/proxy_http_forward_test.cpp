@@ -449,6 +449,23 @@ TEST_F(ProxyHttpForward, PipelinedRequestsAreAnsweredInOrderAndConnectionCloseIs
   EXPECT_EQ(daemon_->audit_text().find("SANDBOX_NETWORK_DENIED"), std::string::npos);
 }
 
+// Forwarding follows the validated head: a query with no path reaches the origin as "/?q",
+// and a "Connection: close" in a second Connection field is honoured (Beast reads only the
+// first one).
+TEST_F(ProxyHttpForward, ForwardingFollowsTheValidatedHead) {
+  RawClient c = client();
+  ASSERT_TRUE(c.send(
+      "GET http://" + origin_authority() + "?x=1 HTTP/1.1\r\nHost: " + origin_authority() + "\r\n" +
+      proxy_auth_line(kId, kToken) + "Connection: keep-alive\r\nConnection: close\r\n\r\n"));
+  const auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(c.wait_closed()) << "the second Connection field's close was ignored";
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target, "/?x=1");
+}
+
 // Every request is decided on the newest policy, also on a connection opened before a reload.
 TEST_F(ProxyHttpForward, APolicyReloadAppliesToTheNextRequestOnAnOpenConnection) {
   RawClient c = client();
