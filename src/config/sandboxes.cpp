@@ -74,6 +74,24 @@ void read_cidrs(const toml::table& table, std::string_view key, const std::strin
       out, sink);
 }
 
+void read_host_services(const toml::table& table, const std::string& path,
+                        const std::string& origin_prefix,
+                        std::vector<policy::HostServiceSource>& out, ErrorSink& sink) {
+  const toml::node* node = table.get("allow_host_services");
+  if (node == nullptr) return;
+  const auto items = read_string_array(*node, join_key(path, "allow_host_services"), sink);
+  if (!items) return;
+  const std::string origin = join_key(origin_prefix, "allow_host_services");
+  for (const StringItem& item : *items) {
+    std::string error;
+    if (auto service = parse_host_service(item.value, &error)) {
+      out.push_back({*service, origin});
+    } else {
+      sink.add(item.where, item.path, std::move(error));
+    }
+  }
+}
+
 // The keys a profile and a sandbox share. `path` prefixes error keys; `origin_prefix`
 // prefixes rule origins ("profiles.default", "sandboxes.ci").
 RuleSet read_rules(const toml::table& table, const std::string& path,
@@ -86,6 +104,7 @@ RuleSet read_rules(const toml::table& table, const std::string& path,
   read_patterns(table, "deny", path, origin_prefix, rules.deny, sink);
   read_cidrs(table, "allow_cidrs", path, origin_prefix, rules.allow_cidrs, sink);
   read_cidrs(table, "deny_cidrs", path, origin_prefix, rules.deny_cidrs, sink);
+  read_host_services(table, path, origin_prefix, rules.allow_host_services, sink);
   return rules;
 }
 
@@ -108,11 +127,13 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
     append(spec.deny, profile->deny);
     append(spec.allow_cidrs, profile->allow_cidrs);
     append(spec.deny_cidrs, profile->deny_cidrs);
+    append(spec.allow_host_services, profile->allow_host_services);
   }
   append(spec.allow, own.allow);
   append(spec.deny, own.deny);
   append(spec.allow_cidrs, own.allow_cidrs);
   append(spec.deny_cidrs, own.deny_cidrs);
+  append(spec.allow_host_services, own.allow_host_services);
   return spec;
 }
 
@@ -161,7 +182,9 @@ Profiles read_profiles(const toml::node& node, ErrorSink& sink) {
       profiles.emplace(name, RuleSet{});  // reported; keeps "unknown profile" from piling on
       continue;
     }
-    check_known_keys(*body, path, {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs"}, sink);
+    check_known_keys(*body, path,
+                     {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "allow_host_services"},
+                     sink);
     profiles.emplace(name, read_rules(*body, path, path, sink));
   }
   return profiles;
@@ -177,7 +200,7 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     if (body == nullptr) continue;
     check_known_keys(*body, path,
                      {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                      "deny_cidrs", "allow_all_hosts"},
+                      "deny_cidrs", "allow_host_services", "allow_all_hosts"},
                      sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
@@ -186,7 +209,7 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
 void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink) {
   check_known_keys(root, "",
                    {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                    "deny_cidrs", "allow_all_hosts"},
+                    "deny_cidrs", "allow_host_services", "allow_all_hosts"},
                    sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;
