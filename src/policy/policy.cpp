@@ -389,9 +389,18 @@ std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port
       if (!host.is_address()) break;  // callers pass the resolved address as the host
       return "allow_cidrs = [\"" + host.address.to_string() + "/" +
              std::to_string(host.address.is_v4() ? 32 : 128) + "\"]";
-    case Reason::host_address:
+    case Reason::host_address: {
       if (!host.is_address()) break;
-      return "allow_host_services = [\"" + endpoint_text({host.address, port}) + "\"]";
+      // A config entry names the IPv4 address itself, which opens its translated forms; a
+      // tunnelled form (6to4, Teredo, IPv4-compatible) cannot be opened.
+      IpAddress address = host.address;
+      if (embedded_ipv4(address)) {
+        const auto translated = translated_ipv4(address);
+        if (!translated) break;
+        address = *translated;
+      }
+      return "allow_host_services = [\"" + endpoint_text({address, port}) + "\"]";
+    }
     default:
       break;
   }

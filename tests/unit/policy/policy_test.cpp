@@ -476,6 +476,9 @@ INSTANTIATE_TEST_SUITE_P(
                     SuggestRow{"2001:db8::1", 443, Reason::host_address,
                                "allow_host_services = [\"[2001:db8::1]:443\"]"},
                     SuggestRow{"host.example", 443, Reason::host_address, ""},
+                    SuggestRow{"::ffff:10.201.0.1", 80, Reason::host_address,
+                               "allow_host_services = [\"10.201.0.1:80\"]"},
+                    SuggestRow{"2002:ac9:1::", 80, Reason::host_address, ""},
                     SuggestRow{"x.example", 443, kDenyRule, ""},
                     SuggestRow{"bad host", 443, Reason::invalid_host, ""}));
 
