@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "config/toml_reader.hpp"
+#include "policy/address_class.hpp"
 
 namespace sandgate::config::detail {
 
@@ -90,6 +91,40 @@ std::optional<ListenAddress> parse_listen_address(std::string_view text, std::st
     return std::nullopt;
   }
   return ListenAddress{*address, static_cast<std::uint16_t>(*port), std::string(text)};
+}
+
+std::optional<policy::Endpoint> parse_host_service(std::string_view text, std::string* error) {
+  const std::string prefix = "invalid host service " + in_quotes(text) + ": ";
+  std::string_view host;
+  std::string_view port_text;
+  bool bracketed = false;
+  if (!split_host_port(text, &host, &port_text, &bracketed) ||
+      (!bracketed && host.find(':') != std::string_view::npos)) {
+    *error = prefix + "expected \"ip:port\" or \"[ipv6]:port\"";
+    return std::nullopt;
+  }
+  const auto address = parse_strict_ip(host);
+  if (!address || (bracketed && address->is_v4())) {
+    *error = prefix + in_quotes(host) + " is not an IP address";
+    return std::nullopt;
+  }
+  const auto port = parse_port_digits(port_text);
+  if (!port || *port == 0) {
+    *error = prefix + "port must be between 1 and 65535";
+    return std::nullopt;
+  }
+  const policy::AddressClass cls = policy::classify(*address);
+  if (policy::always_denied(cls)) {
+    *error = prefix + std::string(policy::class_name(cls)) +
+             " addresses are always refused and cannot be opened";
+    return std::nullopt;
+  }
+  if (const auto inner = policy::embedded_ipv4(*address)) {
+    *error = prefix + "write the IPv4 address itself (\"" + inner->to_string() + ":" +
+             std::to_string(*port) + "\")";
+    return std::nullopt;
+  }
+  return policy::Endpoint{*address, static_cast<std::uint16_t>(*port)};
 }
 
 bool check_dns_server(std::string_view text, std::string* error) {

@@ -20,6 +20,12 @@ std::optional<policy::IpAddress> parse_strict_ip(std::string_view text);
 // and the whole message, naming the text, in *error.
 std::optional<ListenAddress> parse_listen_address(std::string_view text, std::string* error);
 
+// An allow_host_services entry: "ip:port" or "[ipv6]:port", port 1-65535, an address a
+// connection can go to (not unspecified, multicast, broadcast, link-local or metadata) and
+// not an IPv6 spelling of an IPv4 address. On failure returns nullopt and the whole message,
+// naming the text, in *error.
+std::optional<policy::Endpoint> parse_host_service(std::string_view text, std::string* error);
+
 // A DNS server: "ip", "ipv6", "ip:port" or "[ipv6]:port"; port 1-65535. On failure returns
 // false and the whole message in *error.
 bool check_dns_server(std::string_view text, std::string* error);

@@ -213,7 +213,9 @@ std::shared_ptr<const policy::Policy> Config::build_policy(
   std::vector<policy::SandboxSpec> specs;
   specs.reserve(sandboxes.size());
   for (const Sandbox& sandbox : sandboxes) specs.push_back(sandbox.spec);
-  return std::make_shared<const policy::Policy>(std::move(specs), std::move(self_endpoints));
+  // The launcher's pool holds every sandbox link, host side included: never a destination.
+  return std::make_shared<const policy::Policy>(std::move(specs), std::move(self_endpoints),
+                                                std::vector<policy::Cidr>{launcher.pool});
 }
 
 Config load_config(const std::string& path) {

@@ -91,6 +91,24 @@ void read_cidrs(const toml::table& table, std::string_view key, const std::strin
       out, sink);
 }
 
+void read_host_services(const toml::table& table, const std::string& path,
+                        const std::string& origin_prefix,
+                        std::vector<policy::HostServiceSource>& out, ErrorSink& sink) {
+  const toml::node* node = table.get("allow_host_services");
+  if (node == nullptr) return;
+  const auto items = read_string_array(*node, join_key(path, "allow_host_services"), sink);
+  if (!items) return;
+  const std::string origin = join_key(origin_prefix, "allow_host_services");
+  for (const StringItem& item : *items) {
+    std::string error;
+    if (auto service = parse_host_service(item.value, &error)) {
+      out.push_back({*service, origin});
+    } else {
+      sink.add(item.where, item.path, std::move(error));
+    }
+  }
+}
+
 // The keys a profile and a sandbox share. `path` prefixes error keys; `origin_prefix`
 // prefixes rule origins ("profiles.default", "sandboxes.ci").
 RuleSet read_rules(const toml::table& table, const std::string& path,
@@ -104,6 +122,7 @@ RuleSet read_rules(const toml::table& table, const std::string& path,
   read_cidrs(table, "allow_cidrs", path, origin_prefix, rules.allow_cidrs, sink);
   read_cidrs(table, "deny_cidrs", path, origin_prefix, rules.deny_cidrs, sink);
   read_opaque(table, path, origin_prefix, rules.opaque, sink);
+  read_host_services(table, path, origin_prefix, rules.allow_host_services, sink);
   return rules;
 }
 
@@ -127,12 +146,14 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
     append(spec.allow_cidrs, profile->allow_cidrs);
     append(spec.deny_cidrs, profile->deny_cidrs);
     append(spec.opaque, profile->opaque);
+    append(spec.allow_host_services, profile->allow_host_services);
   }
   append(spec.allow, own.allow);
   append(spec.deny, own.deny);
   append(spec.allow_cidrs, own.allow_cidrs);
   append(spec.deny_cidrs, own.deny_cidrs);
   append(spec.opaque, own.opaque);
+  append(spec.allow_host_services, own.allow_host_services);
   return spec;
 }
 
@@ -181,8 +202,10 @@ Profiles read_profiles(const toml::node& node, ErrorSink& sink) {
       profiles.emplace(name, RuleSet{});  // reported; keeps "unknown profile" from piling on
       continue;
     }
-    check_known_keys(*body, path, {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque"},
-                     sink);
+    check_known_keys(
+        *body, path,
+        {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque", "allow_host_services"},
+        sink);
     profiles.emplace(name, read_rules(*body, path, path, sink));
   }
   return profiles;
@@ -198,7 +221,7 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     if (body == nullptr) continue;
     check_known_keys(*body, path,
                      {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                      "deny_cidrs", "opaque", "allow_all_hosts"},
+                      "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts"},
                      sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
@@ -207,7 +230,7 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
 void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink) {
   check_known_keys(root, "",
                    {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                    "deny_cidrs", "opaque", "allow_all_hosts"},
+                    "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts"},
                    sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;

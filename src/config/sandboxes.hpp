@@ -23,6 +23,7 @@ struct RuleSet {
   std::vector<policy::CidrSource> allow_cidrs;
   std::vector<policy::CidrSource> deny_cidrs;
   std::vector<policy::RuleSource> opaque;
+  std::vector<policy::HostServiceSource> allow_host_services;
 };
 
 using Profiles = std::map<std::string, RuleSet, std::less<>>;

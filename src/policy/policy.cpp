@@ -64,30 +64,57 @@ struct NameTable {
   }
 };
 
+// Whether every address of the range is loopback (127.0.0.0/8 or inside it, ::1/128, or a
+// translated form of those): only such a range opens loopback.
+bool inside_loopback(const Cidr& c) {
+  IpAddress last = c.network;
+  for (std::size_t i = 0; i < last.size(); ++i) {
+    const unsigned start = static_cast<unsigned>(i * 8);
+    const unsigned fixed = c.prefix > start ? std::min(8u, c.prefix - start) : 0;
+    last.bytes[i] |= static_cast<std::uint8_t>(0xffu >> fixed);
+  }
+  return classify(c.network) == AddressClass::loopback && classify(last) == AddressClass::loopback;
+}
+
 // Address ranges indexed by prefix length: one hash probe per distinct length in use.
 class CidrTable {
  public:
+  struct Entry {
+    std::string rule;
+    bool inside_loopback = false;
+  };
+
   void add(const CidrSource& c) {
     auto& by_length = c.cidr.network.is_v4() ? v4_ : v6_;
-    by_length[c.cidr.prefix].emplace(key(c.cidr.network), c.origin + ":" + c.cidr.to_string());
+    by_length[c.cidr.prefix].emplace(
+        key(c.cidr.network), Entry{c.origin + ":" + c.cidr.to_string(), inside_loopback(c.cidr)});
   }
 
-  // The rule name of the most specific range holding `a`, or nullptr. `inner` is the IPv4
-  // address `a` stands for, if any, which is looked up too.
-  const std::string* find(const IpAddress& a, const std::optional<IpAddress>& inner) const {
-    if (const std::string* hit = find_exact(a)) return hit;
+  // The most specific range holding `a`, or nullptr. `inner` is the IPv4 address `a` stands
+  // for, if any, which is looked up too.
+  const Entry* find(const IpAddress& a, const std::optional<IpAddress>& inner) const {
+    if (const Entry* hit = find_exact(a)) return hit;
     if (inner) return find_exact(*inner);
     return nullptr;
   }
 
+  // A range holding `a` that lies inside loopback, or nullptr. Ranges nest, so the most
+  // specific range of each family is the one to ask.
+  const Entry* find_loopback(const IpAddress& a, const std::optional<IpAddress>& inner) const {
+    if (const Entry* hit = find_exact(a); hit && hit->inside_loopback) return hit;
+    if (!inner) return nullptr;
+    const Entry* hit = find_exact(*inner);
+    return hit && hit->inside_loopback ? hit : nullptr;
+  }
+
  private:
-  using ByLength = std::map<unsigned, StringMap<std::string>, std::greater<>>;
+  using ByLength = std::map<unsigned, StringMap<Entry>, std::greater<>>;
 
   static std::string key(const IpAddress& a) {
     return std::string(reinterpret_cast<const char*>(a.bytes.data()), a.size());
   }
 
-  const std::string* find_exact(const IpAddress& a) const {
+  const Entry* find_exact(const IpAddress& a) const {
     const ByLength& by_length = a.is_v4() ? v4_ : v6_;
     for (const auto& [prefix, table] : by_length) {
       const auto it = table.find(key(masked(a, prefix)));
@@ -100,6 +127,12 @@ class CidrTable {
   ByLength v6_;
 };
 
+// An allow_host_services entry after compilation.
+struct HostService {
+  Endpoint service;
+  std::string rule;
+};
+
 struct CompiledSandbox {
   std::vector<std::uint16_t> ports;  // sorted
   NameTable allow;
@@ -107,6 +140,7 @@ struct CompiledSandbox {
   CidrTable allow_cidrs;
   CidrTable deny_cidrs;
   NameTable opaque;
+  std::vector<HostService> host_services;  // few: scanned in order
   bool allow_all_hosts = false;
 
   bool port_allowed(std::uint16_t port) const {
@@ -138,7 +172,20 @@ Decision make(bool allowed, Reason reason, std::string rule = {},
 struct Policy::Compiled {
   StringMap<CompiledSandbox> sandboxes;
   std::vector<Endpoint> self;
+  std::vector<Cidr> host_ranges;
+
+  // An address of the host: on one of its interfaces now, or in a host range (the pool).
+  bool of_host(const IpAddress& a, const AddressSet& live) const {
+    if (live.contains(a)) return true;
+    return std::any_of(host_ranges.begin(), host_ranges.end(),
+                       [&](const Cidr& c) { return c.contains(a); });
+  }
 };
+
+std::string endpoint_text(const Endpoint& e) {
+  const std::string address = e.address.to_string();
+  return (e.address.is_v4() ? address : "[" + address + "]") + ":" + std::to_string(e.port);
+}
 
 std::string_view mode_name(EntryMode m) {
   switch (m) {
@@ -164,6 +211,8 @@ std::string_view reason_name(Reason r) {
       return "allowed_by_cidr";
     case Reason::allowed_all_hosts:
       return "allowed_all_hosts";
+    case Reason::allowed_host_service:
+      return "allowed_host_service";
     case Reason::unknown_sandbox:
       return "unknown_sandbox";
     case Reason::invalid_host:
@@ -182,6 +231,8 @@ std::string_view reason_name(Reason r) {
       return "always_denied_address";
     case Reason::proxy_loop:
       return "proxy_loop";
+    case Reason::host_address:
+      return "host_address";
     case Reason::sni_mismatch:
       return "sni_mismatch";
     case Reason::sni_missing:
@@ -202,9 +253,11 @@ std::string_view reason_name(Reason r) {
   return "unknown";
 }
 
-Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_endpoints) {
+Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_endpoints,
+               std::vector<Cidr> host_ranges) {
   auto compiled = std::make_unique<Compiled>();
   compiled->self = std::move(self_endpoints);
+  compiled->host_ranges = std::move(host_ranges);
   for (const SandboxSpec& spec : sandboxes) {
     CompiledSandbox& sb = compiled->sandboxes[spec.id];
     sb.ports = spec.ports;
@@ -214,6 +267,9 @@ Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_en
     for (const auto& c : spec.allow_cidrs) sb.allow_cidrs.add(c);
     for (const auto& c : spec.deny_cidrs) sb.deny_cidrs.add(c);
     for (const auto& r : spec.opaque) sb.opaque.add(r);
+    for (const auto& h : spec.allow_host_services) {
+      sb.host_services.push_back({h.service, h.origin + ":" + endpoint_text(h.service)});
+    }
     sb.allow_all_hosts = spec.allow_all_hosts;
   }
   impl_ = std::move(compiled);
@@ -282,8 +338,11 @@ Decision Policy::decide_destination(std::string_view sandbox, const Host& host, 
   };
 
   if (host.is_address()) {
-    Decision d = check_address(sandbox, host.address, port);
+    // The host's live addresses are not known here; dial_checked applies them to the literal.
+    static const AddressSet kNoLiveAddresses;
+    Decision d = check_address(sandbox, host.address, port, kNoLiveAddresses);
     if (!d.allowed) return d;
+    if (d.reason == Reason::allowed_host_service) return d;  // its port is exact
     if (d.reason != Reason::allowed_by_cidr) {
       return make(false, Reason::ip_literal_not_allowed, {}, d.address_class);
     }
@@ -314,26 +373,50 @@ Decision Policy::decide_destination(std::string_view sandbox, const Host& host, 
   return make(false, Reason::no_matching_rule);
 }
 
-Decision Policy::check_address(std::string_view sandbox, const IpAddress& a,
-                               std::uint16_t port) const {
+Decision Policy::check_address(std::string_view sandbox, const IpAddress& a, std::uint16_t port,
+                               const AddressSet& host_addresses) const {
   const auto it = impl_->sandboxes.find(sandbox);
   if (it == impl_->sandboxes.end()) return make(false, Reason::unknown_sandbox);
   const CompiledSandbox& sb = it->second;
   const AddressClass cls = classify(a);
-
+  const bool loopback = cls == AddressClass::loopback;
+  // The IPv4 address behind every IPv4-in-IPv6 form is the host's just as much.
   const std::optional<IpAddress> inner = embedded_ipv4(a);
+  const bool of_host = !loopback && (impl_->of_host(a, host_addresses) ||
+                                     (inner && impl_->of_host(*inner, host_addresses)));
+
   for (const Endpoint& self : impl_->self) {
-    if (self.port == port && (self.address == a || (inner && self.address == *inner))) {
+    if (self.port != port) continue;
+    if (self.address == a || (inner && self.address == *inner)) {
+      return make(false, Reason::proxy_loop, {}, cls);
+    }
+    // A listener on 0.0.0.0 or :: answers on every address of the host, loopback included.
+    if ((of_host || loopback) && classify(self.address) == AddressClass::unspecified) {
       return make(false, Reason::proxy_loop, {}, cls);
     }
   }
   if (always_denied(cls)) return make(false, Reason::always_denied_address, {}, cls);
   // Deny ranges see through every IPv4-in-IPv6 form; allow ranges only through translations.
-  if (const std::string* rule = sb.deny_cidrs.find(a, inner)) {
-    return make(false, Reason::denied_by_rule, *rule, cls);
+  if (const CidrTable::Entry* hit = sb.deny_cidrs.find(a, inner)) {
+    return make(false, Reason::denied_by_rule, hit->rule, cls);
   }
-  if (const std::string* rule = sb.allow_cidrs.find(a, translated_ipv4(a))) {
-    return make(true, Reason::allowed_by_cidr, *rule, cls);
+  const std::optional<IpAddress> translated = translated_ipv4(a);
+  for (const HostService& h : sb.host_services) {
+    if (h.service.port == port &&
+        (h.service.address == a || (translated && h.service.address == *translated))) {
+      return make(true, Reason::allowed_host_service, h.rule, cls);
+    }
+  }
+  // The host's own addresses: no range opens them, however wide (THREATS 28).
+  if (of_host) return make(false, Reason::host_address, {}, cls);
+  if (loopback) {
+    if (const CidrTable::Entry* hit = sb.allow_cidrs.find_loopback(a, translated)) {
+      return make(true, Reason::allowed_by_cidr, hit->rule, cls);
+    }
+    return make(false, Reason::special_address, {}, cls);
+  }
+  if (const CidrTable::Entry* hit = sb.allow_cidrs.find(a, translated)) {
+    return make(true, Reason::allowed_by_cidr, hit->rule, cls);
   }
   if (is_special(cls)) return make(false, Reason::special_address, {}, cls);
   return make(true, Reason::allowed_by_rule, {}, cls);
@@ -353,6 +436,18 @@ std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port
       if (!host.is_address()) break;  // callers pass the resolved address as the host
       return "allow_cidrs = [\"" + host.address.to_string() + "/" +
              std::to_string(host.address.is_v4() ? 32 : 128) + "\"]";
+    case Reason::host_address: {
+      if (!host.is_address()) break;
+      // A config entry names the IPv4 address itself, which opens its translated forms; a
+      // tunnelled form (6to4, Teredo, IPv4-compatible) cannot be opened.
+      IpAddress address = host.address;
+      if (embedded_ipv4(address)) {
+        const auto translated = translated_ipv4(address);
+        if (!translated) break;
+        address = *translated;
+      }
+      return "allow_host_services = [\"" + endpoint_text({address, port}) + "\"]";
+    }
     default:
       break;
   }

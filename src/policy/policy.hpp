@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "policy/address_class.hpp"
+#include "policy/address_set.hpp"
 #include "policy/host.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/ip_address.hpp"
@@ -23,6 +24,7 @@ enum class Reason {
   allowed_by_rule,         // a host rule allowed the name
   allowed_by_cidr,         // an allow_cidrs range allowed the address
   allowed_all_hosts,       // the sandbox allows every host name
+  allowed_host_service,    // an allow_host_services entry names this exact address and port
   unknown_sandbox,         // no such sandbox
   invalid_host,            // not a valid name or IP literal
   no_matching_rule,        // nothing allowed it
@@ -32,6 +34,7 @@ enum class Reason {
   special_address,         // a resolved/literal address in a special range not opened by config
   always_denied_address,   // link-local, metadata, unspecified, multicast, broadcast
   proxy_loop,              // one of sandgate's own listeners
+  host_address,            // an address of the sandbox host itself (or the launcher's pool)
   // Decided by the data path on what it sees inside a connection:
   sni_mismatch,    // TLS SNI names a host other than the CONNECT target (fronting)
   sni_missing,     // TLS without SNI to a named CONNECT target
@@ -68,6 +71,22 @@ struct CidrSource {
   std::string origin;
 };
 
+// A socket endpoint: an address and a port.
+struct Endpoint {
+  IpAddress address;
+  std::uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
+};
+
+// "10.201.0.1:8080" or "[fd00::1]:8080".
+std::string endpoint_text(const Endpoint& e);
+
+// One allow_host_services entry: a service of the sandbox host a sandbox may reach.
+struct HostServiceSource {
+  Endpoint service;
+  std::string origin;  // e.g. "profiles.dev.allow_host_services"
+};
+
 // One sandbox's effective rules (profile merged with its own entries), as config builds it.
 struct SandboxSpec {
   std::string id;
@@ -79,14 +98,9 @@ struct SandboxSpec {
   // host:port pairs (exact names, explicit ports) whose streams may carry bytes other than
   // HTTP or TLS on ports 80 and 443 (ssh over 443, say); see Reason::unrecognized_protocol.
   std::vector<RuleSource> opaque;
+  // Exact address:port pairs opened although they are addresses of the sandbox host.
+  std::vector<HostServiceSource> allow_host_services;
   bool allow_all_hosts = false;
-};
-
-// A socket endpoint of sandgate itself (never a destination).
-struct Endpoint {
-  IpAddress address;
-  std::uint16_t port = 0;
-  bool operator==(const Endpoint&) const = default;
 };
 
 // The question: may this sandbox reach host:port via this entry mode?
@@ -101,16 +115,22 @@ struct Query {
 // shared_ptr<const Policy> and swap atomically on reload, so readers take no lock.
 // Decision cost does not grow with the number of rules: names are looked up in hash maps
 // by exact name and by each parent suffix, addresses by prefix length.
+//
+// `self_endpoints` are sandgate's own listeners (never a destination); one bound to 0.0.0.0 or
+// :: stands for that port on every address of the host. `host_ranges` (the launcher's pool)
+// hold addresses of the host and of its sandboxes' links whatever interfaces exist right now.
 class Policy {
  public:
-  Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_endpoints);
+  Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_endpoints,
+         std::vector<Cidr> host_ranges = {});
   ~Policy();
   Policy(const Policy&) = delete;
   Policy& operator=(const Policy&) = delete;
 
   // Decides on the destination as named. For a name, an allow still requires every resolved
   // address to pass check_address before dialling. For an IP literal, the address checks
-  // are part of this decision.
+  // are part of this decision, made with the host ranges but without the host's live
+  // addresses: the dialler checks the literal again with check_address.
   Decision decide(const Query& q) const;
   // Same, with a host already normalised (avoids normalising twice).
   Decision decide(std::string_view sandbox, const Host& host, std::uint16_t port,
@@ -124,8 +144,12 @@ class Policy {
   Decision decide_inner_name(std::string_view sandbox, const Host& tunnel, std::uint16_t port,
                              const std::string* inner, EntryMode mode) const;
 
-  // Checks one address the proxy is about to dial (a resolved address of an allowed name).
-  Decision check_address(std::string_view sandbox, const IpAddress& a, std::uint16_t port) const;
+  // Checks one address the proxy is about to dial (a resolved address of an allowed name, or
+  // a literal). `host_addresses` are the addresses of the host's interfaces right now; they
+  // and the host ranges are refused (host_address) whatever allow_cidrs or allow_all_hosts
+  // say, unless an allow_host_services entry names this exact address and port.
+  Decision check_address(std::string_view sandbox, const IpAddress& a, std::uint16_t port,
+                         const AddressSet& host_addresses) const;
 
   bool has_sandbox(std::string_view id) const;
   std::size_t sandbox_count() const;
@@ -138,7 +162,8 @@ class Policy {
 };
 
 // A config line that would allow what the decision refused, for the denial body, e.g.
-// `allow = ["api.example.com:8443"]` or `allow_cidrs = ["10.1.2.3/32"]`; empty when no
+// `allow = ["api.example.com:8443"]`, `allow_cidrs = ["10.1.2.3/32"]` or
+// `allow_host_services = ["10.201.0.1:8080"]`; empty when no
 // config can allow it (invalid host, always-denied address, unknown sandbox, loop).
 std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port);
 

@@ -92,9 +92,10 @@ struct Shared {
   std::shared_ptr<telemetry::Metrics> metrics;
   ConnectionCounter connections;
   DnsMemory dns_memory;
-  // Ports of listeners bound to 0.0.0.0 or ::: any local address on them is sandgate itself,
-  // including addresses added after start (checked at dial time).
-  std::vector<std::uint16_t> wildcard_listener_ports;
+  // The addresses of this host's interfaces, kept current by HostAddressWatch (never null
+  // once the server runs). Never a destination unless allow_host_services opens one.
+  std::atomic<std::shared_ptr<const policy::AddressSet>> host_addresses{
+      std::make_shared<const policy::AddressSet>()};
   std::atomic<bool> ready{false};
 
   std::shared_ptr<const Snapshot> current() const {

@@ -1,6 +1,5 @@
 #include "proxy/server.hpp"
 
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/inotify.h>
@@ -22,6 +21,7 @@
 #include "common/version.hpp"
 #include "proxy/admin.hpp"
 #include "proxy/dns_listener.hpp"
+#include "proxy/host_addresses.hpp"
 #include "proxy/session.hpp"
 
 namespace sandgate::proxy {
@@ -69,34 +69,10 @@ std::unique_ptr<asio::ip::udp::socket> open_udp(asio::io_context& ioc,
   return socket;
 }
 
-// Every address this host answers on, for listeners bound to 0.0.0.0 or ::.
-std::vector<policy::IpAddress> local_addresses() {
-  std::vector<policy::IpAddress> out;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
-  for (ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-      out.push_back(policy::IpAddress::v4(ntohl(sin->sin_addr.s_addr)));
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
-      std::array<std::uint8_t, 16> bytes;
-      std::memcpy(bytes.data(), sin6->sin6_addr.s6_addr, 16);
-      out.push_back(policy::IpAddress::v6(bytes));
-    }
-  }
-  ::freeifaddrs(list);
-  return out;
-}
-
-void add_self(std::vector<policy::Endpoint>& self, Shared& shared, const tcp::endpoint& ep) {
-  const auto port = ep.port();
-  if (ep.address().is_unspecified()) {
-    for (const auto& a : local_addresses()) self.push_back({a, port});
-    shared.wildcard_listener_ports.push_back(port);
-  }
-  self.push_back({to_policy(ep.address()), port});
+// A listener on 0.0.0.0 or :: stays unspecified here: the policy takes it to mean that port
+// on every address of the host, including addresses added later.
+void add_self(std::vector<policy::Endpoint>& self, const tcp::endpoint& ep) {
+  self.push_back({to_policy(ep.address()), ep.port()});
 }
 
 std::vector<std::string> denial_reasons() {
@@ -104,7 +80,7 @@ std::vector<std::string> denial_reasons() {
   for (int i = 0; i <= static_cast<int>(policy::Reason::unnamed_destination); ++i) {
     const auto r = static_cast<policy::Reason>(i);
     if (r != policy::Reason::allowed_by_rule && r != policy::Reason::allowed_by_cidr &&
-        r != policy::Reason::allowed_all_hosts) {
+        r != policy::Reason::allowed_all_hosts && r != policy::Reason::allowed_host_service) {
       out.emplace_back(policy::reason_name(r));
     }
   }
@@ -193,6 +169,9 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   ::signal(SIGPIPE, SIG_IGN);
   auto shared = std::make_shared<Shared>();
   std::vector<policy::Endpoint> self;
+  // Signals and the host address watch are handled on the main thread.
+  asio::io_context main_ioc{1};
+  std::unique_ptr<HostAddressWatch> host_watch;
   boost::json::object ready{{"event", "ready"}, {"version", kVersion}, {"workers", n_workers}};
   try {
     shared->audit = std::make_shared<telemetry::AuditLog>(cfg->logging.audit);
@@ -200,6 +179,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
                                                            telemetry::all_error_codes());
     shared->metrics->set_audit_failures_source(
         [audit = shared->audit] { return audit->write_failures(); });
+    // Before any listener: no connection is decided without the host's addresses.
+    host_watch = std::make_unique<HostAddressWatch>(main_ioc, shared->host_addresses);
 
     // Each worker gets its own acceptor on the same port (SO_REUSEPORT): the kernel spreads
     // connections and no session ever changes thread.
@@ -214,7 +195,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
               {std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep)), serve});
           ep = w->acceptors.back().acceptor->local_endpoint();
         }
-        add_self(self, *shared, ep);
+        add_self(self, ep);
         eps.emplace_back(endpoint_text(ep));
       }
       if (!eps.empty() || std::string_view(name) == "explicit") ready[name] = std::move(eps);
@@ -243,14 +224,14 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
           ep.port(0);
         }
       }
-      add_self(self, *shared, ep);
+      add_self(self, ep);
       dns_eps.emplace_back(endpoint_text(ep));
     }
     if (!dns_eps.empty()) ready["dns"] = std::move(dns_eps);
     if (cfg->listeners.admin) {
       const tcp::endpoint ep(to_asio(cfg->listeners.admin->address), cfg->listeners.admin->port);
       workers[0]->admin = std::make_unique<tcp::acceptor>(open_acceptor(*workers[0]->ioc, ep));
-      add_self(self, *shared, workers[0]->admin->local_endpoint());
+      add_self(self, workers[0]->admin->local_endpoint());
       ready["admin"] = endpoint_text(workers[0]->admin->local_endpoint());
     }
   } catch (const boost::system::system_error& e) {
@@ -295,8 +276,6 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   shared->ready = true;
   std::cerr << boost::json::serialize(ready) << std::endl;
 
-  // Signals are handled on the main thread.
-  asio::io_context main_ioc{1};
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   signals.add(SIGUSR1);
   // A reload swaps the snapshot; connections of sandboxes it no longer has are closed, on

@@ -1,9 +1,5 @@
 #include "proxy/upstream.hpp"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -37,16 +33,6 @@ asio::awaitable<boost::system::error_code> connect_once(tcp::socket& socket, tcp
   co_return ec;
 }
 
-// True when `a` is an address of this host right now: binding to it succeeds.
-bool is_local_address(const policy::IpAddress& a) {
-  const tcp::endpoint ep(to_asio(a), 0);
-  const int fd = ::socket(a.is_v4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const bool bound = ::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) == 0;
-  ::close(fd);
-  return bound;
-}
-
 }  // namespace
 
 asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& snap,
@@ -55,9 +41,21 @@ asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& sna
   Dialed out(co_await asio::this_coro::executor);
   telemetry::Metrics& metrics = *deps.shared->metrics;
 
+  // One set for the whole dial: every candidate is judged against the same view of the host.
+  const auto host_addresses = deps.shared->host_addresses.load(std::memory_order_acquire);
+
   std::vector<policy::IpAddress> candidates;
   if (host.is_address()) {
-    candidates.push_back(host.address);  // already checked by Policy::decide
+    // Policy::decide checked the literal without the host's live addresses.
+    policy::Decision d = snap.policy->check_address(sandbox, host.address, port, *host_addresses);
+    if (!d.allowed) {
+      out.error = Errc::network_denied;
+      out.denial = std::move(d);
+      out.denied_host = host;
+      out.address = host.address;
+      co_return out;
+    }
+    candidates.push_back(host.address);
   } else {
     const auto start = std::chrono::steady_clock::now();
     auto answer = co_await deps.resolver->resolve(host.name);
@@ -75,7 +73,7 @@ asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& sna
       metrics.dns_lookup_duration(std::chrono::steady_clock::now() - start);
     }
     for (const policy::IpAddress& a : answer->addresses) {
-      policy::Decision d = snap.policy->check_address(sandbox, a, port);
+      policy::Decision d = snap.policy->check_address(sandbox, a, port, *host_addresses);
       if (d.allowed) {
         candidates.push_back(a);
       } else if (out.error == Errc::ok) {
@@ -90,19 +88,6 @@ asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& sna
       co_return out;
     }
     out.error = Errc::ok;
-  }
-
-  const auto& wildcard_ports = deps.shared->wildcard_listener_ports;
-  if (std::find(wildcard_ports.begin(), wildcard_ports.end(), port) != wildcard_ports.end()) {
-    for (const policy::IpAddress& a : candidates) {
-      if (is_local_address(a)) {
-        out.error = Errc::network_denied;
-        out.denial.reason = policy::Reason::proxy_loop;
-        out.denial.address_class = policy::classify(a);
-        out.address = a;
-        co_return out;
-      }
-    }
   }
 
   const auto timeout = snap.config->limits.connect_timeout;

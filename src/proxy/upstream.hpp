@@ -22,7 +22,8 @@ struct Dialed {
   policy::IpAddress address;  // the address dialled (or last tried)
 };
 
-// Resolves an allowed host once, checks every address with Policy::check_address, and
+// Resolves an allowed host once, checks every address (an IP literal too) with
+// Policy::check_address against the host's current addresses (Shared::host_addresses), and
 // connects to the first allowed address that answers, trying each in order with the
 // per-attempt connect timeout. The address dialled is exactly one that passed the check:
 // there is no second resolution between check and dial (no DNS-rebinding window).

@@ -372,6 +372,16 @@ std::vector<DecideRow> decide_rows() {
        R"({"decision":"deny","reason":"port_not_allowed",
            "rule":"sandboxes.lan.allow_cidrs:10.0.0.0/8",
            "host":"10.1.2.3","host_kind":"address","port":22,"address_class":"private"})"},
+      // The launcher's pool (default 10.201.0.0/16) holds the host's own link addresses: no
+      // range opens it, as in the daemon (THREATS 28).
+      {"PoolAddressIsTheHosts", "lan", "10.201.0.1:443",
+       R"({"decision":"deny","reason":"host_address","rule":"",
+           "host":"10.201.0.1","host_kind":"address","port":443,"address_class":"private",
+           "suggestion":"allow_host_services = [\"10.201.0.1:443\"]"})"},
+      {"PoolAddressMappedForm", "lan", "[::ffff:10.201.3.2]:80",
+       R"({"decision":"deny","reason":"host_address","rule":"",
+           "host":"[::ffff:10.201.3.2]","host_kind":"address","port":80,
+           "address_class":"private","suggestion":"allow_host_services = [\"10.201.3.2:80\"]"})"},
       {"DenyCidrBeatsAllowCidr", "lan", "10.9.0.1",
        R"({"decision":"deny","reason":"denied_by_rule",
            "rule":"sandboxes.lan.deny_cidrs:10.9.0.0/16",

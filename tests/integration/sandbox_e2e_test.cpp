@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "support/http_origin.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
@@ -35,6 +36,16 @@ constexpr const char* kInsideEnv = "SANDGATE_E2E_INSIDE";
 constexpr const char* kOrigin = "203.0.113.10";   // origin.test, registry.test
 constexpr const char* kBlocked = "203.0.113.20";  // blocked.test: no sandbox here may reach it
 constexpr const char* kResolver = "203.0.113.53";
+// Services the test binds on 0.0.0.0 in the daemon's (the host's) namespace.
+constexpr std::uint16_t kHostService = 18080;
+constexpr std::uint16_t kOtherHostService = 18081;
+
+// A profile whose allow_cidrs covers the launcher's pool, so its sandboxes' own gateways;
+// `extra` adds lines to it.
+std::string hostnet_profile(const std::string& extra) {
+  return "[profiles.hostnet]\nports = [" + std::to_string(kHostService) + ", " +
+         std::to_string(kOtherHostService) + "]\nallow_cidrs = [\"10.0.0.0/8\"]\n" + extra;
+}
 
 std::string launch_binary() {
   const char* env = std::getenv("SANDGATE_LAUNCH_BIN");
@@ -100,6 +111,7 @@ struct World {
   std::unique_ptr<Background> servers;
   std::unique_ptr<Background> dnsmasq;
   std::unique_ptr<SandgateProcess> daemon;
+  std::string tables;  // the config's tables but the hostnet profile, which comes last
 
   World() {
     requests_log = dir.file("requests.log");
@@ -207,7 +219,7 @@ struct World {
     o.sandboxes_dir = dir.file("sandboxes.d");
     o.admin_listen = "127.0.0.1:9090";
     o.listeners = "transparent = [\"0.0.0.0:15001\"]\ndns = [\"0.0.0.0:15053\"]";
-    o.tables =
+    tables =
         "[limits]\npeek_timeout_ms = 300\n\n"
         "[dns]\nservers = [\"" +
         std::string(kResolver) +
@@ -225,7 +237,8 @@ struct World {
         "opaque = [\"origin.test:80\"]\n\n"
         "[profiles.other]\n"
         "allow = [\"blocked.test\"]\n"
-        "allow_cidrs = [\"203.0.113.20/32\"]\n";
+        "allow_cidrs = [\"203.0.113.20/32\"]\n\n";
+    o.tables = tables + hostnet_profile("");
     daemon = std::make_unique<SandgateProcess>(o);
   }
 };
@@ -479,6 +492,53 @@ TEST_F(SandboxE2e, Threat10DnsExfiltrationNeverReachesAResolver) {
   EXPECT_EQ(dns_queries().find("attacker"), std::string::npos) << dns_queries();
   EXPECT_EQ(dns_queries().find("TXT"), std::string::npos) << dns_queries();
   EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "no_matching_rule").size(), 2u);
+}
+
+// THREATS 28: a sandbox whose allow_cidrs covers the pool cannot reach a service the host
+// binds on 0.0.0.0 through its own gateway (the host side of its veth), on an allowed port;
+// allow_host_services opens exactly the address and port it names.
+TEST_F(SandboxE2e, Threat28TheGatewayIsNotAWayToTheHostsServices) {
+  HttpOrigin service("0.0.0.0", kHostService);
+  HttpOrigin other("0.0.0.0", kOtherHostService);
+  ASSERT_EQ(launch({"up", "--sandbox", id("gw"), "--profile", "hostnet"}).exit_code, 0);
+  const auto in_sandbox = [&](const std::string& script) {
+    return launch({"exec", "--sandbox", id("gw"), "--", "sh", "-c", script});
+  };
+  std::string gateway = in_sandbox("ip -o route show default | awk '{print $3}'").out;
+  while (!gateway.empty() && gateway.back() == '\n') gateway.pop_back();
+  ASSERT_EQ(gateway.rfind("10.201.0.", 0), 0u) << gateway;
+  const auto get = [&](std::uint16_t port) {
+    return in_sandbox("curl -sS -m 10 -o /dev/null -w '%{http_code}' http://" + gateway + ":" +
+                      std::to_string(port) + "/")
+        .out;
+  };
+
+  EXPECT_EQ(get(kHostService), "403");
+  EXPECT_EQ(get(kOtherHostService), "403");
+  EXPECT_EQ(service.connection_count(), 0u);
+  EXPECT_EQ(other.connection_count(), 0u);
+  const auto denied = world->daemon->wait_audit(
+      [](const boost::json::object& line) {
+        const auto& event = line.at("event").as_object();
+        return event.contains("reason") && event.at("reason").as_string() == "host_address";
+      },
+      5s, audit_from_);
+  ASSERT_TRUE(denied.has_value()) << "no host_address denial in the audit log";
+  EXPECT_EQ(denied->at("labels").as_object().at("sandbox_id").as_string(), id("gw"));
+
+  std::string error;
+  ASSERT_TRUE(world->daemon->reload(
+      world->tables + hostnet_profile("allow_host_services = [\"" + gateway + ":" +
+                                      std::to_string(kHostService) + "\"]\n"),
+      &error))
+      << error;
+  EXPECT_EQ(get(kHostService), "200");
+  EXPECT_EQ(get(kOtherHostService), "403");
+  EXPECT_TRUE(service.wait_for_requests(1));
+  EXPECT_EQ(other.connection_count(), 0u);
+
+  ASSERT_TRUE(world->daemon->reload(world->tables + hostnet_profile(""), &error)) << error;
+  EXPECT_EQ(launch({"down", "--sandbox", id("gw")}).exit_code, 0);
 }
 
 TEST_F(SandboxE2e, NpmInstallsFromARegistryThroughSandgate) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -72,8 +73,40 @@ std::string p(std::uint16_t port) {
   return std::to_string(port);
 }
 
+// How many host address sets the daemon has published (one stderr event each).
+std::size_t host_address_events(const SandgateProcess& daemon) {
+  const std::string text = daemon.stderr_text();
+  std::size_t n = 0;
+  for (auto at = text.find(R"("event":"host_addresses")"); at != std::string::npos;
+       at = text.find(R"("event":"host_addresses")", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Waits until the daemon has published more than `seen` host address sets.
+bool wait_host_address_events(const SandgateProcess& daemon, std::size_t seen) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (host_address_events(daemon) <= seen) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+// `ip ARGS...` inside the private namespace.
+bool ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const CommandResult r = run_command(argv, 10s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0;
+}
+
 // THREATS 1: an allowed name whose static answer is loopback, RFC 1918 or metadata is refused
-// at dial time unless allow_cidrs opens the address; metadata never opens.
+// at dial time unless config opens the address; metadata never opens. 10.0.0.1 sits on this
+// namespace's lo, so it is an address of the host (THREATS 28): only allow_host_services
+// opens it, not even 0.0.0.0/0.
 TEST(Threats, NamesResolvingToPrivateOrMetadataAddressesAreRefusedAtDialTime) {
   SANDGATE_IN_PRIVATE_NETNS();
   ASSERT_TRUE(add_loopback_address("10.0.0.1/32"));
@@ -95,16 +128,18 @@ allow = ["*.test:)" + port + R"("]
 token = ")" + kToken + R"("
 allow = ["*.test:)" + port + R"("]
 allow_cidrs = ["0.0.0.0/0"]
+allow_host_services = ["10.0.0.1:)" + port +
+                                         R"("]
 )"});
 
   expect_denied_both_ways(daemon, "loop.test:" + port, "special_address");
-  expect_denied_both_ways(daemon, "private.test:" + port, "special_address");
+  expect_denied_both_ways(daemon, "private.test:" + port, "host_address");
   expect_denied_both_ways(daemon, "meta.test:" + port, "always_denied_address");
   expect_denied_both_ways(daemon, "meta.test:" + port, "always_denied_address", "opened");
 
   const Outcome o = attempt(daemon, "private.test:" + port, false);
   EXPECT_EQ(o.host, "private.test");
-  EXPECT_EQ(o.suggestion, "[sandboxes.sb] allow_cidrs = [\"10.0.0.1/32\"]");
+  EXPECT_EQ(o.suggestion, "[sandboxes.sb] allow_host_services = [\"10.0.0.1:" + port + "\"]");
   EXPECT_EQ(attempt(daemon, "meta.test:" + port, false).suggestion, "");
   EXPECT_EQ(origin.connection_count(), 0u);
 
@@ -140,6 +175,8 @@ max_ttl_s = 0
 [sandboxes.sb]
 token = ")" + kToken + R"("
 allow = ["rebind.test:)" + port + R"("]
+allow_host_services = ["93.184.216.34:)" +
+                                         port + R"("]
 )"});
 
   const Outcome first = attempt(daemon, "rebind.test:" + port, false);
@@ -229,6 +266,7 @@ TEST(Threats, CloudMetadataIsAlwaysRefused) {
 token = ")" + kToken + R"("
 allow_all_hosts = true
 allow_cidrs = ["0.0.0.0/0", "::/0"]
+allow_host_services = ["10.0.0.1:80"]
 )"});
 
   for (const std::string host : {"169.254.169.254", "[fd00:ec2::254]", "[::ffff:169.254.169.254]",
@@ -240,7 +278,7 @@ allow_cidrs = ["0.0.0.0/0", "::/0"]
   EXPECT_EQ(origin4.connection_count(), 0u);
   EXPECT_EQ(origin6.connection_count(), 0u);
 
-  // The same listener answers on an ordinary opened address.
+  // The same listener answers on an opened address (of this host, hence the exact key).
   EXPECT_EQ(attempt(daemon, "10.0.0.1:80", false).status, 200);
   EXPECT_EQ(origin4.request_count(), 1u);
 }
@@ -266,6 +304,8 @@ ports = [)" + port + R"(]
 allow = ["allowed.test", "rebound.test", "meta.test"]
 deny = ["*.denied.test"]
 allow_cidrs = ["10.0.0.1/32"]
+allow_host_services = ["10.0.0.1:)" + port +
+                                         R"("]
 )"});
 
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -379,11 +419,90 @@ allow_cidrs = ["127.0.0.0/8", "10.0.0.0/8"]
 )",
                             &error))
       << error;
+  const std::size_t published = host_address_events(daemon);
   ASSERT_TRUE(add_loopback_address("10.0.0.1/32"));
+  ASSERT_TRUE(wait_host_address_events(daemon, published));
 
   EXPECT_EQ(attempt(daemon, "127.0.0.1:" + port, true).reason, "proxy_loop");
   EXPECT_EQ(attempt(daemon, "127.0.0.2:" + port, true).reason, "proxy_loop");
   EXPECT_EQ(attempt(daemon, "10.0.0.1:" + port, true).reason, "proxy_loop");
+}
+
+// THREATS 28: an address of the sandbox host itself (here a public-looking one on an
+// interface, safe because this namespace has no route out) is never a destination, whatever
+// allow_cidrs or allow_all_hosts say: not by a name that resolves to it, not as a literal, not
+// in an IPv6 spelling. An address added after start is refused as soon as the kernel reports
+// it, and is an ordinary address again once removed. Only allow_host_services opens one, on
+// exactly its port.
+TEST(Threats, TheHostsOwnAddressesAreNeverADestination) {
+  SANDGATE_IN_PRIVATE_NETNS();
+  // A veth pair with both ends here stands for any interface (the kernel may lack "dummy");
+  // no IPv6 link-local addresses, so the only address events are the test's own.
+  ASSERT_TRUE(ip({"link", "add", "sghost0", "type", "veth", "peer", "name", "sghost1"}));
+  for (const char* dev : {"sghost0", "sghost1"}) {
+    ASSERT_TRUE(ip({"link", "set", dev, "addrgenmode", "none"}));
+    ASSERT_TRUE(ip({"link", "set", dev, "up"}));
+  }
+  ASSERT_TRUE(ip({"addr", "add", "8.8.4.4/32", "dev", "sghost0"}));
+  HttpOrigin origin("0.0.0.0");
+  HttpOrigin other("0.0.0.0");
+  const std::string port = p(origin.port());
+  const std::string port2 = p(other.port());
+  SandgateProcess daemon(SandgateOptions{R"(
+[limits]
+connect_timeout_ms = 1000
+
+[dns.hosts]
+"host.attacker.test" = ["8.8.4.4"]
+"late.attacker.test" = ["8.8.4.5"]
+
+[sandboxes.wide]
+token = ")" + kToken + R"("
+allow_all_hosts = true
+ports = [)" + port + ", " + port2 + R"(]
+allow_cidrs = ["0.0.0.0/0", "::/0"]
+
+[sandboxes.svc]
+token = ")" + kToken + R"("
+allow_all_hosts = true
+ports = [)" + port + ", " + port2 + R"(]
+allow_cidrs = ["0.0.0.0/0"]
+allow_host_services = ["8.8.4.4:)" + port +
+                                         R"("]
+)"});
+
+  for (const std::string host : {"host.attacker.test", "8.8.4.4", "[::ffff:8.8.4.4]"}) {
+    expect_denied_both_ways(daemon, host + ":" + port, "host_address", "wide");
+  }
+  const Outcome o = attempt(daemon, "host.attacker.test:" + port, false, "wide");
+  EXPECT_EQ(o.host, "host.attacker.test");
+  EXPECT_EQ(o.suggestion, "[sandboxes.wide] allow_host_services = [\"8.8.4.4:" + port + "\"]");
+  const auto line = daemon.wait_audit_code("SANDBOX_NETWORK_DENIED", "host_address");
+  ASSERT_TRUE(AuditLineIs(line, "SANDBOX_NETWORK_DENIED", "host_address", "wide"));
+  EXPECT_EQ(origin.connection_count(), 0u);
+
+  // Not yet an address of the host: dialled, and unreachable (no route out of here).
+  EXPECT_EQ(attempt(daemon, "late.attacker.test:" + port, false, "wide").code,
+            "UPSTREAM_CONNECT_FAILED");
+  std::size_t published = host_address_events(daemon);
+  ASSERT_TRUE(ip({"addr", "add", "8.8.4.5/32", "dev", "sghost0"}));
+  ASSERT_TRUE(wait_host_address_events(daemon, published));
+  expect_denied_both_ways(daemon, "late.attacker.test:" + port, "host_address", "wide");
+  EXPECT_EQ(origin.connection_count(), 0u);
+  published = host_address_events(daemon);
+  ASSERT_TRUE(ip({"addr", "del", "8.8.4.5/32", "dev", "sghost0"}));
+  ASSERT_TRUE(wait_host_address_events(daemon, published));
+  EXPECT_EQ(attempt(daemon, "late.attacker.test:" + port, false, "wide").code,
+            "UPSTREAM_CONNECT_FAILED");
+
+  // The exact key opens that address on that port, by name and as a literal; not another port.
+  EXPECT_EQ(attempt(daemon, "host.attacker.test:" + port, false, "svc").status, 200);
+  EXPECT_EQ(attempt(daemon, "8.8.4.4:" + port, true, "svc").status, 200);
+  EXPECT_TRUE(origin.wait_for_connections(2));
+  ASSERT_GE(origin.request_count(), 1u);
+  EXPECT_EQ(origin.requests()[0].local_address, "8.8.4.4");
+  expect_denied_both_ways(daemon, "host.attacker.test:" + port2, "host_address", "svc");
+  EXPECT_EQ(other.connection_count(), 0u);
 }
 
 // THREATS 16: a refused CONNECT is answered with an explicit 403 at once, never a hang or a

@@ -206,6 +206,39 @@ TEST(ConfigLoad, SandboxMergesProfileRulesFirst) {
   EXPECT_EQ(ci->spec.deny_cidrs[1].origin, "sandboxes.ci.deny_cidrs");
 }
 
+TEST(ConfigLoad, HostServicesMergeProfileFirstAndPoolReachesThePolicy) {
+  const Config c = load_config_from_string(R"(
+[launcher]
+pool = "10.77.0.0/16"
+
+[profiles.dev]
+allow_host_services = ["10.77.0.1:8080"]
+allow_cidrs = ["10.0.0.0/8"]
+
+[sandboxes.ci]
+token = "t"
+profile = "dev"
+allow_host_services = ["[fd00::1]:5432", "192.168.1.1:22"]
+)",
+                                           kFile);
+  const Sandbox* ci = c.find_sandbox("ci");
+  ASSERT_NE(ci, nullptr);
+  const auto& services = ci->spec.allow_host_services;
+  ASSERT_EQ(services.size(), 3u);
+  EXPECT_EQ(policy::endpoint_text(services[0].service), "10.77.0.1:8080");
+  EXPECT_EQ(services[0].origin, "profiles.dev.allow_host_services");
+  EXPECT_EQ(policy::endpoint_text(services[1].service), "[fd00::1]:5432");
+  EXPECT_EQ(services[2].origin, "sandboxes.ci.allow_host_services");
+
+  const auto policy = c.build_policy();
+  const auto decide = [&](const char* host, std::uint16_t port) {
+    return policy->decide({"ci", host, port, policy::EntryMode::connect});
+  };
+  EXPECT_EQ(decide("10.77.3.1", 443).reason, policy::Reason::host_address);      // the pool
+  EXPECT_EQ(decide("10.201.0.1", 443).reason, policy::Reason::allowed_by_cidr);  // not the pool
+  EXPECT_EQ(decide("10.77.0.1", 8080).reason, policy::Reason::allowed_host_service);
+}
+
 TEST(ConfigLoad, SandboxPortsReplaceProfilePortsAndDefaultTo80And443) {
   const Config c = load_config_from_string(kFullConfig, kFile);
   const Sandbox* agent = c.find_sandbox("agent.2");
@@ -451,6 +484,33 @@ std::vector<ErrorCase> error_cases() {
       {"SourceInvalid", "[sandboxes.ci]\nsources = [\"10.0.0.300\"]\n", 2, 12,
        "sandboxes.ci.sources[0]",
        "invalid IP address \"10.0.0.300\": use dotted-quad IPv4 or standard IPv6 text"},
+      // allow_host_services: exact "ip:port" of an address a connection can go to.
+      {"HostServiceNoPort", kSandboxHead + "allow_host_services = [\"10.201.0.1\"]\n", 3, 24,
+       "sandboxes.ci.allow_host_services[0]",
+       "invalid host service \"10.201.0.1\": expected \"ip:port\" or \"[ipv6]:port\""},
+      {"HostServicePortZero", kSandboxHead + "allow_host_services = [\"10.201.0.1:0\"]\n", 3, 24,
+       "sandboxes.ci.allow_host_services[0]",
+       "invalid host service \"10.201.0.1:0\": port must be between 1 and 65535"},
+      {"HostServiceName", "[profiles.p]\nallow_host_services = [\"gw.test:80\"]\n", 2, 24,
+       "profiles.p.allow_host_services[0]",
+       "invalid host service \"gw.test:80\": \"gw.test\" is not an IP address"},
+      {"HostServiceUnbracketedV6", kSandboxHead + "allow_host_services = [\"fd00::1:80\"]\n", 3, 24,
+       "sandboxes.ci.allow_host_services[0]",
+       "invalid host service \"fd00::1:80\": expected \"ip:port\" or \"[ipv6]:port\""},
+      {"HostServiceBracketedV4", kSandboxHead + "allow_host_services = [\"[10.0.0.1]:80\"]\n", 3,
+       24, "sandboxes.ci.allow_host_services[0]",
+       "invalid host service \"[10.0.0.1]:80\": \"10.0.0.1\" is not an IP address"},
+      {"HostServiceMetadata",
+       kSandboxHead + "allow_host_services = [\"10.0.0.1:80\", \"169.254.169.254:80\"]\n", 3, 39,
+       "sandboxes.ci.allow_host_services[1]",
+       "invalid host service \"169.254.169.254:80\": metadata addresses are always refused and "
+       "cannot be opened"},
+      {"HostServiceMapped", kSandboxHead + "allow_host_services = [\"[::ffff:10.201.0.1]:80\"]\n",
+       3, 24, "sandboxes.ci.allow_host_services[0]",
+       "invalid host service \"[::ffff:10.201.0.1]:80\": write the IPv4 address itself "
+       "(\"10.201.0.1:80\")"},
+      {"HostServiceNotArray", kSandboxHead + "allow_host_services = \"10.201.0.1:80\"\n", 3, 23,
+       "sandboxes.ci.allow_host_services", "expected an array of strings, got string"},
       {"TokenEmpty", "[sandboxes.ci]\ntoken = \"\"\n", 2, 9, "sandboxes.ci.token",
        "must not be empty"},
       {"TokenWithSpace", "[sandboxes.ci]\ntoken = \"two words\"\n", 2, 9, "sandboxes.ci.token",

@@ -201,7 +201,7 @@ TEST_P(CheckAddress, MatchesTable) {
   const AddressRow& row = GetParam();
   const auto address = parse_ip_literal(row.address);
   ASSERT_TRUE(address) << row.address;
-  const Decision d = policy->check_address(row.sandbox, *address, row.port);
+  const Decision d = policy->check_address(row.sandbox, *address, row.port, AddressSet{});
   EXPECT_EQ(d.allowed, row.allowed);
   EXPECT_EQ(reason_name(d.reason), reason_name(row.reason));
 }
@@ -285,6 +285,173 @@ TEST(Policy, ManyRulesStillExact) {
   EXPECT_FALSE(policy.decide({"big", "host20000.example.com", 443, EntryMode::http}).allowed);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The host's own addresses (THREATS 28): the live interface addresses passed in and the
+// launcher's pool are never a destination, whatever a range says, unless allow_host_services
+// names the exact address and port. Loopback is opened only by a range inside loopback.
+
+IpAddress ip(const char* text) {
+  const auto a = parse_ip_literal(text);
+  EXPECT_TRUE(a) << text;
+  return a.value_or(IpAddress{});
+}
+
+HostServiceSource service(const char* address, std::uint16_t port, const char* origin) {
+  return {{ip(address), port}, origin};
+}
+
+std::shared_ptr<const Policy> make_host_policy() {
+  const auto sandbox = [](const char* id, std::vector<const char*> cidrs) {
+    SandboxSpec s;
+    s.id = id;
+    for (const char* c : cidrs) s.allow_cidrs.push_back(cidr(c));
+    return s;
+  };
+  SandboxSpec none = sandbox("none", {});
+  none.allow_all_hosts = true;
+  SandboxSpec wide = sandbox("wide", {"0.0.0.0/0", "::/0"});
+  wide.allow_all_hosts = true;
+  const SandboxSpec wide1 = sandbox("wide1", {"0.0.0.0/1"});
+  const SandboxSpec lan = sandbox("lan", {"10.0.0.0/8"});
+  const SandboxSpec loop = sandbox("loop", {"127.0.0.0/8", "::1/128"});
+  const SandboxSpec both = sandbox("both", {"0.0.0.0/0", "127.0.0.0/8"});
+  SandboxSpec svc = sandbox("svc", {"0.0.0.0/0"});
+  svc.allow_host_services = {service("8.8.4.4", 8080, "sandboxes.svc.allow_host_services"),
+                             service("10.201.0.1", 8080, "profiles.dev.allow_host_services"),
+                             service("2001:4860::1", 8080, "sandboxes.svc.allow_host_services"),
+                             service("10.201.0.5", 8080, "sandboxes.svc.allow_host_services"),
+                             service("10.201.0.1", 3128, "sandboxes.svc.allow_host_services")};
+  svc.deny_cidrs = {cidr("10.201.0.4/30", "sandboxes.svc.deny_cidrs")};
+  // A wildcard listener on 3128 and the admin listener on loopback.
+  std::vector<Endpoint> self = {{ip("0.0.0.0"), 3128}, {ip("127.0.0.1"), 9090}};
+  return std::make_shared<const Policy>(
+      std::vector<SandboxSpec>{none, wide, wide1, lan, loop, both, svc}, self,
+      std::vector<Cidr>{*parse_cidr("10.201.0.0/16")});
+}
+
+// The host's interfaces in these rows: a public-looking address, a docker bridge, an IPv6
+// global address, and loopback.
+const AddressSet& host_set() {
+  static const AddressSet set(
+      {ip("8.8.4.4"), ip("172.17.0.1"), ip("2001:4860::1"), ip("127.0.0.1"), ip("::1")});
+  return set;
+}
+
+struct HostRow {
+  const char* name;
+  const char* sandbox;
+  const char* address;
+  std::uint16_t port;
+  Reason reason;
+  const char* rule = "";
+};
+
+void PrintTo(const HostRow& row, std::ostream* os) {
+  *os << row.name;
+}
+
+class HostAddresses : public testing::TestWithParam<HostRow> {};
+
+TEST_P(HostAddresses, CheckAddress) {
+  static const auto policy = make_host_policy();
+  const HostRow& row = GetParam();
+  const Decision d = policy->check_address(row.sandbox, ip(row.address), row.port, host_set());
+  EXPECT_EQ(reason_name(d.reason), reason_name(row.reason));
+  EXPECT_EQ(d.allowed, row.reason == kCidr || row.reason == kRule ||
+                           row.reason == Reason::allowed_host_service);
+  EXPECT_EQ(d.rule, row.rule);
+}
+
+constexpr auto kHost = Reason::host_address;
+constexpr auto kService = Reason::allowed_host_service;
+constexpr auto kLoop = Reason::proxy_loop;
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HostAddresses,
+    testing::Values(
+        HostRow{"host_global_no_cidr", "none", "8.8.4.4", 443, kHost},
+        HostRow{"host_global_any_port", "none", "8.8.4.4", 8080, kHost},
+        HostRow{"host_global_wide_cidr", "wide", "8.8.4.4", 443, kHost},
+        HostRow{"host_global_half_cidr", "wide1", "8.8.4.4", 443, kHost},
+        HostRow{"host_docker_bridge_wide", "wide", "172.17.0.1", 443, kHost},
+        HostRow{"host_v6_wide", "wide", "2001:4860::1", 443, kHost},
+        HostRow{"host_mapped", "wide", "::ffff:8.8.4.4", 443, kHost},
+        HostRow{"host_nat64", "wide", "64:ff9b::808:404", 443, kHost},
+        HostRow{"host_6to4", "wide", "2002:808:404::", 443, kHost},
+        HostRow{"not_host_wide", "wide", "8.8.8.8", 443, kCidr,
+                "sandboxes.sb.allow_cidrs:0.0.0.0/0"},
+        HostRow{"not_host_no_cidr", "none", "8.8.8.8", 443, kRule},
+        HostRow{"pool_gateway_lan", "lan", "10.201.0.1", 80, kHost},
+        HostRow{"pool_other_sandbox_lan", "lan", "10.201.3.6", 443, kHost},
+        HostRow{"pool_mapped_lan", "lan", "::ffff:10.201.0.1", 80, kHost},
+        HostRow{"pool_wide", "wide", "10.201.255.254", 443, kHost},
+        HostRow{"lan_outside_pool", "lan", "10.1.2.3", 443, kCidr,
+                "sandboxes.sb.allow_cidrs:10.0.0.0/8"},
+        HostRow{"service_exact", "svc", "8.8.4.4", 8080, kService,
+                "sandboxes.svc.allow_host_services:8.8.4.4:8080"},
+        HostRow{"service_other_port", "svc", "8.8.4.4", 8081, kHost},
+        HostRow{"service_pool", "svc", "10.201.0.1", 8080, kService,
+                "profiles.dev.allow_host_services:10.201.0.1:8080"},
+        HostRow{"service_pool_other_port", "svc", "10.201.0.1", 443, kHost},
+        HostRow{"service_mapped", "svc", "::ffff:10.201.0.1", 8080, kService,
+                "profiles.dev.allow_host_services:10.201.0.1:8080"},
+        HostRow{"service_tunnelled_form_not_opened", "svc", "2002:ac9:1::", 8080, kHost},
+        HostRow{"service_v6", "svc", "2001:4860::1", 8080, kService,
+                "sandboxes.svc.allow_host_services:[2001:4860::1]:8080"},
+        HostRow{"service_deny_cidr_wins", "svc", "10.201.0.5", 8080, kDenyRule,
+                "sandboxes.svc.deny_cidrs:10.201.0.4/30"},
+        HostRow{"wildcard_listener_host", "wide", "8.8.4.4", 3128, kLoop},
+        HostRow{"wildcard_listener_pool", "wide", "10.201.0.1", 3128, kLoop},
+        HostRow{"wildcard_listener_loopback", "wide", "127.0.0.2", 3128, kLoop},
+        HostRow{"wildcard_listener_beats_service", "svc", "10.201.0.1", 3128, kLoop},
+        HostRow{"wildcard_listener_not_elsewhere", "wide", "8.8.8.8", 3128, kCidr,
+                "sandboxes.sb.allow_cidrs:0.0.0.0/0"},
+        HostRow{"admin_listener", "loop", "127.0.0.1", 9090, kLoop},
+        HostRow{"loopback_range_opens", "loop", "127.0.0.1", 80, kCidr,
+                "sandboxes.sb.allow_cidrs:127.0.0.0/8"},
+        HostRow{"loopback_not_interface_address", "loop", "127.3.4.5", 80, kCidr,
+                "sandboxes.sb.allow_cidrs:127.0.0.0/8"},
+        HostRow{"loopback_v6_opens", "loop", "::1", 80, kCidr, "sandboxes.sb.allow_cidrs:::1/128"},
+        HostRow{"loopback_mapped_opens", "loop", "::ffff:127.0.0.1", 80, kCidr,
+                "sandboxes.sb.allow_cidrs:127.0.0.0/8"},
+        HostRow{"loopback_wide_does_not_open", "wide", "127.0.0.1", 80, kSpecial},
+        HostRow{"loopback_half_does_not_open", "wide1", "127.0.0.1", 80, kSpecial},
+        HostRow{"loopback_v6_wide_does_not_open", "wide", "::1", 80, kSpecial},
+        HostRow{"loopback_mapped_wide_does_not_open", "wide", "::ffff:127.0.0.1", 80, kSpecial},
+        HostRow{"loopback_lan_does_not_open", "lan", "127.0.0.1", 80, kSpecial},
+        HostRow{"loopback_narrow_beats_wide", "both", "127.0.0.1", 80, kCidr,
+                "sandboxes.sb.allow_cidrs:127.0.0.0/8"},
+        HostRow{"metadata_before_host", "wide", "169.254.169.254", 80, kAlways}));
+
+// The live set decides: the same address is an ordinary one when no interface has it, and
+// the host's own when one does.
+TEST(HostAddresses, TheLiveSetIsWhatCounts) {
+  const auto policy = make_host_policy();
+  const IpAddress a = ip("198.18.7.7");
+  EXPECT_EQ(policy->check_address("wide", a, 443, AddressSet{}).reason, kCidr);
+  EXPECT_EQ(policy->check_address("wide", a, 443, AddressSet({a})).reason, kHost);
+  EXPECT_EQ(policy->check_address("none", a, 443, AddressSet{}).reason, kSpecial);
+  // The pool needs no live set: the launcher's links are refused before they exist.
+  EXPECT_EQ(policy->check_address("lan", ip("10.201.9.1"), 443, AddressSet{}).reason, kHost);
+}
+
+// An IP literal is decided with the pool (decide has no live set; the dialler checks again),
+// and an exact allow_host_services entry opens it on its port even outside `ports`.
+TEST(HostAddresses, LiteralsAreDecidedWithThePool) {
+  const auto policy = make_host_policy();
+  const auto decide = [&](const char* sandbox, const char* host, std::uint16_t port) {
+    return policy->decide({sandbox, host, port, EntryMode::connect});
+  };
+  EXPECT_EQ(decide("lan", "10.201.0.1", 80).reason, kHost);
+  EXPECT_EQ(decide("lan", "[::ffff:10.201.0.1]", 80).reason, kHost);
+  EXPECT_EQ(decide("svc", "10.201.0.1", 8080).reason, kService);
+  EXPECT_TRUE(decide("svc", "10.201.0.1", 8080).allowed);
+  EXPECT_EQ(decide("svc", "10.201.0.1", 8081).reason, kHost);
+  EXPECT_EQ(decide("lan", "10.1.2.3", 443).reason, kCidr);
+  EXPECT_EQ(decide("wide", "127.0.0.1", 443).reason, kSpecial);
+  EXPECT_EQ(decide("wide", "8.8.4.4", 443).reason, kCidr);  // known to the dialler only
+}
+
 struct SuggestRow {
   const char* host;
   std::uint16_t port;
@@ -309,6 +476,14 @@ INSTANTIATE_TEST_SUITE_P(
                     SuggestRow{"10.0.0.5", 80, kLiteral, "allow_cidrs = [\"10.0.0.5/32\"]"},
                     SuggestRow{"::1", 80, kSpecial, "allow_cidrs = [\"::1/128\"]"},
                     SuggestRow{"169.254.169.254", 80, kAlways, ""},
+                    SuggestRow{"10.201.0.1", 8080, Reason::host_address,
+                               "allow_host_services = [\"10.201.0.1:8080\"]"},
+                    SuggestRow{"2001:db8::1", 443, Reason::host_address,
+                               "allow_host_services = [\"[2001:db8::1]:443\"]"},
+                    SuggestRow{"host.example", 443, Reason::host_address, ""},
+                    SuggestRow{"::ffff:10.201.0.1", 80, Reason::host_address,
+                               "allow_host_services = [\"10.201.0.1:80\"]"},
+                    SuggestRow{"2002:ac9:1::", 80, Reason::host_address, ""},
                     SuggestRow{"x.example", 443, kDenyRule, ""},
                     SuggestRow{"bad host", 443, Reason::invalid_host, ""}));
 
