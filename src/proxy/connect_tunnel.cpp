@@ -15,8 +15,7 @@ constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r
 
 asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::uint16_t port) {
   auto& shared = *s.deps.shared;
-  s.watchdog->arm(s.limits().connect_timeout * 4);  // bounded by per-attempt timeouts inside
-  Dialed dialed = co_await dial_checked(s.deps, *s.snap, s.sandbox, host, port);
+  Dialed dialed = co_await s.dial(host, port);
   if (dialed.error == Errc::network_denied) {
     co_await s.deny(policy::EntryMode::connect, host, port, dialed.denial, &dialed.denied_host);
     co_return;

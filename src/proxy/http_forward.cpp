@@ -91,8 +91,7 @@ asio::awaitable<bool> handle_http(Session& s, const http::RequestHead& head,
     s.upstream.reset();
   }
   if (!s.upstream) {
-    s.watchdog->arm(s.limits().connect_timeout * 4);
-    Dialed dialed = co_await dial_checked(s.deps, *s.snap, s.sandbox, host, port);
+    Dialed dialed = co_await s.dial(host, port);
     if (dialed.error == Errc::network_denied) {
       co_await s.deny(policy::EntryMode::http, host, port, dialed.denial, &dialed.denied_host);
       co_return false;

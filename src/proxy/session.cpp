@@ -32,6 +32,18 @@ telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
   return r;
 }
 
+asio::awaitable<Dialed> Session::dial(const policy::Host& host, std::uint16_t port) {
+  const auto bound = snap->config->dns.timeout + kDialBudgetTimeouts * limits().connect_timeout;
+  watchdog->arm(bound + std::chrono::seconds(1));
+  Dialed dialed = co_await dial_checked(deps, *snap, sandbox, host, port);
+  if (watchdog->expired()) {
+    boost::system::error_code ignored;
+    dialed.socket.close(ignored);
+    dialed.error = Errc::upstream_timeout;
+  }
+  co_return dialed;
+}
+
 void Session::record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
                             const policy::Decision& d, std::string_view sni) {
   const std::string_view reason = policy::reason_name(d.reason);

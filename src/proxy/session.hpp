@@ -13,6 +13,7 @@
 #include "policy/policy.hpp"
 #include "proxy/responses.hpp"
 #include "proxy/runtime.hpp"
+#include "proxy/upstream.hpp"
 #include "proxy/watchdog.hpp"
 #include "telemetry/audit_log.hpp"
 
@@ -70,6 +71,11 @@ struct Session : std::enable_shared_from_this<Session> {
   // Moves the bytes read from the client but not handled yet out of `buffer`, which then
   // holds no memory (a relayed tunnel takes them along).
   std::vector<std::uint8_t> take_buffer();
+
+  // Dials an allowed destination (dial_checked) with the watchdog armed for the whole dial's
+  // bound (DNS, then the connect budget). Should the deadline pass anyway, the dial counts as
+  // upstream_timeout and its socket is closed: no phase goes on without a deadline.
+  asio::awaitable<Dialed> dial(const policy::Host& host, std::uint16_t port);
 
   // Writes raw bytes to the client under the session's current deadline.
   asio::awaitable<boost::system::error_code> write_client(std::string_view bytes);

@@ -126,8 +126,7 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
                              std::uint16_t port, std::string_view sni, bool gated = false) {
   auto& shared = *s.deps.shared;
   const std::string shown = host.display();
-  s.watchdog->arm(s.limits().connect_timeout * 4);  // bounded by per-attempt timeouts inside
-  Dialed dialed = co_await dial_checked(s.deps, *s.snap, s.sandbox, host, port);
+  Dialed dialed = co_await s.dial(host, port);
   if (dialed.error == Errc::network_denied) {
     co_await refuse_stream(s, mode, shown, port, dialed.denial, sni);
     co_return;

@@ -90,12 +90,19 @@ asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& sna
     out.error = Errc::ok;
   }
 
+  // The connect phase has a budget of its own, shared by at most kMaxDialAttempts addresses,
+  // so a name with many addresses that blackhole SYNs cannot hold the session for long.
   const auto timeout = snap.config->limits.connect_timeout;
+  const auto budget_end = std::chrono::steady_clock::now() + kDialBudgetTimeouts * timeout;
+  if (candidates.size() > kMaxDialAttempts) candidates.resize(kMaxDialAttempts);
   bool any_refused = false;
   for (const policy::IpAddress& a : candidates) {
-    out.address = a;
     const auto start = std::chrono::steady_clock::now();
-    const auto ec = co_await connect_once(out.socket, {to_asio(a), port}, timeout);
+    if (start >= budget_end) break;
+    out.address = a;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(budget_end - start) +
+                      std::chrono::milliseconds(1);
+    const auto ec = co_await connect_once(out.socket, {to_asio(a), port}, std::min(timeout, left));
     if (!ec) {
       metrics.upstream_connect_duration(std::chrono::steady_clock::now() - start);
       boost::system::error_code ignored;

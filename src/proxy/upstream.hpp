@@ -22,10 +22,16 @@ struct Dialed {
   policy::IpAddress address;  // the address dialled (or last tried)
 };
 
+// At most this many of a name's allowed addresses are tried, one after another, all within
+// kDialBudgetTimeouts x limits.connect_timeout (each attempt also within one connect_timeout).
+// A dial therefore ends within dns.timeout + kDialBudgetTimeouts x connect_timeout.
+inline constexpr std::size_t kMaxDialAttempts = 4;
+inline constexpr int kDialBudgetTimeouts = 2;
+
 // Resolves an allowed host once, checks every address (an IP literal too) with
 // Policy::check_address against the host's current addresses (Shared::host_addresses), and
-// connects to the first allowed address that answers, trying each in order with the
-// per-attempt connect timeout. The address dialled is exactly one that passed the check:
+// connects to the first allowed address that answers, trying them in order within the budget
+// above. The address dialled is exactly one that passed the check:
 // there is no second resolution between check and dial (no DNS-rebinding window).
 boost::asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& snap,
                                             std::string_view sandbox, const policy::Host& host,

@@ -14,6 +14,7 @@
 
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
+#include "support/metrics_text.hpp"
 #include "support/private_netns.hpp"
 #include "support/raw_client.hpp"
 #include "support/sandgate_assertions.hpp"
@@ -537,6 +538,55 @@ allow_cidrs = ["192.0.2.0/24"]
   EXPECT_EQ(unreachable.status, 502);
   EXPECT_EQ(unreachable.code, "UPSTREAM_CONNECT_FAILED");
   EXPECT_LE(std::chrono::steady_clock::now() - start, 1000ms);
+}
+
+}  // namespace
+}  // namespace sandgate::test
+
+namespace sandgate::test {
+namespace {
+
+// Hardening issue item 1: a name whose many addresses blackhole SYNs ends within the
+// documented bound (at most kMaxDialAttempts addresses, within 2 x connect_timeout), with
+// 504 UPSTREAM_TIMEOUT, and no connection is left behind. 198.18.0.0/24 is routed into lo of
+// this private namespace, where nothing answers: SYNs vanish.
+TEST(Threats, ADialToManyBlackholedAddressesEndsWithinItsBound) {
+  SANDGATE_IN_PRIVATE_NETNS();
+  ASSERT_TRUE(ip({"route", "add", "198.18.0.0/24", "dev", "lo"}));
+  std::string addresses;
+  for (int i = 1; i <= 32; ++i) {
+    addresses += std::string(i > 1 ? ", " : "") + "\"198.18.0." + std::to_string(i) + "\"";
+  }
+  SandgateOptions o{R"(
+[limits]
+connect_timeout_ms = 300
+
+[dns.hosts]
+"many.test" = [)" + addresses +
+                    R"(]
+
+[sandboxes.sb]
+token = ")" + kToken +
+                    R"("
+allow = ["many.test"]
+allow_cidrs = ["198.18.0.0/24"]
+)"};
+  SandgateProcess daemon(o);
+  for (const bool connect : {false, true}) {
+    SCOPED_TRACE(connect ? "CONNECT" : "GET");
+    const auto started = std::chrono::steady_clock::now();
+    const Outcome out = attempt(daemon, "many.test:80", connect);
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_TRUE(IsSandgateError(out.response, 504, "UPSTREAM_TIMEOUT", true));
+    EXPECT_GE(took, 500ms);   // it did try: two budgets' worth of one connect timeout
+    EXPECT_LT(took, 1500ms);  // 32 addresses x 300 ms each would be 9.6 s
+  }
+  bool drained = false;
+  for (int i = 0; i < 200 && !drained; ++i) {
+    drained = metric_value(daemon.metrics_text(), "sandgate_active_connections") == 0.0;
+    if (!drained) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(drained) << daemon.metrics_text();
 }
 
 }  // namespace
