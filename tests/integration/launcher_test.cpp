@@ -3,15 +3,25 @@
 // (sgt-<pid>-<n>), entered with nsenter --net so the /run/netns mounts the launcher makes stay
 // visible; deleting it removes every link and nft table made inside. Sandbox ids carry the pid.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <regex>
 
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
@@ -66,6 +76,121 @@ except socket.timeout: print("timeout")
 except OSError as e: print(err(e))
 )";
 
+// Single-quoted for sh.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The operator's terminal: `sh` as the session leader on a fresh pty, whose master the test
+// holds. What the test types is what the operator types; what the shell reads after a command
+// ends (a line pushed into the terminal with TIOCSTI, say) it runs as root, outside any sandbox.
+class OperatorTerminal {
+ public:
+  OperatorTerminal() {
+    int slave = -1;
+    char name[64] = {};
+    if (::openpty(&master_, &slave, name, nullptr, nullptr) != 0) {
+      ADD_FAILURE() << "openpty: " << std::strerror(errno);
+      return;
+    }
+    slave_name_ = name;
+    const pid_t parent = ::getpid();
+    shell_ = ::fork();
+    if (shell_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      ::setsid();
+      ::ioctl(slave, TIOCSCTTY, 0);
+      for (int fd = 0; fd < 3; ++fd) ::dup2(slave, fd);
+      ::close(slave);
+      ::close(master_);
+      ::execl("/bin/sh", "sh", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(slave);
+  }
+  ~OperatorTerminal() {
+    if (shell_ > 0) {
+      ::kill(shell_, SIGKILL);
+      ::waitpid(shell_, nullptr, 0);
+    }
+    if (master_ >= 0) ::close(master_);
+  }
+  const std::string& slave_name() const { return slave_name_; }
+
+  void type(const std::string& text) const {
+    ASSERT_EQ(::write(master_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
+  // The groups of the first match of `pattern` in what the terminal showed since the last
+  // match ([0] the whole match), consuming it; empty when none appears within `timeout` (what
+  // it showed is then in seen()).
+  std::vector<std::string> wait_for(const std::string& pattern,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    const std::regex re(pattern);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      std::smatch m;
+      if (std::regex_search(seen_, m, re)) {
+        std::vector<std::string> groups(m.begin(), m.end());
+        seen_ = m.suffix().str();
+        return groups;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return {};
+      pollfd pfd{master_, POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(master_, buf, sizeof buf);
+      if (n <= 0) return {};
+      seen_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  const std::string& seen() const { return seen_; }
+  // Types `exit` and waits for the shell to end; its exit status, or -1.
+  int close_shell() {
+    type("exit\n");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(shell_, &status, WNOHANG) == shell_) {
+        shell_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      pollfd pfd{master_, POLLIN, 0};
+      if (::poll(&pfd, 1, 50) > 0) {  // keep draining so the shell never blocks on output
+        char buf[4096];
+        const ssize_t n = ::read(master_, buf, sizeof buf);
+        if (n > 0) seen_.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    return -1;
+  }
+
+ private:
+  int master_ = -1;
+  pid_t shell_ = -1;
+  std::string slave_name_;
+  std::string seen_;
+};
+
+// Pushes argv[1] into every terminal it can reach: fds 0, 1, 2 and /dev/tty (TIOCSTI, one byte
+// at a time as the ioctl takes). Prints one word per target: ok or the errno name.
+constexpr const char* kInject = R"(
+import errno, fcntl, os, sys, termios
+def push(fd):
+    try:
+        for b in sys.argv[1].encode(): fcntl.ioctl(fd, termios.TIOCSTI, bytes([b]))
+        return "ok"
+    except OSError as e: return errno.errorcode.get(e.errno, str(e))
+out = [push(fd) for fd in (0, 1, 2)]
+try: out.append(push(os.open("/dev/tty", os.O_RDWR)))
+except OSError as e: out.append("tty:" + errno.errorcode.get(e.errno, str(e)))
+print("inject:", " ".join(out))
+)";
+
 class Launcher : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -112,6 +237,19 @@ class Launcher : public ::testing::Test {
     argv.push_back(config_);
     argv.insert(argv.end(), args.begin(), args.end());
     return run_command(argv, std::chrono::seconds(30));
+  }
+  // A script for the operator's shell that runs sandgate-launch in the test host with `args`
+  // (and `redirect`, e.g. "</dev/null", after them).
+  std::string operator_script(const std::string& name, const std::vector<std::string>& args,
+                              const std::string& redirect = "") {
+    std::vector<std::string> argv = host_.enter();
+    argv.push_back(launch_binary());
+    argv.push_back("--config");
+    argv.push_back(config_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string line = "exec";
+    for (const std::string& a : argv) line += " " + shell_quote(a);
+    return dir_.write(name, line + " " + redirect + "\n");
   }
   CommandResult in_host(std::vector<std::string> args) {
     std::vector<std::string> argv = host_.enter();
@@ -257,6 +395,95 @@ TEST_F(Launcher, SandboxTrafficOnlyReachesTheDaemon) {
   EXPECT_EQ(probe(sb, {"tcp", "192.0.2.1", "80", "10.201.0.9"}), "timeout\n");
   EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
   expect_nothing_left(sb);
+}
+
+// THREATS.md row 26. The operator runs the launcher from an interactive root shell; a command
+// inside (as nobody, and as root) pushes "touch MARKER" into every terminal it can reach. If
+// any of it lands in the operator's terminal, the shell runs it once the launcher has exited.
+TEST_F(Launcher, CommandCannotTypeIntoTheOperatorsTerminal) {
+  start_daemon();
+  const std::string marker = dir_.file("injected");
+  const std::string payload = "touch " + marker + "\n";
+  struct Row {
+    std::string name;
+    std::vector<std::string> user;
+    std::string redirect;
+  };
+  const Row rows[] = {
+      {"nobody-on-terminal", {"--user", "nobody"}, ""},
+      {"root-on-terminal", {}, ""},
+      {"nobody-stdin-null", {"--user", "nobody"}, "</dev/null"},
+      {"root-stdin-null", {}, "</dev/null"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    std::vector<std::string> args = {"run", "--sandbox", id("tty")};
+    args.insert(args.end(), row.user.begin(), row.user.end());
+    args.insert(args.end(), {"--", "/usr/bin/python3", "-c", kInject, payload});
+    const std::string script = operator_script(row.name + ".sh", args, row.redirect);
+    OperatorTerminal terminal;
+    terminal.type("sh " + script + "; echo END:$?\n");
+    // The command ran and tried (into its own pty, where it lands harmlessly; the pty's echo
+    // of the pushed bytes may interleave with the rest of the line).
+    ASSERT_FALSE(terminal.wait_for("inject: ").empty()) << terminal.seen();
+    const auto end = terminal.wait_for("END:([0-9]+)");
+    ASSERT_FALSE(end.empty()) << terminal.seen();
+    EXPECT_EQ(end[1], "0");
+    EXPECT_EQ(terminal.close_shell(), 0) << terminal.seen();
+    EXPECT_FALSE(fs::exists(marker)) << "the operator's shell ran the injected line";
+    fs::remove(marker);
+  }
+}
+
+// Through the launcher's pty an interactive command still has a terminal of its own (not the
+// operator's) and gets what the operator types; without a terminal it has none at all.
+TEST_F(Launcher, InteractiveCommandGetsAPtyOfItsOwn) {
+  start_daemon();
+  for (const bool as_nobody : {true, false}) {
+    SCOPED_TRACE(as_nobody ? "nobody" : "root");
+    std::vector<std::string> args = {"run", "--sandbox", id("pty")};
+    if (as_nobody) args.insert(args.end(), {"--user", "nobody"});
+    args.insert(args.end(), {"--", "sh", "-c",
+                             "echo tty=$(tty) size=$(stty size); IFS= read -r line; "
+                             "echo got=$line; exit 5"});
+    const std::string script = operator_script(as_nobody ? "i1.sh" : "i2.sh", args);
+    OperatorTerminal terminal;
+    terminal.type("stty rows 31 cols 97; sh " + script + "; echo END:$?\n");
+    const auto tty = terminal.wait_for("tty=(\\S+) size=([0-9]+ [0-9]+)");
+    ASSERT_FALSE(tty.empty()) << terminal.seen();
+    EXPECT_NE(tty[1], terminal.slave_name());
+    EXPECT_TRUE(tty[1].starts_with("/dev/pts/")) << tty[1];
+    EXPECT_EQ(tty[2], "31 97");  // the operator's window size
+    terminal.type("hello there\n");
+    EXPECT_FALSE(terminal.wait_for("got=hello there").empty()) << terminal.seen();
+    const auto end = terminal.wait_for("END:([0-9]+)");
+    ASSERT_FALSE(end.empty()) << terminal.seen();
+    EXPECT_EQ(end[1], "5");
+    // The operator's terminal is back in cooked mode with echo (stty -a shows icanon echo).
+    terminal.type(
+        "stty -a | tr ' ' '\\n' | grep -x -E -e '-?icanon' -e '-?echo' | tr '\\n' ' '; "
+        "echo MODE\n");
+    EXPECT_FALSE(terminal.wait_for("icanon echo MODE").empty()) << terminal.seen();
+    EXPECT_EQ(terminal.close_shell(), 0);
+  }
+}
+
+TEST_F(Launcher, CommandWithoutTerminalIsInASessionOfItsOwnWithNone) {
+  start_daemon();
+  // /proc/self/stat: pid, session id (field 6) and controlling tty (field 7, 0 = none).
+  const std::string probe =
+      "import os\nf = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
+      "print(os.getpid() == int(f[3]), f[4])\n"
+      "try: os.open('/dev/tty', os.O_RDWR); print('has /dev/tty')\n"
+      "except OSError as e: print(e.strerror)\n";
+  for (const bool as_nobody : {true, false}) {
+    std::vector<std::string> args = {"run", "--sandbox", id("nocty")};
+    if (as_nobody) args.insert(args.end(), {"--user", "nobody"});
+    args.insert(args.end(), {"--", "/usr/bin/python3", "-c", probe});
+    const auto r = launch(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "True 0\nNo such device or address\n") << (as_nobody ? "nobody" : "root");
+  }
 }
 
 TEST_F(Launcher, SigtermTearsDownAndExits143) {
