@@ -1,6 +1,7 @@
 #include "launcher/sandbox.hpp"
 
 #include <linux/capability.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -75,7 +76,17 @@ void write_ca_bundle(const Settings& settings) {
     bundle += read_whole(settings.ca_file);
   }
   try {
+    // World-readable in a 0755 directory: a --user command must read it (SSL_CERT_FILE), and
+    // it holds only public certificates.
+    const fs::path dir = fs::path(ca_bundle_path(settings)).parent_path();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::permissions(dir,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
     write_file_atomically(ca_bundle_path(settings), bundle, 0644);
+    ::chmod(ca_bundle_path(settings).c_str(), 0644);  // whatever the umask
   } catch (const std::runtime_error& e) {
     throw LaunchError(1, e.what());
   }
@@ -258,7 +269,7 @@ void register_with_daemon(const Settings& settings, const SandboxRequest& reques
 }  // namespace
 
 std::string ca_bundle_path(const Settings& settings) {
-  return settings.state_dir + "/ca-bundle.pem";
+  return settings.state_dir + "/ca/ca-bundle.pem";
 }
 
 void check_privileges_and_tools() {
@@ -284,6 +295,7 @@ SandboxState create_sandbox(const Settings& settings, const SandboxRequest& requ
   check_daemon(settings, request.id);
   std::error_code ec;
   fs::create_directories(settings.state_dir + "/netns", ec);
+  fs::permissions(settings.state_dir + "/netns", fs::perms::owner_all, ec);
   const StateDir dir(settings.state_dir);
   SandboxState state = claim(dir, settings, request);
   Rollback rollback;

@@ -55,7 +55,8 @@ struct SandboxRequest {
   std::string mode;        // "run" or "up"
 };
 
-// <state_dir>/ca-bundle.pem, rewritten by every create.
+// <state_dir>/ca/ca-bundle.pem (0644 in a 0755 directory, readable by a --user command),
+// rewritten by every create.
 std::string ca_bundle_path(const Settings& settings);
 
 // Checks the request, then creates the sandbox and waits until the daemon reports it active.

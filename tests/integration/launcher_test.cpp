@@ -356,12 +356,32 @@ TEST_F(Launcher, EnvironmentHasCaBundleAndNoProxy) {
       {"env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HTTP_PROXY=http://p:1",
        "https_proxy=http://p:1", "ALL_PROXY=x", "no_proxy=x", "SSL_CERT_DIR=/nonexistent"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const std::string b = state_dir() + "/ca-bundle.pem";
+  const std::string b = state_dir() + "/ca/ca-bundle.pem";
   EXPECT_EQ(r.out, "AWS_CA_BUNDLE=" + b + "\nCARGO_HTTP_CAINFO=" + b + "\nCURL_CA_BUNDLE=" + b +
                        "\nDENO_CERT=" + b + "\nGIT_SSL_CAINFO=" + b + "\nNODE_EXTRA_CA_CERTS=" + b +
                        "\nNPM_CONFIG_CAFILE=" + b + "\nPIP_CERT=" + b + "\nREQUESTS_CA_BUNDLE=" +
                        b + "\nSSL_CERT_DIR=/nonexistent\nSSL_CERT_FILE=" + b + "\n");
   EXPECT_EQ(read_file(b), read_file("/etc/ssl/certs/ca-certificates.crt"));
+}
+
+// A --user command reads the CA bundle (SSL_CERT_FILE), and nothing else of the state dir.
+TEST_F(Launcher, UserReadsTheCaBundleButNotTheStateDir) {
+  start_daemon();
+  ::chmod(dir_.path().c_str(), 0711);  // the launcher does not open what is above state_dir
+  const std::string sb = id("ca");
+  const std::string state = state_dir() + "/sandboxes/" + sb + ".json";
+  const auto r =
+      launch({"run", "--sandbox", sb, "--user", "nobody", "--", "sh", "-c",
+              "cmp -s \"$SSL_CERT_FILE\" /etc/ssl/certs/ca-certificates.crt; echo ca=$?; "
+              "ls \"$0\" >/dev/null 2>&1; echo list=$?; ls \"$0/sandboxes\" >/dev/null "
+              "2>&1; echo sandboxes=$?; cat \"$1\" >/dev/null 2>&1; echo state=$?; "
+              "cat \"$0/lock\" >/dev/null 2>&1; echo lock=$?",
+              state_dir(), state});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ca=0\nlist=2\nsandboxes=2\nstate=1\nlock=1\n");
+  EXPECT_EQ(fs::status(state_dir() + "/ca/ca-bundle.pem").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::others_read);
 }
 
 TEST_F(Launcher, SandboxTrafficOnlyReachesTheDaemon) {
