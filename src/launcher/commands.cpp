@@ -66,10 +66,19 @@ std::vector<std::string> enter_argv(const SandboxState& s, const std::string& us
 
 // Runs the command inside the sandbox in a session of its own (session.hpp) and returns its
 // status.
-int run_in_sandbox(const Settings& settings, const std::vector<std::string>& argv) {
+// If the launcher is killed meanwhile, its DeathWatch ends the command's session and, for
+// `run` (whose sandbox is its own), everything in the sandbox's namespace.
+int run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o) {
+  const std::vector<std::string> argv = enter_argv(state, o.user, o.command);
   std::vector<std::string> parent;
   for (char** e = environ; *e != nullptr; ++e) parent.emplace_back(*e);
-  return run_in_new_session(argv, sandbox_environment(parent, ca_bundle_path(settings)));
+  const bool whole_netns = o.verb == Verb::run && state.owned_netns;
+  DeathWatch watch([whole_netns, netns = state.netns_path()](long command) {
+    kill_session(command);
+    if (whole_netns) kill_processes_in_netns(netns);
+  });
+  return run_in_new_session(argv, sandbox_environment(parent, ca_bundle_path(settings)),
+                            [&watch](pid_t command) { watch.started(command); });
 }
 
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
@@ -86,7 +95,7 @@ int run(const Options& o) {
   const SandboxState state = create_sandbox(settings, request_from(o, "run"));
   const StateDir dir(settings.state_dir);
   // Stop signals are forwarded to the command; the launcher waits for it either way.
-  const int status = run_in_sandbox(settings, enter_argv(state, o.user, o.command));
+  const int status = run_in_sandbox(settings, state, o);
   report_teardown(state.id, destroy_sandbox(dir, state, settings, settings.ready_timeout));
   return status;
 }
@@ -121,7 +130,7 @@ int exec(const Options& o) {
   }
   check_privileges_and_tools();
   block_stop_signals();  // forwarded to the command from here on
-  return run_in_sandbox(settings, enter_argv(state, o.user, o.command));
+  return run_in_sandbox(settings, state, o);
 }
 
 int down(const Options& o) {
@@ -231,6 +240,7 @@ int gc(const Options& o) {
   for (const auto& entry : fs::directory_iterator(settings.state_dir + "/netns", ec)) {
     const std::string name = entry.path().filename().string();
     if (known.contains(name)) continue;
+    kill_processes_in_netns("/run/netns/" + name);
     if (fs::exists("/run/netns/" + name) && !run_tool({"ip", "netns", "del", name}).ok()) continue;
     std::error_code ignored;
     fs::remove_all("/etc/netns/" + name, ignored);

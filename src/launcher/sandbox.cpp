@@ -335,6 +335,9 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
        {"nft", "delete", "table", "inet", s.table});
   step(run_tool({"ip", "link", "show", "dev", s.host_if}).ok(), {"ip", "link", "del", s.host_if});
   if (s.owned_netns) {
+    // What the command left running (background children, or everything after a SIGKILLed
+    // launcher) ends with the sandbox; else it would live on in a namespace without a route.
+    kill_processes_in_netns(s.netns_path());
     step(fs::exists("/run/netns/" + s.netns), {"ip", "netns", "del", s.netns});
     std::error_code ec;
     fs::remove_all("/etc/netns/" + s.netns, ec);

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -165,7 +166,8 @@ TerminalPlan plan_terminal(const std::array<bool, 3>& is_terminal) {
   return plan;
 }
 
-int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                       const std::function<void(pid_t)>& started) {
   const TerminalPlan plan = plan_terminal({::isatty(0) == 1, ::isatty(1) == 1, ::isatty(2) == 1});
   std::vector<char*> cargv;
   std::vector<char*> cenv;
@@ -205,6 +207,7 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
     std::fprintf(stderr, "sandgate-launch: cannot fork: %s\n", std::strerror(errno));
     return 1;
   }
+  if (started) started(child);
   slave.reset();  // the master reads EIO once the command's side (all its copies) is closed
 
   std::string to_master;  // keystrokes the pty has not taken yet
@@ -264,6 +267,67 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
     write_all(plan.output_fd, buf, static_cast<std::size_t>(n));
   }
   return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+}
+
+namespace {
+
+// The watcher's life: "P<pid>\n" names the command, "Q" is the goodbye, EOF is the launcher's
+// death.
+[[noreturn]] void watch(int from_launcher, const std::function<void(long)>& reap) {
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd < 3 && null >= 0; ++fd) ::dup2(null, fd);
+  long command = 0;
+  std::string text;
+  while (true) {
+    char buf[64];
+    const ssize_t n = ::read(from_launcher, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.find('Q') != std::string::npos) ::_exit(0);
+    const auto end = text.find('\n');
+    if (text.starts_with("P") && end != std::string::npos) {
+      command = std::strtol(text.c_str() + 1, nullptr, 10);
+      text.erase(0, end + 1);
+    }
+  }
+  reap(command);
+  ::_exit(0);
+}
+
+}  // namespace
+
+DeathWatch::DeathWatch(std::function<void(long)> reap) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;  // no watcher: teardown and gc still end leftovers
+  watcher_ = ::fork();
+  if (watcher_ == 0) {
+    ::close(fds[1]);
+    watch(fds[0], reap);
+  }
+  ::close(fds[0]);
+  if (watcher_ < 0) {
+    ::close(fds[1]);
+    return;
+  }
+  pipe_ = fds[1];
+}
+
+void DeathWatch::started(pid_t command) {
+  if (pipe_ < 0) return;
+  const std::string message = "P" + std::to_string(command) + "\n";
+  (void)!::write(pipe_, message.data(), message.size());
+}
+
+DeathWatch::~DeathWatch() {
+  if (pipe_ >= 0) {
+    (void)!::write(pipe_, "Q", 1);
+    ::close(pipe_);
+  }
+  if (watcher_ > 0) {
+    while (::waitpid(watcher_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
 }
 
 }  // namespace sandgate::launcher

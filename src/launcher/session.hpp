@@ -6,7 +6,10 @@
 // it. Where the launcher has a terminal, the command gets a pty the launcher owns instead (as
 // `su --pty` and `script` do); the launcher relays bytes between the two.
 
+#include <sys/types.h>
+
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,29 @@ TerminalPlan plan_terminal(const std::array<bool, 3>& is_terminal);
 // when it could not be started, 1 when the launcher could not fork. The caller should have
 // blocked the stop signals (block_stop_signals) before any other setup, so none is lost.
 // The launcher's terminal is restored on every way out of this function.
-int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+// `started` is called in the launcher with the command's pid right after the fork.
+int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                       const std::function<void(pid_t)>& started = {});
+
+// Ends what the command left when the launcher dies without finishing (SIGKILL, a crash): a
+// process forked from the launcher (root, stop signals blocked, stdio on /dev/null) that waits
+// on a pipe whose only write end the launcher holds (close-on-exec, so the command has none).
+// EOF without a goodbye means the launcher is gone: it calls reap(pid of the command, or 0)
+// and exits. PR_SET_PDEATHSIG alone would not do: setpriv's change of uid clears it, and the
+// command could clear it itself. The destructor says goodbye (the launcher's teardown ends
+// what is left on a normal exit).
+class DeathWatch {
+ public:
+  explicit DeathWatch(std::function<void(long command_pid)> reap);
+  ~DeathWatch();
+  DeathWatch(const DeathWatch&) = delete;
+  DeathWatch& operator=(const DeathWatch&) = delete;
+  // Tells the watcher which process is the command.
+  void started(pid_t command);
+
+ private:
+  int pipe_ = -1;  // write end
+  pid_t watcher_ = -1;
+};
 
 }  // namespace sandgate::launcher

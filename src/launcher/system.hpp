@@ -37,6 +37,16 @@ std::string write_sysctls_in(const std::string& netns_path, const std::vector<st
 // Whether a process with this pid exists (kill(pid, 0)).
 bool process_alive(long pid);
 
+// SIGKILLs every process whose network namespace is the one at `netns_path` (same device and
+// inode as /proc/PID/ns/net), again until none is left (a forking process cannot outrun it) or
+// a bounded number of rounds. Returns how many it killed. Only for namespaces the launcher
+// made: everything in them is the sandbox's.
+int kill_processes_in_netns(const std::string& netns_path);
+
+// SIGKILLs every process in session `sid` (the command's own session: setsid made it the
+// leader). For an attached --netns, where other processes of the namespace are not ours.
+int kill_session(long sid);
+
 }  // namespace sandgate::launcher
 
 namespace sandgate::launcher {

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <memory>
 #include <regex>
+#include <thread>
 
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
@@ -550,6 +551,77 @@ TEST_F(Launcher, GcRemovesWhatACrashedLauncherLeft) {
                        "removed drop-in " +
                        orphan + "\n");
   fs::remove(sandboxes_dir() + "/hand.toml");
+  expect_nothing_left(sb);
+}
+
+// Pids of the processes in a sandbox's namespace (ip netns pids), "" when none.
+std::string netns_pids(const std::string& sandbox) {
+  return run_command({"ip", "netns", "pids", "sg-" + sandbox}).out;
+}
+
+// Polls (every 20 ms) until the sandbox's namespace has no process, up to `bound`.
+bool netns_empties_within(const std::string& sandbox, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!netns_pids(sandbox).empty()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// A SIGKILLed `run` launcher cannot forward anything or tear down, but the command (as
+// nobody, which setpriv's uid change strips of any parent-death signal) and its background
+// children must not outlive it.
+TEST_F(Launcher, KilledLauncherTakesItsCommandWithIt) {
+  start_daemon();
+  const std::string sb = id("orphan");
+  const std::string state = state_dir() + "/sandboxes/" + sb + ".json";
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(),
+              {"sh", "-c",
+               "\"$0\" --config \"$1\" run --sandbox \"$2\" --user nobody -- sh -c "
+               "'trap \"\" HUP; sleep 300 & exec sleep 301' & p=$!; "
+               "until grep -q '\"ready\":true' \"$3\" 2>/dev/null; do sleep 0.05; done; "
+               "until [ -n \"$(ip netns pids sg-$2)\" ]; do sleep 0.05; done; "
+               "kill -KILL $p; wait $p; echo $?",
+               launch_binary(), config_, sb, state});
+  EXPECT_EQ(run_command(argv, std::chrono::seconds(20)).out, "137\n");
+  EXPECT_TRUE(netns_empties_within(sb, std::chrono::seconds(3))) << netns_pids(sb);
+  EXPECT_EQ(launch({"gc"}).exit_code, 0);
+  expect_nothing_left(sb);
+}
+
+// gc (and down) end what is left in a dead sandbox's namespace before deleting it.
+TEST_F(Launcher, GcEndsProcessesLeftInADeadSandbox) {
+  start_daemon();
+  const std::string sb = id("left");
+  ASSERT_EQ(launch({"up", "--sandbox", sb}).exit_code, 0);
+  // A process in the namespace that no launcher knows of, and a state file whose launcher
+  // died: what a crash of launcher and watcher together would leave.
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(), {"sh", "-c",
+                           "ip netns exec sg-\"$0\" setsid sleep 300 </dev/null >/dev/null 2>&1 & "
+                           "until [ -n \"$(ip netns pids sg-$0)\" ]; do sleep 0.05; done",
+                           sb});
+  ASSERT_EQ(run_command(argv).exit_code, 0);
+  ASSERT_NE(netns_pids(sb), "");
+  const std::string state = state_dir() + "/sandboxes/" + sb + ".json";
+  std::string json = read_file(state);
+  json = std::regex_replace(json, std::regex("\"mode\":\"up\""), "\"mode\":\"run\"");
+  json = std::regex_replace(json, std::regex("\"pid\":[0-9]+"), "\"pid\":999999999");
+  dir_.write("state/sandboxes/" + sb + ".json", json);
+  EXPECT_EQ(launch({"list"}).out, sb + " 10.201.0.2 sg-" + sb + " stale\n");
+  // Found before gc deletes the namespace, which stays alive (unnamed) while a process is in it.
+  const std::string pids = netns_pids(sb);
+  const auto r = launch({"gc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "removed sandbox " + sb + "\n");
+  for (std::size_t at = 0; at < pids.size();) {
+    const auto end = pids.find('\n', at);
+    const std::string pid = pids.substr(at, end - at);
+    EXPECT_FALSE(fs::exists("/proc/" + pid + "/ns/net")) << "pid " << pid << " lives on";
+    at = end == std::string::npos ? pids.size() : end + 1;
+  }
   expect_nothing_left(sb);
 }
 
