@@ -39,7 +39,7 @@ std::vector<std::string> drop_privileges_argv(const std::string& user) {
   if (user.empty()) return {};
   const passwd* pw = ::getpwnam(user.c_str());
   if (pw == nullptr) throw LaunchError(2, "unknown user \"" + user + "\" for --user");
-  return {"setpriv",
+  return {tool_path("setpriv"),
           "--reuid=" + std::to_string(pw->pw_uid),
           "--regid=" + std::to_string(pw->pw_gid),
           "--init-groups",
@@ -54,9 +54,10 @@ std::vector<std::string> enter_argv(const SandboxState& s, const std::string& us
                                     const std::vector<std::string>& command) {
   std::vector<std::string> argv;
   if (s.owned_netns) {
-    argv = {"ip", "netns", "exec", s.netns};  // also bind-mounts /etc/netns/<name>/resolv.conf
+    argv = {tool_path("ip"), "netns", "exec",
+            s.netns};  // also bind-mounts /etc/netns/<name>/resolv.conf
   } else {
-    argv = {"nsenter", "--net=" + s.netns};
+    argv = {tool_path("nsenter"), "--net=" + s.netns};
   }
   const std::vector<std::string> drop = drop_privileges_argv(user);
   argv.insert(argv.end(), drop.begin(), drop.end());

@@ -196,7 +196,7 @@ void wire_network(const Settings& settings, const SandboxState& s, Rollback& rol
       "1");
   if (!sysctl_error.empty())
     throw LaunchError(1, "disabling IPv6 in the sandbox failed: " + sysctl_error);
-  run_or_throw({"nsenter", "--net=" + s.netns_path(), "ip", "-batch", "-"},
+  run_or_throw({"nsenter", "--net=" + s.netns_path(), tool_path("ip"), "-batch", "-"},
                "link set lo up\n"
                "addr add " +
                    s.sandbox_ip + "/30 dev " + sandbox_if +
@@ -278,13 +278,13 @@ void check_privileges_and_tools() {
                       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network "
                       "namespaces and nftables; run it as root");
   }
-  for (const char* tool : {"ip", "nft", "nsenter"}) {
-    if (!find_in_path(tool)) {
+  for (const char* tool : {"ip", "nft", "nsenter", "setpriv"}) {
+    if (!find_tool(tool)) {
       const std::string package = tool == std::string_view("ip")    ? "iproute2"
                                   : tool == std::string_view("nft") ? "nftables"
                                                                     : "util-linux";
-      throw LaunchError(1, std::string(tool) + " not found in PATH; install " + package +
-                               " (apt-get install " + package + ")");
+      throw LaunchError(1, std::string(tool) + " not found in " + kToolDirsText + "; install " +
+                               package + " (apt-get install " + package + ")");
     }
   }
 }

@@ -73,7 +73,7 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
                                          std::chrono::milliseconds settle);
 
 // Checks that this process may create sandboxes (CAP_NET_ADMIN, CAP_SYS_ADMIN) and that `ip`,
-// `nft` and `nsenter` are in PATH. Throws LaunchError.
+// `nft`, `nsenter` and `setpriv` are in kToolDirs (not $PATH). Throws LaunchError.
 void check_privileges_and_tools();
 
 }  // namespace sandgate::launcher

@@ -26,6 +26,7 @@ ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     return {127, std::strerror(errno), {}};  // the launcher exits soon; no fd bookkeeping
   }
+  const std::string program = tool_path(argv[0]);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -37,7 +38,7 @@ ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvp(args[0], args.data());
+    ::execv(program.c_str(), args.data());
     const std::string message = std::string(argv[0]) + ": " + std::strerror(errno) + "\n";
     (void)!::write(STDERR_FILENO, message.data(), message.size());
     ::_exit(127);
@@ -92,21 +93,23 @@ ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input
   return result;
 }
 
-std::optional<std::string> find_in_path(std::string_view name) {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    const std::string dir(dirs.substr(0, colon));
-    if (!dir.empty()) {
-      const std::string candidate = dir + "/" + std::string(name);
-      if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
-        return candidate;
-      }
+std::optional<std::string> find_tool(std::string_view name, const std::vector<std::string>& dirs) {
+  if (name.empty() || name.find('/') != std::string_view::npos) return std::nullopt;
+  for (const std::string& dir : dirs) {
+    const std::string candidate = dir + "/" + std::string(name);
+    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
+      return candidate;
     }
-    if (colon == std::string_view::npos) return std::nullopt;
-    dirs.remove_prefix(colon + 1);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> find_tool(std::string_view name) {
+  return find_tool(name, std::vector<std::string>(std::begin(kToolDirs), std::end(kToolDirs)));
+}
+
+std::string tool_path(std::string_view name) {
+  return find_tool(name).value_or(std::string(name));
 }
 
 bool has_capability(int cap) {
