@@ -1,8 +1,6 @@
 #include "launcher/commands.hpp"
 
 #include <pwd.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -16,6 +14,7 @@
 #include "launcher/dropin.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/layout.hpp"
+#include "launcher/session.hpp"
 #include "launcher/settings.hpp"
 #include "launcher/system.hpp"
 
@@ -40,7 +39,7 @@ std::vector<std::string> drop_privileges_argv(const std::string& user) {
   if (user.empty()) return {};
   const passwd* pw = ::getpwnam(user.c_str());
   if (pw == nullptr) throw LaunchError(2, "unknown user \"" + user + "\" for --user");
-  return {"setpriv",
+  return {tool_path("setpriv"),
           "--reuid=" + std::to_string(pw->pw_uid),
           "--regid=" + std::to_string(pw->pw_gid),
           "--init-groups",
@@ -55,9 +54,10 @@ std::vector<std::string> enter_argv(const SandboxState& s, const std::string& us
                                     const std::vector<std::string>& command) {
   std::vector<std::string> argv;
   if (s.owned_netns) {
-    argv = {"ip", "netns", "exec", s.netns};  // also bind-mounts /etc/netns/<name>/resolv.conf
+    argv = {tool_path("ip"), "netns", "exec",
+            s.netns};  // also bind-mounts /etc/netns/<name>/resolv.conf
   } else {
-    argv = {"nsenter", "--net=" + s.netns};
+    argv = {tool_path("nsenter"), "--net=" + s.netns};
   }
   const std::vector<std::string> drop = drop_privileges_argv(user);
   argv.insert(argv.end(), drop.begin(), drop.end());
@@ -65,23 +65,21 @@ std::vector<std::string> enter_argv(const SandboxState& s, const std::string& us
   return argv;
 }
 
-// Replaces this process (after fork, or for exec) with the command inside the sandbox.
-[[noreturn]] void exec_in_sandbox(const Settings& settings, const std::vector<std::string>& argv) {
+// Runs the command inside the sandbox in a session of its own (session.hpp) and returns its
+// status.
+// If the launcher is killed meanwhile, its DeathWatch ends the command's session and, for
+// `run` (whose sandbox is its own), everything in the sandbox's namespace.
+int run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o) {
+  const std::vector<std::string> argv = enter_argv(state, o.user, o.command);
   std::vector<std::string> parent;
   for (char** e = environ; *e != nullptr; ++e) parent.emplace_back(*e);
-  const std::vector<std::string> env = sandbox_environment(parent, ca_bundle_path(settings));
-  std::vector<char*> cargv;
-  std::vector<char*> cenv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cargv.push_back(nullptr);
-  cenv.push_back(nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execvpe(cargv[0], cargv.data(), cenv.data());
-  warn("cannot start " + argv[0] + ": " + std::strerror(errno));
-  ::_exit(127);
+  const bool whole_netns = o.verb == Verb::run && state.owned_netns;
+  DeathWatch watch([whole_netns, netns = state.netns_path()](long command) {
+    kill_session(command);
+    if (whole_netns) kill_processes_in_netns(netns);
+  });
+  return run_in_new_session(argv, sandbox_environment(parent, ca_bundle_path(settings)),
+                            [&watch](pid_t command) { watch.started(command); });
 }
 
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
@@ -97,28 +95,8 @@ int run(const Options& o) {
   drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
   const SandboxState state = create_sandbox(settings, request_from(o, "run"));
   const StateDir dir(settings.state_dir);
-  const std::vector<std::string> argv = enter_argv(state, o.user, o.command);
-  const pid_t child = ::fork();
-  if (child == 0) exec_in_sandbox(settings, argv);
-  int status = 1;
-  if (child < 0) {
-    warn(std::string("cannot fork: ") + std::strerror(errno));
-  } else {
-    // Stop signals are forwarded to the command; the launcher waits for it either way.
-    sigset_t wait_set;
-    sigemptyset(&wait_set);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&wait_set, sig);
-    ::sigprocmask(SIG_BLOCK, &wait_set, nullptr);
-    int wstatus = 0;
-    while (true) {
-      const pid_t done = ::waitpid(child, &wstatus, WNOHANG);
-      if (done == child) break;
-      int sig = 0;
-      ::sigwait(&wait_set, &sig);
-      if (sig != SIGCHLD) ::kill(child, sig);
-    }
-    status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-  }
+  // Stop signals are forwarded to the command; the launcher waits for it either way.
+  const int status = run_in_sandbox(settings, state, o);
   report_teardown(state.id, destroy_sandbox(dir, state, settings, settings.ready_timeout));
   return status;
 }
@@ -152,7 +130,8 @@ int exec(const Options& o) {
                              "crashed launcher: run `sandgate-launch gc`)");
   }
   check_privileges_and_tools();
-  exec_in_sandbox(settings, enter_argv(state, o.user, o.command));
+  block_stop_signals();  // forwarded to the command from here on
+  return run_in_sandbox(settings, state, o);
 }
 
 int down(const Options& o) {
@@ -262,6 +241,7 @@ int gc(const Options& o) {
   for (const auto& entry : fs::directory_iterator(settings.state_dir + "/netns", ec)) {
     const std::string name = entry.path().filename().string();
     if (known.contains(name)) continue;
+    kill_processes_in_netns("/run/netns/" + name);
     if (fs::exists("/run/netns/" + name) && !run_tool({"ip", "netns", "del", name}).ok()) continue;
     std::error_code ignored;
     fs::remove_all("/etc/netns/" + name, ignored);

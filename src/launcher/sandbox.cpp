@@ -1,6 +1,7 @@
 #include "launcher/sandbox.hpp"
 
 #include <linux/capability.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -75,7 +76,17 @@ void write_ca_bundle(const Settings& settings) {
     bundle += read_whole(settings.ca_file);
   }
   try {
+    // World-readable in a 0755 directory: a --user command must read it (SSL_CERT_FILE), and
+    // it holds only public certificates.
+    const fs::path dir = fs::path(ca_bundle_path(settings)).parent_path();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::permissions(dir,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
     write_file_atomically(ca_bundle_path(settings), bundle, 0644);
+    ::chmod(ca_bundle_path(settings).c_str(), 0644);  // whatever the umask
   } catch (const std::runtime_error& e) {
     throw LaunchError(1, e.what());
   }
@@ -185,7 +196,7 @@ void wire_network(const Settings& settings, const SandboxState& s, Rollback& rol
       "1");
   if (!sysctl_error.empty())
     throw LaunchError(1, "disabling IPv6 in the sandbox failed: " + sysctl_error);
-  run_or_throw({"nsenter", "--net=" + s.netns_path(), "ip", "-batch", "-"},
+  run_or_throw({"nsenter", "--net=" + s.netns_path(), tool_path("ip"), "-batch", "-"},
                "link set lo up\n"
                "addr add " +
                    s.sandbox_ip + "/30 dev " + sandbox_if +
@@ -258,7 +269,7 @@ void register_with_daemon(const Settings& settings, const SandboxRequest& reques
 }  // namespace
 
 std::string ca_bundle_path(const Settings& settings) {
-  return settings.state_dir + "/ca-bundle.pem";
+  return settings.state_dir + "/ca/ca-bundle.pem";
 }
 
 void check_privileges_and_tools() {
@@ -267,13 +278,13 @@ void check_privileges_and_tools() {
                       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network "
                       "namespaces and nftables; run it as root");
   }
-  for (const char* tool : {"ip", "nft", "nsenter"}) {
-    if (!find_in_path(tool)) {
+  for (const char* tool : {"ip", "nft", "nsenter", "setpriv"}) {
+    if (!find_tool(tool)) {
       const std::string package = tool == std::string_view("ip")    ? "iproute2"
                                   : tool == std::string_view("nft") ? "nftables"
                                                                     : "util-linux";
-      throw LaunchError(1, std::string(tool) + " not found in PATH; install " + package +
-                               " (apt-get install " + package + ")");
+      throw LaunchError(1, std::string(tool) + " not found in " + kToolDirsText + "; install " +
+                               package + " (apt-get install " + package + ")");
     }
   }
 }
@@ -284,6 +295,7 @@ SandboxState create_sandbox(const Settings& settings, const SandboxRequest& requ
   check_daemon(settings, request.id);
   std::error_code ec;
   fs::create_directories(settings.state_dir + "/netns", ec);
+  fs::permissions(settings.state_dir + "/netns", fs::perms::owner_all, ec);
   const StateDir dir(settings.state_dir);
   SandboxState state = claim(dir, settings, request);
   Rollback rollback;
@@ -323,6 +335,9 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
        {"nft", "delete", "table", "inet", s.table});
   step(run_tool({"ip", "link", "show", "dev", s.host_if}).ok(), {"ip", "link", "del", s.host_if});
   if (s.owned_netns) {
+    // What the command left running (background children, or everything after a SIGKILLed
+    // launcher) ends with the sandbox; else it would live on in a namespace without a route.
+    kill_processes_in_netns(s.netns_path());
     step(fs::exists("/run/netns/" + s.netns), {"ip", "netns", "del", s.netns});
     std::error_code ec;
     fs::remove_all("/etc/netns/" + s.netns, ec);

@@ -55,7 +55,8 @@ struct SandboxRequest {
   std::string mode;        // "run" or "up"
 };
 
-// <state_dir>/ca-bundle.pem, rewritten by every create.
+// <state_dir>/ca/ca-bundle.pem (0644 in a 0755 directory, readable by a --user command),
+// rewritten by every create.
 std::string ca_bundle_path(const Settings& settings);
 
 // Checks the request, then creates the sandbox and waits until the daemon reports it active.
@@ -72,7 +73,7 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
                                          std::chrono::milliseconds settle);
 
 // Checks that this process may create sandboxes (CAP_NET_ADMIN, CAP_SYS_ADMIN) and that `ip`,
-// `nft` and `nsenter` are in PATH. Throws LaunchError.
+// `nft`, `nsenter` and `setpriv` are in kToolDirs (not $PATH). Throws LaunchError.
 void check_privileges_and_tools();
 
 }  // namespace sandgate::launcher

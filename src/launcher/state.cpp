@@ -89,7 +89,10 @@ StateDir::StateDir(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   fs::create_directories(fs::path(path_) / "sandboxes", ec);
   if (ec) throw std::runtime_error("cannot create state directory " + path_ + ": " + ec.message());
-  fs::permissions(path_, fs::perms::owner_all, ec);
+  // Others may pass through (to <state_dir>/ca, the one public part) but not list it; what is
+  // private lives in 0700 subdirectories or 0600 files.
+  fs::permissions(path_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+  fs::permissions(fs::path(path_) / "sandboxes", fs::perms::owner_all, ec);
 }
 
 std::string StateDir::file_of(std::string_view id) const {

@@ -5,11 +5,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +26,7 @@ ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     return {127, std::strerror(errno), {}};  // the launcher exits soon; no fd bookkeeping
   }
+  const std::string program = tool_path(argv[0]);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -35,7 +38,7 @@ ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvp(args[0], args.data());
+    ::execv(program.c_str(), args.data());
     const std::string message = std::string(argv[0]) + ": " + std::strerror(errno) + "\n";
     (void)!::write(STDERR_FILENO, message.data(), message.size());
     ::_exit(127);
@@ -90,21 +93,23 @@ ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input
   return result;
 }
 
-std::optional<std::string> find_in_path(std::string_view name) {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    const std::string dir(dirs.substr(0, colon));
-    if (!dir.empty()) {
-      const std::string candidate = dir + "/" + std::string(name);
-      if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
-        return candidate;
-      }
+std::optional<std::string> find_tool(std::string_view name, const std::vector<std::string>& dirs) {
+  if (name.empty() || name.find('/') != std::string_view::npos) return std::nullopt;
+  for (const std::string& dir : dirs) {
+    const std::string candidate = dir + "/" + std::string(name);
+    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
+      return candidate;
     }
-    if (colon == std::string_view::npos) return std::nullopt;
-    dirs.remove_prefix(colon + 1);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> find_tool(std::string_view name) {
+  return find_tool(name, std::vector<std::string>(std::begin(kToolDirs), std::end(kToolDirs)));
+}
+
+std::string tool_path(std::string_view name) {
+  return find_tool(name).value_or(std::string(name));
 }
 
 bool has_capability(int cap) {
@@ -144,6 +149,76 @@ std::string write_sysctls_in(const std::string& netns_path, const std::vector<st
 
 bool process_alive(long pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+namespace {
+
+constexpr int kKillRounds = 50;
+
+// Every pid in /proc (numeric entries), this process excluded.
+std::vector<pid_t> all_pids() {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(name.c_str(), nullptr, 10);
+    if (pid > 0 && pid != ::getpid()) out.push_back(static_cast<pid_t>(pid));
+  }
+  return out;
+}
+
+// Kills what `select` picks until a round finds nothing. Returns the number of kills.
+template <class Select>
+int kill_until_none(Select select) {
+  int killed = 0;
+  for (int round = 0; round < kKillRounds; ++round) {
+    int found = 0;
+    for (const pid_t pid : all_pids()) {
+      if (select(pid) && ::kill(pid, SIGKILL) == 0) ++found;
+    }
+    killed += found;
+    if (found == 0) break;
+  }
+  return killed;
+}
+
+// Session id from /proc/PID/stat (field 6, after the parenthesised name), or -1.
+long session_of(pid_t pid) {
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  const std::string_view stat(buf, static_cast<std::size_t>(n));
+  const auto close_paren = stat.rfind(')');
+  if (close_paren == std::string_view::npos) return -1;
+  // ") S ppid pgrp session"
+  std::string rest(stat.substr(close_paren + 1));
+  long ppid = 0;
+  long pgrp = 0;
+  long session = -1;
+  char state = 0;
+  if (std::sscanf(rest.c_str(), " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) != 4) return -1;
+  return session;
+}
+
+}  // namespace
+
+int kill_processes_in_netns(const std::string& netns_path) {
+  struct stat target {};
+  if (::stat(netns_path.c_str(), &target) != 0) return 0;
+  return kill_until_none([&target](pid_t pid) {
+    struct stat ns {};
+    return ::stat(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), &ns) == 0 &&
+           ns.st_dev == target.st_dev && ns.st_ino == target.st_ino;
+  });
+}
+
+int kill_session(long sid) {
+  if (sid <= 1) return 0;
+  return kill_until_none([sid](pid_t pid) { return session_of(pid) == sid; });
 }
 
 }  // namespace sandgate::launcher

@@ -19,11 +19,22 @@ struct ToolResult {
   bool ok() const { return status == 0; }
 };
 
-// Runs argv (argv[0] looked up in PATH) with `input` on stdin.
+// Runs argv with `input` on stdin; argv[0] is a tool name resolved with find_tool (never through
+// $PATH: the launcher runs as root, and whoever sets its PATH would choose what root runs).
 ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input = {});
 
-// argv[0] resolved in $PATH, or nullopt.
-std::optional<std::string> find_in_path(std::string_view name);
+// The trusted directories tools are taken from, in order.
+inline constexpr const char* kToolDirs[] = {"/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+inline constexpr const char* kToolDirsText = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The absolute path of executable `name` in the first of `dirs` that has it, or nullopt. A name
+// with a '/' is never looked up.
+std::optional<std::string> find_tool(std::string_view name, const std::vector<std::string>& dirs);
+// The same over kToolDirs.
+std::optional<std::string> find_tool(std::string_view name);
+// find_tool(name), or `name` unchanged when it is not there (exec then fails with ENOENT:
+// check_privileges_and_tools reports missing tools first).
+std::string tool_path(std::string_view name);
 
 // Whether this process holds the capability in its effective set (CAP_NET_ADMIN = 12,
 // CAP_SYS_ADMIN = 21).
@@ -36,6 +47,16 @@ std::string write_sysctls_in(const std::string& netns_path, const std::vector<st
 
 // Whether a process with this pid exists (kill(pid, 0)).
 bool process_alive(long pid);
+
+// SIGKILLs every process whose network namespace is the one at `netns_path` (same device and
+// inode as /proc/PID/ns/net), again until none is left (a forking process cannot outrun it) or
+// a bounded number of rounds. Returns how many it killed. Only for namespaces the launcher
+// made: everything in them is the sandbox's.
+int kill_processes_in_netns(const std::string& netns_path);
+
+// SIGKILLs every process in session `sid` (the command's own session: setsid made it the
+// leader). For an attached --netns, where other processes of the namespace are not ours.
+int kill_session(long sid);
 
 }  // namespace sandgate::launcher
 

@@ -625,6 +625,22 @@ TEST_F(SandboxE2e, UserRunsWithoutPrivilegesAndCannotLeaveTheNamespace) {
   EXPECT_EQ(unknown.err, "sandgate-launch: unknown user \"no-such-user-sg\" for --user\n");
 }
 
+// The CA bundle the launcher points SSL_CERT_FILE (and friends) at is readable by an
+// unprivileged command: curl and Python verify the daemon's certificates over HTTPS.
+TEST_F(SandboxE2e, UserVerifiesHttpsWithTheBundle) {
+  ::chmod(world->dir.path().c_str(), 0711);  // what is above state_dir is the operator's
+  const auto r = launch(
+      {"run", "--sandbox", id("userca"), "--profile", "web", "--user", "nobody", "--", "sh", "-c",
+       "curl -sS -m 10 https://origin.test/; echo curl=$?; /usr/bin/python3 -c \"import "
+       "urllib.request; print(urllib.request.urlopen('https://origin.test/', "
+       "timeout=10).read().decode(), end='')\"; echo python=$?"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "hello from origin.test over https\ncurl=0\nhello from origin.test over https\n"
+            "python=0\n")
+      << r.err;
+}
+
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
   ASSERT_EQ(run_in("gone", "web", "true").exit_code, 0);
   ASSERT_EQ(launch({"up", "--sandbox", id("gone2"), "--profile", "web"}).exit_code, 0);
