@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "dns/resolver.hpp"
 #include "policy/policy.hpp"
+#include "proxy/audit_bursts.hpp"
 #include "proxy/dns_memory.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
@@ -62,7 +63,12 @@ struct Shared {
   std::atomic<std::shared_ptr<const Snapshot>> snapshot;
   std::shared_ptr<telemetry::AuditLog> audit;
   std::shared_ptr<telemetry::Metrics> metrics;
-  ConnectionCounter connections;
+  ConnectionCounter connections;  // DNS-over-TCP clients included
+  // Upstream lookups each sandbox has waiting on the DNS listener
+  // (limits.max_dns_queries_per_sandbox).
+  ConnectionCounter dns_queries;
+  // Refusals that come in floods (over a DNS budget) are audited once per burst.
+  AuditBursts audit_bursts;
   DnsMemory dns_memory;
   // Ports of listeners bound to 0.0.0.0 or ::: any local address on them is sandgate itself,
   // including addresses added after start (checked at dial time).
