@@ -57,6 +57,8 @@ CodeInfo info(Errc e) {
       return {"UPSTREAM_PROTOCOL_ERROR", 502, false, Side::upstream};
     case Errc::credential_unavailable:
       return {"CREDENTIAL_UNAVAILABLE", 503, true, Side::internal};
+    case Errc::too_many_dns_queries:
+      return {"TOO_MANY_DNS_QUERIES", 429, true, Side::client};
     case Errc::internal_error:
       return {"INTERNAL_ERROR", 500, true, Side::internal};
   }

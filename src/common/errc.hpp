@@ -31,6 +31,7 @@ enum class Errc {
   upstream_timeout,         // UPSTREAM_TIMEOUT
   upstream_protocol_error,  // UPSTREAM_PROTOCOL_ERROR
   credential_unavailable,   // CREDENTIAL_UNAVAILABLE
+  too_many_dns_queries,     // TOO_MANY_DNS_QUERIES
   internal_error,           // INTERNAL_ERROR
 };
 

@@ -47,7 +47,14 @@ struct Limits {
   // A transparent connection that sends nothing for this long is taken to be a server-first
   // protocol and decided on the sandbox's own DNS answers for its destination.
   std::chrono::milliseconds peek_timeout{1'000};
+  // Upstream DNS lookups one sandbox may have waiting at once on the DNS listener (UDP and
+  // TCP, all workers together); queries beyond it are refused. Answers from the cache never
+  // count. At most kMaxDnsQueriesPerSandbox, so that one sandbox alone never fills a
+  // worker's own bound (twice that).
+  std::size_t max_dns_queries_per_sandbox = 128;
 };
+
+inline constexpr std::size_t kMaxDnsQueriesPerSandbox = 512;
 
 struct Dns {
   std::vector<std::string> servers;  // "ip" or "ip:port"; empty: /etc/resolv.conf

@@ -154,7 +154,8 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
       *table, prefix,
       {"max_request_line_bytes", "max_header_bytes", "header_timeout_ms", "connect_timeout_ms",
        "idle_timeout_ms", "max_connections", "max_connections_per_sandbox", "peek_timeout_ms",
-       "max_unauthenticated_connections", "max_unauthenticated_per_source", "auth_timeout_ms"},
+       "max_unauthenticated_connections", "max_unauthenticated_per_source", "auth_timeout_ms",
+       "max_dns_queries_per_sandbox"},
       sink);
   // Every value is within [1, kMaxLimit], so the casts below cannot truncate.
   const auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
@@ -191,6 +192,12 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
   }
   if (auto v = read_limit(*table, "auth_timeout_ms", 1, prefix, sink)) {
     limits.auth_timeout = ms(*v);
+  }
+  if (const toml::node* v = table->get("max_dns_queries_per_sandbox")) {
+    if (auto n = read_int(*v, join_key(prefix, "max_dns_queries_per_sandbox"), 1,
+                          static_cast<std::int64_t>(kMaxDnsQueriesPerSandbox), sink)) {
+      limits.max_dns_queries_per_sandbox = size(*n);
+    }
   }
   return limits;
 }

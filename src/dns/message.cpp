@@ -131,7 +131,8 @@ void put_header(std::vector<std::uint8_t>& out, const Header& h, Rcode rcode, bo
 }
 
 // OPT record offering kMaxUdpBytes, with one EDE option when `ede` is given.
-void put_opt(std::vector<std::uint8_t>& out, std::optional<std::string_view> ede) {
+void put_opt(std::vector<std::uint8_t>& out, std::optional<std::string_view> ede,
+             std::uint16_t info_code = kEdeBlocked) {
   out.push_back(0);  // root
   put16(out, kTypeOpt);
   put16(out, kMaxUdpBytes);
@@ -143,7 +144,7 @@ void put_opt(std::vector<std::uint8_t>& out, std::optional<std::string_view> ede
   put16(out, kEdeFixedBytes + ede->size());
   put16(out, kOptionEde);
   put16(out, 2 + ede->size());
-  put16(out, kEdeBlocked);
+  put16(out, info_code);
   out.insert(out.end(), ede->begin(), ede->end());
 }
 
@@ -232,13 +233,13 @@ std::vector<std::uint8_t> build_answer(const Query& q, std::span<const policy::I
 }
 
 std::vector<std::uint8_t> build_refusal(const Query& q, std::string_view text,
-                                        std::size_t max_bytes) {
+                                        std::size_t max_bytes, std::uint16_t info_code) {
   std::vector<std::uint8_t> out = start_response(q, Rcode::refused, false, 0);
   if (q.has_opt) {
     const std::size_t fixed = out.size() + kOptFixedBytes + kEdeFixedBytes;
     const std::size_t room = max_bytes > fixed ? max_bytes - fixed : 0;
     if (text.size() > room) text = text.substr(0, room);
-    put_opt(out, text);
+    put_opt(out, text, info_code);
   }
   return out;
 }

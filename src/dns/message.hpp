@@ -42,6 +42,8 @@ inline constexpr std::size_t kMaxMessageBytes = 65535;
 // RFC 8914 Extended DNS Error: option code, and INFO-CODE 15 "Blocked".
 inline constexpr std::uint16_t kOptionEde = 15;
 inline constexpr std::uint16_t kEdeBlocked = 15;
+// INFO-CODE 0 "Other": a refusal that is no policy decision (a sandbox over its budget).
+inline constexpr std::uint16_t kEdeOther = 0;
 
 // The fixed 12-byte header fields a response copies.
 struct Header {
@@ -92,10 +94,11 @@ std::vector<std::uint8_t> build_answer(const Query& q, std::span<const policy::I
                                        std::uint32_t ttl, std::size_t max_bytes);
 
 // REFUSED. When the query had an OPT record, the response carries one with an Extended DNS
-// Error (INFO-CODE 15, Blocked) whose EXTRA-TEXT is `text`, cut short so the message fits in
-// `max_bytes`.
+// Error (INFO-CODE `info_code`, Blocked unless told) whose EXTRA-TEXT is `text`, cut short so
+// the message fits in `max_bytes`.
 std::vector<std::uint8_t> build_refusal(const Query& q, std::string_view text,
-                                        std::size_t max_bytes);
+                                        std::size_t max_bytes,
+                                        std::uint16_t info_code = kEdeBlocked);
 
 // Any other rcode (SERVFAIL...) with the question echoed, and an empty OPT when the query had
 // one.

@@ -201,6 +201,15 @@ class Resolver::Impl {
 
   static asio::awaitable<Result<Answer>> resolve(std::shared_ptr<Impl> self, std::string name);
 
+  std::optional<Result<Answer>> answer_now(const std::string& name) {
+    auto local = answer_locally(name);
+    if (local) {
+      ++stats_.lookups;
+      if (!*local) ++stats_.failures;
+    }
+    return local;
+  }
+
   // Called by ~Resolver: settles every pending lookup as cancelled and forgets the owner.
   void shutdown() {
     if (shut_down_) return;
@@ -328,6 +337,10 @@ Resolver::~Resolver() {
 
 asio::awaitable<Result<Answer>> Resolver::resolve(std::string name) {
   return Impl::resolve(impl_, std::move(name));
+}
+
+std::optional<Result<Answer>> Resolver::answer_now(const std::string& name) {
+  return impl_->answer_now(name);
 }
 
 ResolverStats Resolver::stats() const {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,11 @@ class Resolver {
   // family answered in time, its addresses are returned), std::errc::operation_canceled (the
   // Resolver was destroyed, or the awaiting coroutine was cancelled).
   boost::asio::awaitable<Result<Answer>> resolve(std::string name);
+
+  // What resolve() would return without asking upstream (static hosts, literals, invalid
+  // names, the cache, positive or negative), or nullopt when only an upstream query can
+  // tell. Counted in stats() like a resolve() call when it answers. Never waits.
+  std::optional<Result<Answer>> answer_now(const std::string& name);
 
   [[nodiscard]] ResolverStats stats() const;
 

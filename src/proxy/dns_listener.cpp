@@ -27,10 +27,12 @@ using Bytes = std::vector<std::uint8_t>;
 // A query longer than this is not one a stub resolver sends (a name is at most 255 bytes;
 // EDNS padding and cookies add a few hundred): FORMERR on UDP, connection closed on TCP.
 constexpr std::size_t kMaxQueryBytes = 4096;
-// Per worker: TCP clients served at once (new ones are closed beyond it), and UDP queries
-// waiting for an upstream answer (new datagrams are dropped beyond it; the client retries).
-constexpr std::size_t kMaxTcpClients = 512;
-constexpr std::size_t kMaxUdpInFlight = 1024;
+// Per worker and UDP socket: queries waiting for an upstream answer, whichever sandbox sent
+// them (refused beyond it). A backstop only: each sandbox's own budget is at most half of it,
+// so no sandbox alone reaches it. TCP clients count as connections of their sandbox.
+constexpr std::size_t kMaxUdpInFlight = 2 * config::kMaxDnsQueriesPerSandbox;
+// event.reason of the line that summarises a burst of lines left out (AuditBursts).
+constexpr std::string_view kBurstSummary = "burst_summary";
 // Audit reason for an allowed name asked with a type other than A or AAAA. Not a policy
 // Reason: the policy decides names, this listener decides record types.
 constexpr std::string_view kTypeNotAllowed = "query_type_not_allowed";
@@ -88,10 +90,46 @@ void record_failure(const WorkerDeps& deps, const Peer& peer, std::string_view s
   deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::error);
 }
 
-// The response to one message, or nothing (drop it; on TCP, close). `over_udp`: responses are
-// bounded by the client's UDP size and truncated (TC) beyond it.
-asio::awaitable<std::optional<Bytes>> respond(std::span<const std::uint8_t> message,
-                                              const Peer& peer, bool over_udp, WorkerDeps deps) {
+// An allowed A or AAAA query the cache could not answer: it waits for an upstream lookup.
+struct NeedsUpstream {
+  dns::Query q;
+  std::size_t limit = 0;  // response size bound
+  std::string name;       // normalised, as the resolver takes it
+  std::string shown;      // as the audit log shows it
+  std::string sandbox;
+};
+
+// What to send (nothing: drop it; on TCP, close) or the lookup still to make.
+using Step = std::variant<std::optional<Bytes>, NeedsUpstream>;
+
+// The response to an allowed query from the resolver's result; nullopt on shutdown.
+std::optional<Bytes> answer_from(const WorkerDeps& deps, const Peer& peer, const dns::Query& q,
+                                 std::size_t limit, const std::string& name,
+                                 const std::string& shown, const std::string& sandbox,
+                                 const Result<dns::Answer>& answer) {
+  if (!answer) {
+    if (answer.error() == std::errc::operation_canceled) return std::nullopt;  // shutdown
+    const Errc code = answer.error() == Errc::upstream_timeout ? Errc::upstream_timeout
+                                                               : Errc::upstream_dns_failed;
+    record_failure(deps, peer, sandbox, code, shown);
+    return dns::build_error(q, dns::Rcode::servfail);
+  }
+  std::vector<policy::IpAddress> given;
+  for (const auto& a : answer->addresses) {
+    if (a.is_v4() == (q.qtype == dns::kTypeA)) given.push_back(a);
+  }
+  const auto ttl = static_cast<std::uint32_t>(std::max<std::int64_t>(1, answer->ttl.count()));
+  if (!given.empty()) {
+    deps.shared->dns_memory.remember(sandbox, name, given, std::chrono::seconds(ttl));
+  }
+  deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::allowed);
+  return dns::build_answer(q, given, ttl, limit);
+}
+
+// Everything about one message that needs no waiting: parse, decide, and answer from the
+// cache when it can. Takes no budget: a cached answer never waits on anyone's.
+Step decide_query(std::span<const std::uint8_t> message, const Peer& peer, bool over_udp,
+                  const WorkerDeps& deps) {
   const std::shared_ptr<const Snapshot> snap = deps.shared->current();
   const std::string* sandbox_ptr = snap->sandbox_for(peer.address);
   const std::string_view sandbox = sandbox_ptr ? std::string_view(*sandbox_ptr) : "";
@@ -102,18 +140,18 @@ asio::awaitable<std::optional<Bytes>> respond(std::span<const std::uint8_t> mess
                     : dns::parse_query(message);
   if (const auto* error = std::get_if<dns::ParseError>(&parsed)) {
     record_failure(deps, peer, sandbox, Errc::malformed_request);
-    if (!error->header) co_return std::nullopt;
-    co_return dns::build_header_error(*error->header, error->rcode);
+    if (!error->header) return std::optional<Bytes>();
+    return dns::build_header_error(*error->header, error->rcode);
   }
-  const dns::Query& q = std::get<dns::Query>(parsed);
+  dns::Query& q = std::get<dns::Query>(parsed);
   const std::size_t limit = over_udp ? dns::udp_limit(q) : dns::kMaxMessageBytes;
 
   if (!sandbox_ptr) {
     const auto reason = policy::reason_name(policy::Reason::unknown_sandbox);
-    co_return refuse(deps, peer, sandbox, q, limit, q.name, reason, {}, reason);
+    return refuse(deps, peer, sandbox, q, limit, q.name, reason, {}, reason);
   }
   const policy::Host host = policy::normalize_host(q.name);
-  const std::string shown = host.is_valid() ? host.display() : q.name;
+  std::string shown = host.is_valid() ? host.display() : q.name;
   policy::Decision d;
   if (host.is_address()) {  // "1.2.3.4" or "2130706433" is never looked up as a DNS name
     d.reason = policy::Reason::ip_literal_not_allowed;
@@ -122,34 +160,89 @@ asio::awaitable<std::optional<Bytes>> respond(std::span<const std::uint8_t> mess
   }
   if (!d.is_allowed()) {
     const auto reason = policy::reason_name(d.reason);
-    co_return refuse(deps, peer, sandbox, q, limit, shown, reason, d.rule, reason);
+    return refuse(deps, peer, sandbox, q, limit, shown, reason, d.rule, reason);
   }
   if (q.qtype != dns::kTypeA && q.qtype != dns::kTypeAaaa) {
     // No rule: the one that allowed the name did not decide this.
-    co_return refuse(deps, peer, sandbox, q, limit, shown, kTypeNotAllowed, {},
-                     "only A and AAAA are answered");
+    return refuse(deps, peer, sandbox, q, limit, shown, kTypeNotAllowed, {},
+                  "only A and AAAA are answered");
+  }
+  // The policy may change while a lookup runs; the answer is for the decision made here.
+  if (auto now = deps.resolver->answer_now(host.name)) {
+    return answer_from(deps, peer, q, limit, host.name, shown, std::string(sandbox), *now);
+  }
+  return NeedsUpstream{std::move(q), limit, host.name, std::move(shown), std::string(sandbox)};
+}
+
+// One upstream lookup counted against its sandbox's budget (shared by every worker) and,
+// for UDP, the worker's own bound, from admission until its answer is built.
+class QuerySlot {
+ public:
+  // Nullopt when either is spent. `worker`: null for TCP, whose connections bound it.
+  static std::optional<QuerySlot> take(const WorkerDeps& deps, const std::string& sandbox,
+                                       std::size_t* worker) {
+    if (worker != nullptr && *worker >= kMaxUdpInFlight) return std::nullopt;
+    const std::size_t budget = deps.shared->current()->config->limits.max_dns_queries_per_sandbox;
+    auto& counter = deps.shared->dns_queries.for_sandbox(sandbox);
+    if (counter.fetch_add(1, std::memory_order_relaxed) >= budget) {
+      counter.fetch_sub(1, std::memory_order_relaxed);
+      return std::nullopt;
+    }
+    if (worker != nullptr) ++*worker;
+    return QuerySlot(&counter, worker);
+  }
+  QuerySlot(QuerySlot&& o) noexcept
+      : sandbox_(std::exchange(o.sandbox_, nullptr)), worker_(std::exchange(o.worker_, nullptr)) {}
+  QuerySlot& operator=(QuerySlot&&) = delete;
+  ~QuerySlot() {
+    if (sandbox_ != nullptr) sandbox_->fetch_sub(1, std::memory_order_relaxed);
+    if (worker_ != nullptr) --*worker_;
   }
 
-  // The policy may change while the lookup runs; the answer is for the decision made above.
-  const std::string sandbox_id(sandbox);
-  const Result<dns::Answer> answer = co_await deps.resolver->resolve(host.name);
-  if (!answer) {
-    if (answer.error() == std::errc::operation_canceled) co_return std::nullopt;  // shutdown
-    const Errc code = answer.error() == Errc::upstream_timeout ? Errc::upstream_timeout
-                                                               : Errc::upstream_dns_failed;
-    record_failure(deps, peer, sandbox_id, code, shown);
-    co_return dns::build_error(q, dns::Rcode::servfail);
+ private:
+  QuerySlot(std::atomic<std::size_t>* sandbox, std::size_t* worker)
+      : sandbox_(sandbox), worker_(worker) {}
+  std::atomic<std::size_t>* sandbox_;
+  std::size_t* worker_;
+};
+
+// Writes a line of a kind that comes in floods, once per burst (see AuditBursts), with the
+// summary of the burst before it when one just ended.
+void write_bursty(const WorkerDeps& deps, telemetry::AuditRecord r) {
+  Shared& shared = *deps.shared;
+  const auto admit = shared.audit_bursts.admit(r.sandbox_id, r.event, AuditBursts::Clock::now());
+  if (admit.ended_suppressed != 0) {
+    telemetry::AuditRecord summary = r;
+    summary.host = {};
+    summary.source_port = 0;
+    summary.reason = kBurstSummary;
+    summary.suppressed_lines = admit.ended_suppressed;
+    shared.audit->write(summary);
   }
-  std::vector<policy::IpAddress> given;
-  for (const auto& a : answer->addresses) {
-    if (a.is_v4() == (q.qtype == dns::kTypeA)) given.push_back(a);
+  if (admit.write) {
+    shared.audit->write(r);
+  } else {
+    shared.metrics->audit_suppressed();
   }
-  const auto ttl = static_cast<std::uint32_t>(std::max<std::int64_t>(1, answer->ttl.count()));
-  if (!given.empty()) {
-    deps.shared->dns_memory.remember(sandbox_id, host.name, given, std::chrono::seconds(ttl));
-  }
-  deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::allowed);
-  co_return dns::build_answer(q, given, ttl, limit);
+}
+
+// A query over its sandbox's budget: REFUSED with an EDE naming the code, audited per burst.
+Bytes refuse_busy(const WorkerDeps& deps, const Peer& peer, const NeedsUpstream& u) {
+  telemetry::AuditRecord r = base_record(peer, u.sandbox);
+  r.event = code_name(Errc::too_many_dns_queries);
+  r.host = u.shown;
+  write_bursty(deps, r);
+  deps.shared->metrics->error(Errc::too_many_dns_queries);
+  deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::error);
+  std::string text(code_name(Errc::too_many_dns_queries));
+  text.append(": too many lookups of this sandbox in flight (").append(u.shown).append(")");
+  return dns::build_refusal(u.q, text, u.limit, dns::kEdeOther);
+}
+
+asio::awaitable<std::optional<Bytes>> ask_upstream(const NeedsUpstream& u, const Peer& peer,
+                                                   WorkerDeps deps) {
+  const Result<dns::Answer> answer = co_await deps.resolver->resolve(u.name);
+  co_return answer_from(deps, peer, u.q, u.limit, u.name, u.shown, u.sandbox, answer);
 }
 
 // Counts an exception that escaped a coroutine (a bug: failures are values).
@@ -164,14 +257,12 @@ asio::awaitable<void> pause_after_error(asio::any_io_executor ex) {
   co_await pause.async_wait(use_tuple);
 }
 
-asio::awaitable<void> serve_datagram(udp::socket& socket, Bytes message, udp::endpoint from,
-                                     WorkerDeps deps, std::shared_ptr<std::size_t> in_flight) {
-  struct Release {
-    std::size_t& count;
-    ~Release() { --count; }
-  } release{*in_flight};
+// One UDP query that waits for upstream, holding its slot until the answer is sent.
+asio::awaitable<void> serve_upstream_datagram(udp::socket& socket, NeedsUpstream u,
+                                              udp::endpoint from, WorkerDeps deps, QuerySlot slot) {
+  const QuerySlot held = std::move(slot);
   const Peer peer = make_peer(from.address(), from.port());
-  const std::optional<Bytes> response = co_await respond(message, peer, true, deps);
+  const std::optional<Bytes> response = co_await ask_upstream(u, peer, deps);
   if (response && socket.is_open()) {
     co_await socket.async_send_to(asio::buffer(*response), from, use_tuple);
   }
@@ -183,10 +274,44 @@ struct TcpClients {
   std::unordered_set<tcp::socket*> live;
 };
 
+// A DNS-over-TCP client counted as one of its sandbox's connections (and against
+// max_connections), as the proxy's bound sessions are, from accept to close. Clients from no sandbox's address share one
+// count under the empty id.
+class TcpSlot {
+ public:
+  static std::optional<TcpSlot> take(Shared& shared, const std::string& sandbox,
+                                     const config::Limits& limits) {
+    TcpSlot slot(shared);
+    shared.connections.total.fetch_add(1);
+    if (shared.connections.bound.fetch_add(1) >= limits.max_connections) return std::nullopt;
+    slot.sandbox_ = &shared.connections.for_sandbox(sandbox);
+    if (slot.sandbox_->fetch_add(1, std::memory_order_relaxed) >=
+        limits.max_connections_per_sandbox) {
+      return std::nullopt;
+    }
+    return slot;
+  }
+  TcpSlot(TcpSlot&& o) noexcept
+      : shared_(std::exchange(o.shared_, nullptr)), sandbox_(std::exchange(o.sandbox_, nullptr)) {}
+  TcpSlot& operator=(TcpSlot&&) = delete;
+  ~TcpSlot() {
+    if (shared_ == nullptr) return;
+    shared_->connections.total.fetch_sub(1);
+    shared_->connections.bound.fetch_sub(1);
+    if (sandbox_ != nullptr) sandbox_->fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  explicit TcpSlot(Shared& shared) : shared_(&shared) {}
+  Shared* shared_;
+  std::atomic<std::size_t>* sandbox_ = nullptr;
+};
+
 // One TCP client: length-prefixed queries answered in order until it closes, sends garbage
 // framing, or stays silent for limits.header_timeout.
 asio::awaitable<void> serve_tcp_client(tcp::socket client, WorkerDeps deps,
-                                       std::shared_ptr<TcpClients> clients) {
+                                       std::shared_ptr<TcpClients> clients, TcpSlot slot) {
+  const TcpSlot held = std::move(slot);
   clients->live.insert(&client);
   auto watchdog = std::make_shared<Watchdog>(client.get_executor());
   watchdog->start([&client] {
@@ -224,7 +349,17 @@ asio::awaitable<void> serve_tcp_client(tcp::socket client, WorkerDeps deps,
     message.resize(size);
     auto [body_ec, m] = co_await asio::async_read(client, asio::buffer(message), use_tuple);
     if (body_ec) co_return;
-    std::optional<Bytes> response = co_await respond(message, peer, false, deps);
+    Step step = decide_query(message, peer, false, deps);
+    std::optional<Bytes> response;
+    if (auto* u = std::get_if<NeedsUpstream>(&step)) {
+      if (auto query_slot = QuerySlot::take(deps, u->sandbox, nullptr)) {
+        response = co_await ask_upstream(*u, peer, deps);
+      } else {
+        response = refuse_busy(deps, peer, *u);
+      }
+    } else {
+      response = std::move(std::get<std::optional<Bytes>>(step));
+    }
     if (!response) co_return;
     const std::array<std::uint8_t, 2> length{static_cast<std::uint8_t>(response->size() >> 8),
                                              static_cast<std::uint8_t>(response->size() & 0xFF)};
@@ -234,10 +369,35 @@ asio::awaitable<void> serve_tcp_client(tcp::socket client, WorkerDeps deps,
   }
 }
 
+// A TCP client over its sandbox's connection cap: closed at once, audited per burst.
+void refuse_tcp_client(const WorkerDeps& deps, const tcp::endpoint& from,
+                       const std::string& sandbox) {
+  const Peer peer = make_peer(from.address(), from.port());
+  telemetry::AuditRecord r = base_record(peer, sandbox);
+  r.event = code_name(Errc::too_many_connections);
+  write_bursty(deps, r);
+  deps.shared->metrics->error(Errc::too_many_connections);
+  deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::error);
+}
+
 }  // namespace
+
+void write_burst_summaries(Shared& shared, AuditBursts::Clock::time_point now) {
+  for (const AuditBursts::Summary& s : shared.audit_bursts.take_ended(now)) {
+    telemetry::AuditRecord r;
+    r.event = s.code;
+    r.outcome = "failure";
+    r.sandbox_id = s.sandbox;
+    r.protocol = policy::mode_name(policy::EntryMode::dns);
+    r.reason = kBurstSummary;
+    r.suppressed_lines = s.suppressed;
+    shared.audit->write(r);
+  }
+}
 
 asio::awaitable<void> dns_udp_loop(udp::socket& socket, WorkerDeps deps) {
   const auto ex = socket.get_executor();
+  // Upstream lookups of this socket's queries in flight (the worker's backstop bound).
   auto in_flight = std::make_shared<std::size_t>(0);
   // One byte more than the largest query accepted, so an oversized datagram is recognised.
   Bytes buffer(kMaxQueryBytes + 1);
@@ -249,12 +409,22 @@ asio::awaitable<void> dns_udp_loop(udp::socket& socket, WorkerDeps deps) {
       co_await pause_after_error(ex);
       continue;
     }
-    if (*in_flight >= kMaxUdpInFlight) continue;
-    ++*in_flight;
-    asio::co_spawn(
-        ex,
-        serve_datagram(socket, Bytes(buffer.begin(), buffer.begin() + n), from, deps, in_flight),
-        count_escapes(deps));
+    const Peer peer = make_peer(from.address(), from.port());
+    Step step = decide_query(std::span(buffer.data(), n), peer, true, deps);
+    std::optional<Bytes> response;
+    if (auto* u = std::get_if<NeedsUpstream>(&step)) {
+      if (auto slot = QuerySlot::take(deps, u->sandbox, in_flight.get())) {
+        asio::co_spawn(ex,
+                       serve_upstream_datagram(socket, std::move(*u), from, deps, std::move(*slot)),
+                       count_escapes(deps));
+        continue;
+      }
+      response = refuse_busy(deps, peer, *u);
+    } else {
+      response = std::move(std::get<std::optional<Bytes>>(step));
+    }
+    // Answered without waiting on anyone: sent from the loop (a UDP send does not block).
+    if (response) co_await socket.async_send_to(asio::buffer(*response), from, use_tuple);
   }
 }
 
@@ -268,13 +438,21 @@ asio::awaitable<void> dns_tcp_accept_loop(tcp::acceptor& acceptor, WorkerDeps de
       co_await pause_after_error(ex);
       continue;
     }
-    if (clients->live.size() >= kMaxTcpClients) {
-      deps.shared->metrics->error(Errc::too_many_connections);
+    boost::system::error_code peer_ec;
+    const tcp::endpoint from = socket.remote_endpoint(peer_ec);
+    if (peer_ec) continue;  // already gone
+    const auto snap = deps.shared->current();
+    const std::string* found = snap->sandbox_for(make_peer(from.address(), from.port()).address);
+    const std::string sandbox = found ? *found : std::string();
+    auto slot = TcpSlot::take(*deps.shared, sandbox, snap->config->limits);
+    if (!slot) {
+      refuse_tcp_client(deps, from, sandbox);
       boost::system::error_code ignored;
       socket.close(ignored);
       continue;
     }
-    asio::co_spawn(ex, serve_tcp_client(std::move(socket), deps, clients), count_escapes(deps));
+    asio::co_spawn(ex, serve_tcp_client(std::move(socket), deps, clients, std::move(*slot)),
+                   count_escapes(deps));
   }
   // The listener closed (shutdown): close the clients too, so they unwind now.
   for (tcp::socket* s : std::vector<tcp::socket*>(clients->live.begin(), clients->live.end())) {

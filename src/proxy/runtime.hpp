@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "dns/resolver.hpp"
 #include "policy/policy.hpp"
+#include "proxy/audit_bursts.hpp"
 #include "proxy/dns_memory.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
@@ -90,7 +91,12 @@ struct Shared {
   std::atomic<std::shared_ptr<const Snapshot>> snapshot;
   std::shared_ptr<telemetry::AuditLog> audit;
   std::shared_ptr<telemetry::Metrics> metrics;
-  ConnectionCounter connections;
+  ConnectionCounter connections;  // DNS-over-TCP clients included
+  // Upstream lookups each sandbox has waiting on the DNS listener
+  // (limits.max_dns_queries_per_sandbox).
+  ConnectionCounter dns_queries;
+  // Refusals that come in floods (over a DNS budget) are audited once per burst.
+  AuditBursts audit_bursts;
   DnsMemory dns_memory;
   // The addresses of this host's interfaces, kept current by HostAddressWatch (never null
   // once the server runs). Never a destination unless allow_host_services opens one.

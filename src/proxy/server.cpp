@@ -314,6 +314,18 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     signals.async_wait(on_signal);
   };
   DropInWatch watch(main_ioc, cfg->sandboxes_dir, reload);
+  // Bursts of audit lines (a sandbox over its DNS budget) end in one summary line each.
+  asio::steady_timer bursts(main_ioc);
+  std::function<void()> summarise;
+  summarise = [&] {
+    bursts.expires_after(std::chrono::seconds(1));
+    bursts.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      write_burst_summaries(*shared);
+      summarise();
+    });
+  };
+  summarise();
   signals.async_wait(on_signal);
   main_ioc.run();
 
@@ -345,6 +357,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   wait_for_sessions(std::chrono::seconds(1));
   for (auto& w : workers) w->ioc->stop();
   for (auto& w : workers) w->thread.join();
+  write_burst_summaries(*shared, AuditBursts::Clock::time_point::max());
   shared->audit->flush();
   std::cerr << R"({"event":"stopped"})" << std::endl;
   return 0;

@@ -194,12 +194,13 @@ std::string format_audit_line(const AuditRecord& r) {
   if (r.duration.count() > 0) line.num("duration", r.duration.count());
   line.close();
 
-  if (!r.sandbox_id.empty() || !r.original_destination.empty()) {
+  if (!r.sandbox_id.empty() || !r.original_destination.empty() || r.suppressed_lines != 0) {
     line.open("labels");
     if (!r.sandbox_id.empty()) line.str("sandbox_id", r.sandbox_id);
     if (!r.original_destination.empty()) {
       line.str("original_destination", r.original_destination);
     }
+    if (r.suppressed_lines != 0) line.num("suppressed_lines", r.suppressed_lines);
     line.close();
   }
 

@@ -38,7 +38,9 @@ struct AuditRecord {
   // labels.original_destination: "ip:port" a transparent connection was addressed to (what
   // the sandbox dialled; recorded, never used for routing).
   std::string_view original_destination;
-  int http_status = 0;                           // http.response.status_code; 0 = omit
+  int http_status = 0;  // http.response.status_code; 0 = omit
+  // labels.suppressed_lines: a burst summary, the lines of this kind left out; 0 = omit.
+  std::uint64_t suppressed_lines = 0;
   std::uint64_t bytes_up = 0;                    // source.bytes (client -> upstream)
   std::uint64_t bytes_down = 0;                  // destination.bytes (upstream -> client)
   std::chrono::nanoseconds duration{0};          // event.duration in ns; 0 = omit

@@ -214,6 +214,14 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
                          .Register(reg)
                          .Add({});
 
+  audit_suppressed_ = &BuildCounter()
+                           .Name("sandgate_audit_lines_suppressed_total")
+                           .Help(
+                               "Audit lines left out by a burst limit (each burst ends in one "
+                               "summary line carrying the count).")
+                           .Register(reg)
+                           .Add({});
+
   BuildGauge()
       .Name("sandgate_build_info")
       .Help("Always 1; the version label identifies the running build.")
@@ -223,6 +231,10 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
 }
 
 Metrics::~Metrics() = default;
+
+void Metrics::audit_suppressed(std::uint64_t n) noexcept {
+  audit_suppressed_->Increment(static_cast<double>(n));
+}
 
 void Metrics::connection(Mode m, Outcome o) noexcept {
   connections_[static_cast<std::size_t>(m)][static_cast<std::size_t>(o)]->Increment();

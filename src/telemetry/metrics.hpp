@@ -78,6 +78,10 @@ class Metrics {
   void error(std::string_view code, Side side) noexcept { error(error_index(code), side); }
   void error(Errc e) noexcept { error(code_name(e), side_of(e)); }
 
+  // sandgate_audit_lines_suppressed_total: lines a burst limit left out of the audit log
+  // (each burst is summarised in one line that carries the count).
+  void audit_suppressed(std::uint64_t n = 1) noexcept;
+
   // sandgate_bytes_total{direction}
   void bytes(Direction d, std::uint64_t n) noexcept;
 
@@ -140,6 +144,7 @@ class Metrics {
   prometheus::Histogram* dns_duration_ = nullptr;
   prometheus::Histogram* connect_duration_ = nullptr;
   prometheus::Counter* audit_failures_ = nullptr;
+  prometheus::Counter* audit_suppressed_ = nullptr;
 
   mutable std::mutex audit_mutex_;  // guards the source and what was already counted
   std::function<std::uint64_t()> audit_source_;

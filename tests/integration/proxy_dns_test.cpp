@@ -5,9 +5,12 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <boost/json/serialize.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -15,10 +18,12 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/fake_dns_server.hpp"
 #include "support/json_helpers.hpp"
+#include "support/metrics_text.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
 
@@ -409,6 +414,272 @@ TEST_F(ProxyDns, TcpFramingPipelinedQueriesAndHugeLength) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, 2500ms);
   }
   expect_still_answering();
+}
+
+// Two sandboxes side by side on one DNS listener (told apart by source address): "a" floods
+// it, "b" must not notice. The upstream never answers names under slow.test, a wildcard "a" is
+// allowed, so every such query of "a" would wait the whole lookup timeout upstream.
+class ProxyDnsNeighbours : public ProxyDns {
+ protected:
+  static constexpr const char* kFlooder = "127.0.0.3";
+  static constexpr const char* kNeighbour = "127.0.0.2";
+
+  void SetUp() override {
+    upstream_.add_record("cached.test", "192.0.2.20", 300);
+    upstream_.add_record("fresh.test", "192.0.2.21", 300);
+    upstream_.add_record("fresh2.test", "192.0.2.22", 300);
+    upstream_.set_reply_below("slow.test", FakeDnsServer::Reply::drop);
+    SandgateOptions options;
+    options.workers = 2;
+    options.listeners = "dns = [\"127.0.0.1:0\"]\n";
+    options.tables = R"(
+[limits]
+header_timeout_ms = 8000
+max_connections_per_sandbox = 20
+
+[dns]
+servers = [")" + upstream_.address() +
+                     R"("]
+timeout_ms = 3000
+
+[sandboxes.a]
+sources = ["127.0.0.3"]
+allow = ["*.slow.test", "cached.test"]
+
+[sandboxes.b]
+sources = ["127.0.0.2"]
+allow = ["cached.test", "fresh.test", "fresh2.test"]
+)";
+    daemon_ = std::make_unique<SandgateProcess>(options);
+    port_ = dns_port();
+    ASSERT_NE(port_, 0) << daemon_->stderr_text();
+  }
+
+  // dig from one sandbox's source address, with the time it took.
+  DigResult dig_from(const char* source, const std::string& name, bool tcp,
+                     std::chrono::milliseconds* took = nullptr) const {
+    const auto start = std::chrono::steady_clock::now();
+    DigResult r = dig(name, "A", {"-b", source, tcp ? "+tcp" : "+notcp"});
+    if (took) {
+      *took = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+    }
+    return r;
+  }
+
+  std::vector<boost::json::object> lines_with(const std::string& code) const {
+    std::vector<boost::json::object> out;
+    for (const auto& line : daemon_->audit_lines()) {
+      if (json_string(line, "event.code") == code) out.push_back(line);
+    }
+    return out;
+  }
+
+  double errors_of(const std::string& code) const {
+    return metric_value(daemon_->metrics_text(), "sandgate_errors_total",
+                        {{"code", code}, {"side", "client"}})
+        .value_or(0);
+  }
+};
+
+sockaddr_in address_of(const char* ip, std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+Bytes name_bytes(const std::string& name) {
+  Bytes out;
+  std::size_t at = 0;
+  while (at <= name.size()) {
+    const std::size_t dot = std::min(name.find('.', at), name.size());
+    out.push_back(static_cast<std::uint8_t>(dot - at));
+    out.insert(out.end(), name.begin() + static_cast<std::ptrdiff_t>(at),
+               name.begin() + static_cast<std::ptrdiff_t>(dot));
+    at = dot + 1;
+  }
+  out.push_back(0);
+  return out;
+}
+
+// Floods the listener from `source` with A queries for fresh names under slow.test, over
+// several sockets (so every worker gets its share), about 5000 a second, until stopped.
+// Counts what it sent and the REFUSED replies it got back.
+class Flood {
+ public:
+  Flood(const char* source, std::uint16_t port) {
+    const sockaddr_in from = address_of(source, 0);
+    for (auto& fd : fds_) {
+      fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&from), sizeof from);
+      const sockaddr_in to = loopback(port);
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Flood() { stop(); }
+  Flood(const Flood&) = delete;
+  Flood& operator=(const Flood&) = delete;
+
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (int fd : fds_) {
+      if (fd >= 0) ::close(fd);
+    }
+    fds_.fill(-1);
+  }
+  std::size_t sent() const { return sent_; }
+  std::size_t refused() const { return refused_; }
+
+ private:
+  void run() {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint32_t i = 0; !stop_; ++i) {
+      const Bytes q = raw_query(static_cast<std::uint16_t>(i), 1,
+                                name_bytes("f" + std::to_string(i) + ".slow.test"));
+      ::send(fds_[i % fds_.size()], q.data(), q.size(), 0);
+      ++sent_;
+      drain();
+      // About 5000 queries a second: far more than the lookups the timeout lets finish.
+      std::this_thread::sleep_until(start + std::chrono::microseconds(200) * (i + 1));
+    }
+  }
+  void drain() {
+    std::array<std::uint8_t, 1500> reply{};
+    for (int fd : fds_) {
+      for (;;) {
+        const ssize_t n = ::recv(fd, reply.data(), reply.size(), 0);
+        if (n < 4) break;
+        if ((reply[3] & 0x0F) == 5) ++refused_;
+      }
+    }
+  }
+
+  std::array<int, 8> fds_{};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> sent_{0};
+  std::atomic<std::size_t> refused_{0};
+  std::thread thread_;
+};
+
+TEST_F(ProxyDnsNeighbours, AFloodOfSlowLookupsDoesNotStarveTheNeighbour) {
+  ASSERT_EQ(dig_from(kNeighbour, "cached.test", false).status, "NOERROR");  // now cached
+  Flood flood(kFlooder, port_);
+  // Far more queries of "a" than could be waiting upstream (the old bound: 1024 per worker).
+  for (int i = 0; i < 200 && flood.sent() < 4000; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_GE(flood.sent(), 4000u);
+
+  // During the flood: "b" is answered at once, from the cache and from upstream, over UDP and
+  // TCP; "a" itself still gets what the cache holds.
+  struct Row {
+    const char* label;
+    const char* source;
+    const char* name;
+    bool tcp;
+  };
+  const std::vector<Row> rows = {
+      {"b cached over UDP", kNeighbour, "cached.test", false},
+      {"b fresh over UDP", kNeighbour, "fresh.test", false},
+      {"b fresh over TCP", kNeighbour, "fresh2.test", true},
+      {"b cached over TCP", kNeighbour, "cached.test", true},
+      {"a cached over UDP", kFlooder, "cached.test", false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.label);
+    std::chrono::milliseconds took{};
+    const DigResult r = dig_from(row.source, row.name, row.tcp, &took);
+    EXPECT_EQ(r.status, "NOERROR") << r.raw;
+    EXPECT_EQ(r.answers.size(), 1u) << r.raw;
+    EXPECT_LT(took, 1500ms);
+  }
+  flood.stop();
+
+  // The excess of "a" was refused and counted, and audited once per burst: a first line and a
+  // summary carrying how many were left out.
+  EXPECT_GT(flood.refused(), 1000u);
+  EXPECT_GE(errors_of("TOO_MANY_DNS_QUERIES"), static_cast<double>(flood.refused()));
+  const auto summary = daemon_->wait_audit(
+      [](const boost::json::object& o) {
+        return json_string(o, "event.code") == "TOO_MANY_DNS_QUERIES" &&
+               json_string(o, "event.reason") == "burst_summary";
+      },
+      10s);
+  ASSERT_TRUE(summary) << daemon_->audit_text().substr(0, 4000);
+  const auto lines = lines_with("TOO_MANY_DNS_QUERIES");
+  EXPECT_LE(lines.size(), 6u);
+  std::int64_t left_out = 0;
+  for (const auto& line : lines) {
+    EXPECT_EQ(json_string(line, "labels.sandbox_id"), "a");
+    left_out += json_int(line, "labels.suppressed_lines").value_or(0);
+  }
+  EXPECT_GT(left_out, 1000);
+  const auto suppressed =
+      metric_value(daemon_->metrics_text(), "sandgate_audit_lines_suppressed_total");
+  EXPECT_GE(suppressed.value_or(0), static_cast<double>(left_out));
+  // Nothing of "b" failed.
+  for (const auto& line : daemon_->audit_lines()) {
+    EXPECT_NE(json_string(line, "labels.sandbox_id"), "b") << boost::json::serialize(line);
+  }
+}
+
+TEST_F(ProxyDnsNeighbours, ANeighbourHoldingTcpConnectionsDoesNotStopAnother) {
+  ASSERT_EQ(dig_from(kNeighbour, "cached.test", false).status, "NOERROR");
+  // More connections than the old listener served per worker (512), all from "a".
+  std::vector<std::unique_ptr<Fd>> held;
+  const sockaddr_in from = address_of(kFlooder, 0);
+  const sockaddr_in to = loopback(port_);
+  for (int i = 0; i < 1300; ++i) {
+    auto fd = std::make_unique<Fd>(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(::bind(fd->fd, reinterpret_cast<const sockaddr*>(&from), sizeof from), 0);
+    ASSERT_EQ(::connect(fd->fd, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0) << i;
+    held.push_back(std::move(fd));
+  }
+  // Until the listener has taken them all: those beyond the cap are closed.
+  const auto closed_by_peer = [](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  };
+  for (int i = 0; i < 250; ++i) {
+    std::size_t closed = 0;
+    for (const auto& fd : held) closed += closed_by_peer(fd->fd) ? 1 : 0;
+    if (closed >= held.size() - 20) break;
+    std::this_thread::sleep_for(20ms);
+  }
+
+  for (const bool tcp : {true, false}) {
+    SCOPED_TRACE(tcp ? "b over TCP" : "b over UDP");
+    std::chrono::milliseconds took{};
+    const DigResult r = dig_from(kNeighbour, "cached.test", tcp, &took);
+    EXPECT_EQ(r.status, "NOERROR") << r.raw;
+    EXPECT_LT(took, 1500ms);
+  }
+
+  // "a" kept exactly its connection cap (limits.max_connections_per_sandbox = 20): those are
+  // answered, every other one was closed.
+  const Bytes q = raw_query(0x0B01, 1, name_bytes("cached.test"));
+  Bytes framed = {0, static_cast<std::uint8_t>(q.size())};
+  framed.insert(framed.end(), q.begin(), q.end());
+  std::size_t answered = 0;
+  for (const auto& fd : held) {
+    set_timeout(fd->fd, 2000ms);
+    if (::send(fd->fd, framed.data(), framed.size(), MSG_NOSIGNAL) < 0) continue;
+    std::array<std::uint8_t, 512> reply{};
+    const ssize_t n = ::recv(fd->fd, reply.data(), reply.size(), 0);
+    if (n > 4 && (reply[5] & 0x0F) == 0) ++answered;
+  }
+  EXPECT_EQ(answered, 20u);
+  EXPECT_GE(errors_of("TOO_MANY_CONNECTIONS"), 1280.0);
+  held.clear();
+  const auto lines = lines_with("TOO_MANY_CONNECTIONS");
+  EXPECT_GE(lines.size(), 1u);
+  EXPECT_LE(lines.size(), 4u);
+  for (const auto& line : lines) {
+    EXPECT_EQ(json_string(line, "labels.sandbox_id"), "a");
+    EXPECT_EQ(json_string(line, "network.protocol"), "dns");
+  }
 }
 
 }  // namespace

@@ -110,6 +110,11 @@ void FakeDnsServer::set_reply(const std::string& name, std::uint16_t qtype, Repl
   table_[name].reply_by_type[qtype] = reply;
 }
 
+void FakeDnsServer::set_reply_below(const std::string& zone, Reply reply) {
+  const std::lock_guard lock(mutex_);
+  below_[zone] = reply;
+}
+
 std::size_t FakeDnsServer::queries(const std::string& name, std::uint16_t qtype) const {
   const std::lock_guard lock(mutex_);
   const auto it = counts_.find({name, qtype});
@@ -154,12 +159,19 @@ std::vector<std::uint8_t> FakeDnsServer::respond(const std::uint8_t* query, std:
   ++counts_[{q->name, q->type}];
 
   const auto it = table_.find(q->name);
+  Entry below_entry;
   if (it == table_.end()) {
-    auto out = header(query, 3, 0);
-    out.insert(out.end(), query + kHeaderSize, query + q->end);
-    return out;
+    for (const auto& [zone, zone_reply] : below_) {
+      if (q->name.size() > zone.size() && q->name.ends_with("." + zone))
+        below_entry.reply = zone_reply;
+    }
+    if (!below_entry.reply) {
+      auto out = header(query, 3, 0);
+      out.insert(out.end(), query + kHeaderSize, query + q->end);
+      return out;
+    }
   }
-  const Entry& entry = it->second;
+  const Entry& entry = it == table_.end() ? below_entry : it->second;
   Reply reply = entry.reply.value_or(Reply::answer);
   if (const auto by_type = entry.reply_by_type.find(q->type);
       by_type != entry.reply_by_type.end()) {

@@ -50,6 +50,9 @@ class FakeDnsServer {
   // How questions for `name` are treated: of any type, or of one type (which wins).
   void set_reply(const std::string& name, Reply reply);
   void set_reply(const std::string& name, std::uint16_t qtype, Reply reply);
+  // How questions for every name below `zone` (not `zone` itself) with no entry of their own
+  // are treated: a wildcard whose server never answers, for instance.
+  void set_reply_below(const std::string& zone, Reply reply);
 
   // Questions received (answered or not), per name and type, or per name over all types.
   std::size_t queries(const std::string& name, std::uint16_t qtype) const;
@@ -79,6 +82,7 @@ class FakeDnsServer {
 
   mutable std::mutex mutex_;  // guards table_ and counts_
   std::map<std::string, Entry> table_;
+  std::map<std::string, Reply> below_;  // zone -> reply for names under it
   std::map<std::pair<std::string, std::uint16_t>, std::size_t> counts_;
 
   std::thread thread_;  // last: starts after everything above exists

@@ -102,6 +102,7 @@ connect_timeout_ms = 2000
 idle_timeout_ms = 3000
 max_connections = 100
 max_connections_per_sandbox = 10
+max_dns_queries_per_sandbox = 32
 
 [dns]
 servers = ["192.0.2.53", "192.0.2.54:5353", "[2001:db8::53]:53", "2001:db8::54"]
@@ -160,6 +161,7 @@ TEST(ConfigLoad, FullConfigFillsEveryField) {
   EXPECT_EQ(c.limits.idle_timeout, std::chrono::milliseconds(3000));
   EXPECT_EQ(c.limits.max_connections, 100u);
   EXPECT_EQ(c.limits.max_connections_per_sandbox, 10u);
+  EXPECT_EQ(c.limits.max_dns_queries_per_sandbox, 32u);
 
   EXPECT_EQ(c.dns.servers, (std::vector<std::string>{"192.0.2.53", "192.0.2.54:5353",
                                                      "[2001:db8::53]:53", "2001:db8::54"}));
@@ -456,6 +458,10 @@ std::vector<ErrorCase> error_cases() {
        range_limit + "-5"},
       {"LimitTooBig", "[limits]\nmax_header_bytes = 4294967296\n", 2, 20, "limits.max_header_bytes",
        range_limit + "4294967296"},
+      {"DnsQueryBudgetZero", "[limits]\nmax_dns_queries_per_sandbox = 0\n", 2, 31,
+       "limits.max_dns_queries_per_sandbox", "must be between 1 and 512, got 0"},
+      {"DnsQueryBudgetOverTheWorkerBound", "[limits]\nmax_dns_queries_per_sandbox = 513\n", 2, 31,
+       "limits.max_dns_queries_per_sandbox", "must be between 1 and 512, got 513"},
       {"WorkersNegative", "workers = -1\n", 1, 11, "workers", "must be between 0 and 1024, got -1"},
       {"WorkersTooMany", "workers = 5000\n", 1, 11, "workers",
        "must be between 0 and 1024, got 5000"},
