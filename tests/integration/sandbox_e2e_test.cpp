@@ -177,6 +177,8 @@ struct World {
     }
     must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
     must({"ip", "route", "add", "203.0.113.0/24", "via", "192.0.2.2"});
+    // slow.test's own server is on 198.51.100.1, where nothing answers: queries vanish.
+    must({"ip", "-n", n, "route", "add", "198.51.100.0/24", "dev", "lo"});
 
     const std::string script = source_dir() + "/tests/integration/testdata/e2e/internet.py";
     const std::string o = kOrigin;
@@ -194,7 +196,8 @@ struct World {
             "--no-hosts", "--bind-interfaces", "--listen-address=" + std::string(kResolver),
             "--log-queries", "--log-facility=" + dns_log, "--user=root",
             "--pid-file=" + dir.file("dnsmasq.pid"), "--address=/origin.test/" + o,
-            "--address=/registry.test/" + o, "--address=/blocked.test/" + b},
+            "--address=/registry.test/" + o, "--address=/blocked.test/" + b,
+            "--server=/slow.test/198.51.100.1"},
         dir.file("dnsmasq.out"));
     // Both answer before the daemon needs them.
     CommandResult dig;
@@ -228,7 +231,7 @@ struct World {
         dir.file("state") + "\"\npool = \"10.201.0.0/24\"\nca_file = \"" + dir.file("ca.pem") +
         "\"\n\n"
         "[profiles.web]\n"
-        "allow = [\"origin.test\", \"registry.test\", \"origin.test:22\"]\n"
+        "allow = [\"origin.test\", \"registry.test\", \"origin.test:22\", \"*.slow.test\"]\n"
         // TEST-NET is a special range: resolved addresses there need opening.
         "allow_cidrs = [\"203.0.113.10/32\"]\n\n"
         "[profiles.opaque]\n"
@@ -452,6 +455,44 @@ TEST_F(SandboxE2e, Threat27OtherBytesOnWebPortsNeedAnOpaqueRule) {
   EXPECT_NE(opened.out.find("400"), std::string::npos) << opened.out;  // the origin's answer
   EXPECT_NE(requests().find("CONNECT 203.0.113.10:80"), std::string::npos) << requests();
   EXPECT_EQ(audit("connection_closed").size(), 1u);
+}
+
+// THREATS 29 with two launched sandboxes side by side: one floods the DNS listener with
+// lookups under an allowed wildcard whose own server never answers (bounded: 4 s); the other's
+// lookups, of a name it asked before and of new ones, are answered promptly all the while,
+// and the flooder's excess is refused and audited once per burst, not once per query.
+TEST_F(SandboxE2e, Threat29ADnsFloodDoesNotStarveTheNeighbour) {
+  ASSERT_EQ(run_in("dns-b", "web", "dig +short +tries=1 +time=2 origin.test").exit_code, 0);
+  const std::string flood_id = id("dns-flood");
+  CommandResult flood;
+  std::thread flooder([&] {
+    flood = run_in("dns-flood", "web",
+                   "python3 " + source_dir() +
+                       "/tests/integration/testdata/e2e/dns_flood.py 203.0.113.53 slow.test 4 "
+                       "3000");
+  });
+  // Wait until the flood is refused, so the neighbour's lookups happen during it.
+  bool flooding = false;
+  for (int i = 0; i < 300 && !flooding; ++i) {
+    flooding = world->daemon->metrics_text().find("TOO_MANY_DNS_QUERIES") != std::string::npos;
+    if (!flooding) std::this_thread::sleep_for(10ms);
+  }
+  const auto neighbour = run_in("dns-b", "web",
+                                "for n in origin.test registry.test origin.test registry.test; do "
+                                "dig +short +tries=1 +time=1 $n || echo failed; done");
+  flooder.join();
+  EXPECT_TRUE(flooding) << flood.out << flood.err;
+  EXPECT_EQ(neighbour.exit_code, 0) << neighbour.err;
+  EXPECT_EQ(neighbour.out, "203.0.113.10\n203.0.113.10\n203.0.113.10\n203.0.113.10\n")
+      << neighbour.out;
+  EXPECT_NE(flood.out.find("rcode5="), std::string::npos) << flood.out;  // REFUSED
+  std::size_t lines = 0;
+  for (const auto& line : audit("TOO_MANY_DNS_QUERIES")) {
+    EXPECT_EQ(line.at("labels").as_object().at("sandbox_id").as_string(), flood_id);
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 4u);  // a first line and a summary per 5 s burst window
 }
 
 TEST_F(SandboxE2e, UdpPingAndSpoofedSourcesGoNowhere) {
