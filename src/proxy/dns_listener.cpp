@@ -275,8 +275,8 @@ struct TcpClients {
 };
 
 // A DNS-over-TCP client counted as one of its sandbox's connections (and against
-// max_connections), as the proxy's bound sessions are, from accept to close. Clients from no sandbox's address share one
-// count under the empty id.
+// max_connections), as the proxy's bound sessions are, from accept to close. Clients from no
+// sandbox's address share one count under the empty id.
 class TcpSlot {
  public:
   static std::optional<TcpSlot> take(Shared& shared, const std::string& sandbox,

@@ -138,7 +138,6 @@ Session::Session(tcp::socket s, WorkerDeps d)
   });
   active_connection = deps.shared->metrics->active_connection();
   deps.shared->connections.total.fetch_add(1);
-  within_limit = pending.held();
 }
 
 Session::~Session() {
@@ -176,7 +175,7 @@ asio::awaitable<boost::system::error_code> Session::write_client(std::string_vie
 asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
   const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
   Session& s = *session;
-  if (!s.within_limit) {
+  if (!s.pending.held()) {  // over the caps of unauthenticated connections
     co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);
     co_return;
   }

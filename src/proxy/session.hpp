@@ -59,10 +59,9 @@ struct Session : std::enable_shared_from_this<Session> {
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  // Held from construction until the sandbox is bound (see PendingSlot); false from the
+  // Held from construction until the sandbox is bound (see PendingSlot); not held from the
   // start when the source or all unauthenticated connections are over their caps.
   PendingSlot pending;
-  bool within_limit = false;
   telemetry::Metrics::Active active_connection;
   telemetry::Metrics::Active active_tunnel;  // while a tunnel is relayed
 

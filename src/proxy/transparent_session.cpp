@@ -203,7 +203,7 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
     co_await refuse_stream(s, policy::EntryMode::tcp, literal_shown, port, d);
     co_return;
   }
-  if (!s.within_limit) {
+  if (!s.pending.held()) {
     fail_stream(s, policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
     co_return;
   }
