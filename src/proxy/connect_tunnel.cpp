@@ -37,7 +37,7 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
   auto gate = std::make_shared<StreamGate>(s, host, port);
   start_relay(s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
               [session = s.shared_from_this(), gate, shown = host.display(), port,
-               dialed_ip = dialed.address.to_string()](const RelayStats& stats, bool) {
+               dialed_ip = dialed.address.to_string()](const RelayStats& stats) {
                 session->record_tunnel(policy::EntryMode::connect, shown, port, dialed_ip, stats.up,
                                        stats.down, gate->sni(), gate->denial());
               });

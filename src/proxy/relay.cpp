@@ -135,7 +135,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
       asio::post(up_.from->get_executor(), [self = shared_from_this()] {
         const RelayDone done = std::move(self->done_);
         try {
-          done(RelayStats{self->up_.bytes, self->down_.bytes}, self->refused_);
+          done(RelayStats{self->up_.bytes, self->down_.bytes});
         } catch (...) {  // out of memory writing the audit line: the worker keeps serving
         }
       });
@@ -168,7 +168,6 @@ class Relay : public std::enable_shared_from_this<Relay> {
         send_first();
         return;
       case FirstBytesGate::Verdict::refuse:
-        refused_ = true;
         stopping_ = true;
         asio::async_write(*up_.from, asio::buffer(gate_->refusal()),
                           [this, self = shared_from_this()](boost::system::error_code,
@@ -304,7 +303,6 @@ class Relay : public std::enable_shared_from_this<Relay> {
   std::vector<std::uint8_t> first_;  // the client's first bytes, until they have gone upstream
   std::size_t first_sent_ = 0;
   bool stopping_ = false;
-  bool refused_ = false;
   RelayDone done_;
 };
 

@@ -32,9 +32,9 @@ class FirstBytesGate {
   ~FirstBytesGate() = default;
 };
 
-// Called once when both directions of a relay have ended: bytes each way, and whether the
-// gate refused the tunnel. Should not throw: an exception is dropped there.
-using RelayDone = std::function<void(const RelayStats&, bool refused)>;
+// Called once when both directions of a relay have ended, with the bytes each way (a gate
+// says itself whether it refused the tunnel). Should not throw: an exception is dropped there.
+using RelayDone = std::function<void(const RelayStats&)>;
 
 // Starts relaying client <-> upstream and returns at once; `done` runs on the sockets' worker
 // once both directions have ended, and must keep alive (by capture) whatever owns the

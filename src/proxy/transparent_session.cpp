@@ -141,18 +141,18 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
 
   // The bytes read to classify the connection go first. The relay keeps the session.
   auto gate = gated ? std::make_shared<StreamGate>(s, host, port) : nullptr;
-  start_relay(s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
-              [session = s.shared_from_this(), gate, mode, shown, port,
-               dialed_ip = dialed.address.to_string(),
-               sni = std::string(sni)](const RelayStats& stats, bool) {
-                if (gate == nullptr) {
-                  session->record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
-                  return;
-                }
-                const policy::EntryMode seen = gate->sni().empty() ? mode : policy::EntryMode::tls;
-                session->record_tunnel(seen, shown, port, dialed_ip, stats.up, stats.down,
-                                       gate->sni(), gate->denial());
-              });
+  start_relay(
+      s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
+      [session = s.shared_from_this(), gate, mode, shown, port,
+       dialed_ip = dialed.address.to_string(), sni = std::string(sni)](const RelayStats& stats) {
+        if (gate == nullptr) {
+          session->record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
+          return;
+        }
+        const policy::EntryMode seen = gate->sni().empty() ? mode : policy::EntryMode::tls;
+        session->record_tunnel(seen, shown, port, dialed_ip, stats.up, stats.down, gate->sni(),
+                               gate->denial());
+      });
 }
 
 // HTTP/1 requests, each decided on its own Host and the original port, forwarded like the

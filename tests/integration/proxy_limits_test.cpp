@@ -131,6 +131,14 @@ bool all_open(std::vector<RawClient>& held) {
   return true;
 }
 
+// A fresh connection is answered 429 TOO_MANY_CONNECTIONS at once, before it sends a byte.
+void expect_next_connection_refused(const SandgateProcess& daemon) {
+  RawClient next(daemon.explicit_port());
+  const auto r = next.read_response(2000ms);
+  ASSERT_TRUE(r) << "the connection over the cap was not refused at once";
+  EXPECT_TRUE(IsSandgateError(*r, 429, "TOO_MANY_CONNECTIONS", true));
+}
+
 // Connections that never authenticate count only against their own caps: holding many of them
 // does not take the capacity of sandboxes that do (they used to fill max_connections, and every
 // sandbox got 429 while they were held).
@@ -160,10 +168,7 @@ TEST(ProxyLimits, UnauthenticatedConnectionsArePerSourceCapped) {
       2});
   std::vector<RawClient> held = silent_connections(daemon, 5);
   ASSERT_TRUE(all_open(held));
-  RawClient sixth(daemon.explicit_port());
-  const auto r = sixth.read_response(2000ms);
-  ASSERT_TRUE(r) << "the connection over the per-source cap was not refused at once";
-  EXPECT_TRUE(IsSandgateError(*r, 429, "TOO_MANY_CONNECTIONS", true));
+  expect_next_connection_refused(daemon);
   EXPECT_TRUE(
       AuditLineIs(daemon.wait_audit_code("TOO_MANY_CONNECTIONS"), "TOO_MANY_CONNECTIONS", "-", ""));
   // A slot given back (one closes) lets the next one in, and authentication frees its slot.
@@ -189,10 +194,7 @@ TEST(ProxyLimits, UnauthenticatedConnectionsAreCappedInTotal) {
       2});
   std::vector<RawClient> held = silent_connections(daemon, 3);
   ASSERT_TRUE(all_open(held));
-  RawClient fourth(daemon.explicit_port());
-  const auto r = fourth.read_response(2000ms);
-  ASSERT_TRUE(r);
-  EXPECT_TRUE(IsSandgateError(*r, 429, "TOO_MANY_CONNECTIONS", true));
+  expect_next_connection_refused(daemon);
 }
 
 // A connection that does not authenticate is closed after auth_timeout, well before the
