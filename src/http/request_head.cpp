@@ -151,15 +151,15 @@ std::vector<std::string_view> connection_tokens(const beast_http::fields& f) {
   return out;
 }
 
+bool has_token(const std::vector<std::string_view>& tokens, std::string_view want) {
+  return std::any_of(tokens.begin(), tokens.end(),
+                     [&](auto t) { return boost::beast::iequals(t, want); });
+}
+
 // Beast's message::keep_alive() reads only the first Connection field; this reads them all.
-bool keep_alive(const beast_http::fields& f, unsigned version) {
-  const auto tokens = connection_tokens(f);
-  const auto has = [&](std::string_view want) {
-    return std::any_of(tokens.begin(), tokens.end(),
-                       [&](auto t) { return boost::beast::iequals(t, want); });
-  };
-  if (has("close")) return false;
-  return version >= 11 || has("keep-alive");
+bool keep_alive(const std::vector<std::string_view>& tokens, unsigned version) {
+  if (has_token(tokens, "close")) return false;
+  return version >= 11 || has_token(tokens, "keep-alive");
 }
 
 }  // namespace
@@ -201,7 +201,9 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
   auto framing = check_framing(*fields);
   if (!framing) return framing.error();
 
-  beast_http::request_parser<beast_http::empty_body> parser;
+  RequestHead out;
+  out.parser = std::make_unique<RequestHead::Parser>();
+  auto& parser = *out.parser;
   parser.eager(false);
   parser.body_limit(boost::none);  // the body is streamed by the caller, not parsed here
   parser.header_limit(static_cast<std::uint32_t>(
@@ -216,16 +218,16 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
     return err(Errc::malformed_request);
   }
 
-  RequestHead out;
-  out.msg = parser.release();
-  const auto& msg = out.msg;
+  const auto& msg = out.msg();
   const unsigned version = msg.version();
   if (version != 10 && version != 11) return err(Errc::malformed_request);
   if (framing->chunked && version == 10) return err(Errc::bad_transfer_encoding);
   out.chunked = framing->chunked;
   out.content_length = framing->content_length;
   out.has_body = out.chunked || out.content_length.value_or(0) > 0;
-  out.keep_alive = keep_alive(msg, version);
+  const auto tokens = connection_tokens(msg);
+  out.keep_alive = keep_alive(tokens, version);
+  out.upgrade = msg.count(beast_http::field::upgrade) > 0 && has_token(tokens, "upgrade");
 
   const bool is_connect = msg.method() == beast_http::verb::connect;
   if (is_connect && out.has_body) return err(Errc::malformed_request);

@@ -3,8 +3,10 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,12 +32,20 @@ struct HeadLimits {
 Result<std::size_t> find_head_end(std::string_view buffered, const HeadLimits& limits);
 
 // One client request head, parsed by Beast after sandgate's own stricter byte-level checks.
+// Move-only: it keeps Beast's parser, stopped where the body begins, so the body is read on
+// from there (parser(std::move(head.parser)) with another body type) and the head is never
+// parsed twice.
 struct RequestHead {
   using Form = TargetForm;
+  using Message = boost::beast::http::request<boost::beast::http::empty_body>;
+  using Parser = boost::beast::http::request_parser<boost::beast::http::empty_body>;
 
   // The parsed message. Validated, but hop-by-hop fields are still present: the caller reads
   // Proxy-Authorization first, then calls strip_hop_by_hop before forwarding.
-  boost::beast::http::request<boost::beast::http::empty_body> msg;
+  Message& msg() { return parser->get(); }
+  const Message& msg() const { return parser->get(); }
+
+  std::unique_ptr<Parser> parser;  // never null in a parsed head; its header is complete
   Form form = Form::origin;
   std::string scheme;          // "http" for the absolute form; empty otherwise
   std::string host;            // target authority, or Host for origin/asterisk form; raw
@@ -45,6 +55,9 @@ struct RequestHead {
   bool chunked = false;
   std::optional<std::uint64_t> content_length;
   bool keep_alive = false;  // from every Connection field; Proxy-Connection is ignored
+  // An Upgrade field and the "upgrade" connection option (RFC 9110 §7.8): the server may
+  // switch the connection to another protocol after this request.
+  bool upgrade = false;
 };
 
 // Validates and parses a raw head: exactly the bytes up to and including the CRLFCRLF that

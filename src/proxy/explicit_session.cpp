@@ -77,7 +77,7 @@ std::string peer_ip(const tcp::socket& socket, std::uint16_t& port) {
 
 }  // namespace
 
-asio::awaitable<std::optional<NextRequest>> next_request(Session& s, bool first) {
+asio::awaitable<std::optional<http::RequestHead>> next_request(Session& s, bool first) {
   auto& shared = *s.deps.shared;
   s.snap = shared.current();  // limits for reading the head
   const auto [read_error, head_size] = co_await read_head(s, first);
@@ -95,10 +95,8 @@ asio::awaitable<std::optional<NextRequest>> next_request(Session& s, bool first)
     co_await s.fail(policy::EntryMode::http, static_cast<Errc>(head.error().value()));
     co_return std::nullopt;
   }
-  std::optional<NextRequest> out(std::in_place);
-  out->head = std::move(*head);
-  out->size = head_size;
-  co_return out;
+  s.buffer.consume(head_size);
+  co_return std::move(*head);
 }
 
 Errc Session::bind_sandbox(const std::string& id) {
@@ -182,11 +180,11 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
   for (bool first = true;; first = false) {
     auto request = co_await next_request(s, first);
     if (!request) co_return;
-    const http::RequestHead* head = &request->head;
+    http::RequestHead* head = &*request;
     const bool is_connect = head->form == http::RequestHead::Form::authority;
     const auto mode = is_connect ? policy::EntryMode::connect : policy::EntryMode::http;
 
-    const auto auth_field = head->msg[boost::beast::http::field::proxy_authorization];
+    const auto auth_field = head->msg()[boost::beast::http::field::proxy_authorization];
     const auto sandbox =
         authenticate(*s.snap, std::string_view(auth_field.data(), auth_field.size()));
     if (!sandbox) {
@@ -209,7 +207,6 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       co_return;
     }
     if (is_connect) {
-      s.buffer.consume(request->size);
       co_await handle_connect(s, host, head->port);
       co_return;
     }

@@ -80,8 +80,8 @@ bool upstream_reusable(UpstreamConn& up) {
 
 }  // namespace
 
-asio::awaitable<bool> handle_http(Session& s, const http::RequestHead& head,
-                                  const policy::Host& host, std::uint16_t port) {
+asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
+                                  std::uint16_t port) {
   auto& shared = *s.deps.shared;
   const std::string authority = host.display() + (port == 80 ? "" : ":" + std::to_string(port));
 
@@ -104,15 +104,10 @@ asio::awaitable<bool> handle_http(Session& s, const http::RequestHead& head,
   }
   UpstreamConn& up = *s.upstream;
 
-  // The request: parsed again by Beast from the validated head, then edited for upstream.
+  // The request: the validated head's own parser reads on into the body (the head is not
+  // parsed again), and the head is edited for upstream.
   s.watchdog->arm(s.limits().idle_timeout);
-  bhttp::request_parser<bhttp::buffer_body> req_parser;
-  req_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
-  req_parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-  if (auto [ec, n] = co_await bhttp::async_read_header(s.client, s.buffer, req_parser, use_tuple);
-      ec) {
-    co_return false;
-  }
+  bhttp::request_parser<bhttp::buffer_body> req_parser(std::move(*head.parser));
   auto& req = req_parser.get();
   // What the validated head says, not what Beast makes of it: keep-alive from every
   // Connection field, and the origin-form target ("/" in front of a bare query too).

@@ -17,10 +17,10 @@ namespace {
 
 constexpr std::size_t kSpliceChunk = 1 << 20;
 constexpr std::size_t kBulkPipeBytes = 1 << 20;
-constexpr int kRoundsPerTurn = 16;  // splices before other sessions get a turn
-constexpr std::size_t kFirstBytesChunk = 4096;
-constexpr std::size_t kCopyBytes = 16 * 1024;     // below this a transfer is copied, not spliced
-constexpr std::size_t kPipeMinBytes = 64 * 1024;  // what a new pipe holds (16 pages)
+constexpr int kRoundsPerTurn = 16;                  // splices before other sessions get a turn
+constexpr std::size_t kCopyBytes = 16 * 1024;       // below this a transfer is copied, not spliced
+constexpr std::size_t kGateReadBytes = kCopyBytes;  // one read of a watched client
+constexpr std::size_t kPipeMinBytes = 64 * 1024;    // what a new pipe holds (16 pages)
 
 // A pipe used as splice(2)'s kernel buffer; closed when the direction ends.
 class Pipe {
@@ -79,14 +79,14 @@ ssize_t send_now(int fd, const void* data, std::size_t size) {
 class Relay : public std::enable_shared_from_this<Relay> {
  public:
   Relay(tcp::socket& client, tcp::socket& upstream, Watchdog& watchdog,
-        std::chrono::milliseconds idle, std::vector<std::uint8_t> initial, FirstBytesGate* gate,
+        std::chrono::milliseconds idle, std::vector<std::uint8_t> initial, TunnelGate* gate,
         RelayDone done)
       : up_{&client, &upstream},
         down_{&upstream, &client},
         watchdog_(watchdog),
         idle_(idle),
         gate_(gate),
-        first_(std::move(initial)),
+        pending_(std::move(initial)),
         done_(std::move(done)) {}
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;
@@ -98,10 +98,8 @@ class Relay : public std::enable_shared_from_this<Relay> {
     wait_readable(down_);
     if (gate_ != nullptr) {
       run_gate();
-    } else if (!first_.empty()) {
-      send_first();
     } else {
-      wait_readable(up_);
+      forward(pending_.size());
     }
   }
 
@@ -153,60 +151,77 @@ class Relay : public std::enable_shared_from_this<Relay> {
     finish(d);
   }
 
-  // --- the client's first bytes, before anything reaches upstream -------------------------
+  // --- the client's bytes while the gate watches them ---------------------------------------
 
   void run_gate() {
-    switch (gate_->check(first_)) {
-      case FirstBytesGate::Verdict::need_more:
-        up_.from->async_wait(tcp::socket::wait_read,
-                             [this, self = shared_from_this()](boost::system::error_code ec) {
-                               on_first_bytes(ec);
-                             });
-        return;
-      case FirstBytesGate::Verdict::pass:
+    const TunnelGate::Verdict v = gate_->check(pending_);
+    switch (v.kind) {
+      case TunnelGate::Verdict::Kind::hold:
+        return wait_gated();
+      case TunnelGate::Verdict::Kind::forward:
+        if (v.bytes == 0) return wait_gated();
+        return forward(std::min(v.bytes, pending_.size()));
+      case TunnelGate::Verdict::Kind::pass:
         gate_ = nullptr;
-        send_first();
-        return;
-      case FirstBytesGate::Verdict::refuse:
+        return forward(pending_.size());
+      case TunnelGate::Verdict::Kind::refuse: {
         stopping_ = true;
-        asio::async_write(*up_.from, asio::buffer(gate_->refusal()),
+        // Not into the middle of what upstream sent and the client has not taken yet.
+        const std::string_view refusal = down_.in_pipe == 0 ? gate_->refusal() : "";
+        asio::async_write(*up_.from, asio::buffer(refusal),
                           [this, self = shared_from_this()](boost::system::error_code,
                                                             std::size_t) { fail(up_); });
         return;
+      }
     }
   }
 
-  void on_first_bytes(boost::system::error_code ec) {
-    // Undecided bytes never go upstream, not even when the client leaves.
+  void wait_gated() {
+    up_.from->async_wait(
+        tcp::socket::wait_read,
+        [this, self = shared_from_this()](boost::system::error_code ec) { on_gated_bytes(ec); });
+  }
+
+  void on_gated_bytes(boost::system::error_code ec) {
+    // Bytes the gate has not let go never go upstream, not even when the client leaves.
     if (ec || stopping()) return finish(up_);
-    const std::size_t old = first_.size();
-    first_.resize(old + kFirstBytesChunk);
+    const std::size_t old = pending_.size();
+    pending_.resize(old + kGateReadBytes);
     const ssize_t n =
-        ::recv(up_.from->native_handle(), first_.data() + old, kFirstBytesChunk, MSG_DONTWAIT);
-    first_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+        ::recv(up_.from->native_handle(), pending_.data() + old, kGateReadBytes, MSG_DONTWAIT);
+    pending_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
     if (n == 0) return eof(up_);
     if (n < 0 && !would_block()) return fail(up_);
+    if (n > 0) watchdog_.arm(idle_);
     run_gate();
   }
 
-  void send_first() {
+  // Sends the first `count` pending bytes upstream, then goes on watching (a gate) or relaying.
+  void forward(std::size_t count) {
     if (stopping()) return finish(up_);
     const ssize_t m =
-        send_now(up_.to->native_handle(), first_.data() + first_sent_, first_.size() - first_sent_);
+        send_now(up_.to->native_handle(), pending_.data() + pending_sent_, count - pending_sent_);
     if (m < 0) return fail(up_);
-    first_sent_ += static_cast<std::size_t>(m);
-    if (first_sent_ < first_.size()) {
+    pending_sent_ += static_cast<std::size_t>(m);
+    if (pending_sent_ < count) {
       up_.to->async_wait(tcp::socket::wait_write,
-                         [this, self = shared_from_this()](boost::system::error_code ec) {
+                         [this, self = shared_from_this(), count](boost::system::error_code ec) {
                            if (ec) return fail(up_);
-                           send_first();
+                           forward(count);
                          });
       return;
     }
-    up_.bytes += first_.size();
-    std::vector<std::uint8_t>().swap(first_);
-    watchdog_.arm(idle_);
-    wait_readable(up_);
+    up_.bytes += count;
+    pending_sent_ = 0;
+    if (count > 0) watchdog_.arm(idle_);
+    if (count == pending_.size()) {
+      std::vector<std::uint8_t>().swap(pending_);  // an idle tunnel holds no buffer
+    } else {
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(count));
+    }
+    if (gate_ == nullptr) return wait_readable(up_);
+    if (pending_.empty()) return wait_gated();
+    run_gate();  // what is left may hold the next request head already
   }
 
   // --- moving bytes ------------------------------------------------------------------------
@@ -299,9 +314,9 @@ class Relay : public std::enable_shared_from_this<Relay> {
   Direction down_;  // upstream -> client
   Watchdog& watchdog_;
   std::chrono::milliseconds idle_;
-  FirstBytesGate* gate_;
-  std::vector<std::uint8_t> first_;  // the client's first bytes, until they have gone upstream
-  std::size_t first_sent_ = 0;
+  TunnelGate* gate_;
+  std::vector<std::uint8_t> pending_;  // client bytes not yet upstream (`initial`, gated bytes)
+  std::size_t pending_sent_ = 0;       // of those being forwarded, sent so far
   bool stopping_ = false;
   RelayDone done_;
 };
@@ -310,7 +325,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
 void start_relay(tcp::socket& client, tcp::socket& upstream, Watchdog& watchdog,
                  std::chrono::milliseconds idle, std::vector<std::uint8_t> initial,
-                 FirstBytesGate* gate, RelayDone done) {
+                 TunnelGate* gate, RelayDone done) {
   watchdog.arm(idle);
   std::make_shared<Relay>(client, upstream, watchdog, idle, std::move(initial), gate,
                           std::move(done))

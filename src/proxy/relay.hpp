@@ -16,20 +16,32 @@ struct RelayStats {
   std::uint64_t down = 0;  // upstream -> client
 };
 
-// Decides a tunnel on the client's first bytes before any of them reaches upstream (CONNECT's
-// SNI and nested-proxy checks).
-class FirstBytesGate {
+// Looks at the client's bytes of a tunnel before they reach upstream: the first bytes
+// (CONNECT's SNI and nested-proxy checks), and, for as long as it asks to, the rest of the
+// stream (every request head of a plain-text HTTP/1 tunnel).
+class TunnelGate {
  public:
-  enum class Verdict { need_more, pass, refuse };
+  struct Verdict {
+    enum class Kind {
+      hold,     // none of `pending` may go yet: wait for more bytes
+      forward,  // the first `bytes` of `pending` may go; keep watching the rest
+      pass,     // all of `pending` may go, and everything after it: stop watching
+      refuse,   // end the tunnel
+    };
+    Kind kind = Kind::hold;
+    std::size_t bytes = 0;  // forward: how many
+  };
 
-  // `first`: every byte the client has sent so far. Called again as more arrive while it
-  // answers need_more, so it must refuse past some bound.
-  virtual Verdict check(std::span<const std::uint8_t> first) = 0;
+  // `pending`: the client's bytes that have not gone upstream yet (those held back by the last
+  // call, then what arrived since). Called again as more arrive while it answers hold or
+  // forward; every byte it let go with forward is counted as seen and not presented again.
+  // It must refuse before what it holds passes some bound.
+  virtual Verdict check(std::span<const std::uint8_t> pending) = 0;
   // Sent to the client before the tunnel closes on a refusal (a TLS alert); may be empty.
   virtual std::string_view refusal() const = 0;
 
  protected:
-  ~FirstBytesGate() = default;
+  ~TunnelGate() = default;
 };
 
 // Called once when both directions of a relay have ended, with the bytes each way (a gate
@@ -45,15 +57,17 @@ using RelayDone = std::function<void(const RelayStats&)>;
 // space. An idle direction holds no buffer. Every transfer pushes the watchdog forward by
 // `idle`.
 //
-// `initial`: bytes already read from the client, sent upstream first. With a `gate`, nothing
-// goes upstream until the gate passes the client's first bytes (`initial` included); a refusal
-// sends gate->refusal() to the client and ends the tunnel.
+// `initial`: bytes already read from the client, sent upstream first. With a `gate`, a client
+// byte (`initial` included) goes upstream only once the gate let it go, and the client's bytes
+// are read into user space for as long as the gate watches; a refusal sends gate->refusal()
+// to the client (unless bytes from upstream are still waiting to reach it) and ends the
+// tunnel.
 //
 // The relay is driven by completion callbacks rather than a coroutine, and the session's
 // coroutine may end once it has started: an idle tunnel holds two pending waits and no
 // coroutine frames (memory per idle tunnel).
 void start_relay(tcp::socket& client, tcp::socket& upstream, Watchdog& watchdog,
                  std::chrono::milliseconds idle, std::vector<std::uint8_t> initial,
-                 FirstBytesGate* gate, RelayDone done);
+                 TunnelGate* gate, RelayDone done);
 
 }  // namespace sandgate::proxy

@@ -102,16 +102,11 @@ struct Session : std::enable_shared_from_this<Session> {
   telemetry::AuditRecord record(policy::EntryMode mode) const;
 };
 
-// The next request head on a client connection, validated; its bytes are still in s.buffer.
-struct NextRequest {
-  http::RequestHead head;
-  std::size_t size = 0;  // bytes of s.buffer the head takes
-};
-
-// Reads and parses the next request head (refreshing s.snap). A malformed or timed-out head
-// has been answered with its error (audit line, 4xx); nullopt then, and when the client went
-// away or idled out between requests: the connection is over.
-asio::awaitable<std::optional<NextRequest>> next_request(Session& s, bool first);
+// Reads and parses the next request head (refreshing s.snap) and consumes its bytes from
+// s.buffer, where the bytes after it (the body, the next request) stay. A malformed or
+// timed-out head has been answered with its error (audit line, 4xx); nullopt then, and when
+// the client went away or idled out between requests: the connection is over.
+asio::awaitable<std::optional<http::RequestHead>> next_request(Session& s, bool first);
 
 asio::awaitable<void> serve_explicit(tcp::socket client, WorkerDeps deps);
 asio::awaitable<void> serve_transparent(tcp::socket client, WorkerDeps deps);
@@ -121,9 +116,9 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
 
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.
-// `head`: the validated head of this request (its bytes still in s.buffer).
-asio::awaitable<bool> handle_http(Session& s, const http::RequestHead& head,
-                                  const policy::Host& host, std::uint16_t port);
+// `head`: the validated head of this request; its parser is taken to read the body.
+asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
+                                  std::uint16_t port);
 
 telemetry::Mode to_metrics_mode(policy::EntryMode m);
 

@@ -159,9 +159,9 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
 // explicit proxy's (so a second request on the connection cannot ride on the first's name).
 asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
   for (bool first = true;; first = false) {
-    const auto request = co_await next_request(s, first);
+    auto request = co_await next_request(s, first);
     if (!request) co_return;
-    const http::RequestHead* head = &request->head;
+    http::RequestHead* head = &*request;
     const policy::Host host = policy::normalize_host(head->host);
     policy::Decision d;
     if (head->form == http::RequestHead::Form::authority) {

@@ -28,7 +28,7 @@ void check_parsed(const RequestHead& r, const sandgate::http::HeadLimits& limits
       check(r.scheme == "http" && !r.host.empty() && r.path_and_query.front() == '/');
       break;
     case RequestHead::Form::authority:
-      check(r.msg.method() == bh::verb::connect && !r.host.empty() && !r.has_body);
+      check(r.msg().method() == bh::verb::connect && !r.host.empty() && !r.has_body);
       break;
     case RequestHead::Form::origin:
       check(r.path_and_query.front() == '/');
@@ -39,7 +39,7 @@ void check_parsed(const RequestHead& r, const sandgate::http::HeadLimits& limits
   }
 
   std::ostringstream os;
-  os << r.msg.base();
+  os << r.msg().base();
   const std::string again_text = os.str();
   if (again_text.size() > limits.max_header_bytes) return;
   const auto again = sandgate::http::parse_request_head(again_text, limits);
@@ -48,12 +48,12 @@ void check_parsed(const RequestHead& r, const sandgate::http::HeadLimits& limits
         again->path_and_query == r.path_and_query && again->chunked == r.chunked &&
         again->content_length == r.content_length && again->keep_alive == r.keep_alive);
 
-  RequestHead stripped = r;
-  sandgate::http::strip_hop_by_hop(stripped.msg);
-  check(stripped.msg.count(bh::field::connection) == 0);
-  check(stripped.msg.count(bh::field::proxy_authorization) == 0);
-  check(stripped.msg.count(bh::field::host) == r.msg.count(bh::field::host));
-  check(stripped.msg.count(bh::field::content_length) == r.msg.count(bh::field::content_length));
+  RequestHead::Message stripped = r.msg();
+  sandgate::http::strip_hop_by_hop(stripped);
+  check(stripped.count(bh::field::connection) == 0);
+  check(stripped.count(bh::field::proxy_authorization) == 0);
+  check(stripped.count(bh::field::host) == r.msg().count(bh::field::host));
+  check(stripped.count(bh::field::content_length) == r.msg().count(bh::field::content_length));
 }
 
 }  // namespace

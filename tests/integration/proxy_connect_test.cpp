@@ -518,9 +518,6 @@ TEST_F(ProxyConnect, UndecidedFirstBytesAreNotForwardedWhenTheClientLeaves) {  /
 // A relay can open the tunnel with one harmless request and send the CONNECT as the second
 // request on the same connection.
 TEST_F(ProxyConnect, NestedConnectAfterAFirstPlainRequestIsRefused) {  // THREATS 7
-  SANDGATE_KNOWN_BUG(
-      "connect_tunnel.cpp inspects only the first bytes of a tunnel: once they pass, a later "
-      "request on the same tunnel (here a CONNECT after one GET) is relayed unseen");
   {
     RawClient c = open_tunnel(plain_authority());
     ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: " + plain_authority() + "\r\n\r\n"));
@@ -530,6 +527,101 @@ TEST_F(ProxyConnect, NestedConnectAfterAFirstPlainRequestIsRefused) {  // THREAT
   }
   EXPECT_EQ(plain_.raw_received().find("CONNECT"), std::string::npos)
       << "the nested CONNECT reached the upstream";
+}
+
+// Every request of a plain-text tunnel is decided, so the watch follows each body to find
+// the next head: a body (Content-Length or chunked) that looks like a proxy request is body,
+// and the real request after it is refused.
+TEST_F(ProxyConnect, ProxyRequestAfterBodiesInATunnelIsRefused) {  // THREATS 7
+  const std::string host = "Host: " + plain_authority() + "\r\n";
+  const std::string fake = "CONNECT in-body.test:443 HTTP/1.1\r\n\r\n";
+  {
+    RawClient c = open_tunnel(plain_authority());
+    // Two requests in one write, the first with a body that looks like a CONNECT.
+    ASSERT_TRUE(c.send("POST /a HTTP/1.1\r\n" + host +
+                       "Content-Length: " + std::to_string(fake.size()) + "\r\n\r\n" + fake +
+                       "GET /b HTTP/1.1\r\n" + host + "\r\n"));
+    ASSERT_TRUE(c.read_response());
+    ASSERT_TRUE(c.read_response());
+    // A chunked body cut across writes, then an absolute-form request for another host.
+    ASSERT_TRUE(
+        c.send("POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n5\r\nGET h"));
+    ASSERT_TRUE(c.send("\r\n20\r\nttp://in-body.test/ HTTP/1.1\r\n\r\n\r\n0\r\n\r\n"));
+    ASSERT_TRUE(c.read_response());
+    c.send("GET http://denied.test/x HTTP/1.1\r\nHost: denied.test\r\n\r\n");
+    EXPECT_TRUE(c.wait_closed());
+  }
+  EXPECT_TRUE(daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "nested_proxy"));
+  ASSERT_EQ(plain_.request_count(), 3u);
+  EXPECT_EQ(plain_.requests()[0].body, fake);
+  EXPECT_EQ(plain_.requests()[2].body, "GET http://in-body.test/ HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(plain_.raw_received().find("denied.test/x"), std::string::npos)
+      << "the proxy request after the bodies reached the upstream";
+  EXPECT_TRUE(still_serving());
+}
+
+// A later request's Host is decided like the first one's: another host than the tunnel's
+// gets the 403 (the first response is complete, so the refusal is not cut into it).
+TEST_F(ProxyConnect, LaterRequestForAnotherHostInATunnelIsRefused) {  // THREATS 4
+  {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send("GET /first HTTP/1.1\r\nHost: " + plain_authority() + "\r\n\r\n"));
+    ASSERT_TRUE(c.read_response());
+    ASSERT_TRUE(c.send("GET /second HTTP/1.1\r\nHost: denied.test\r\n\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(IsSandgateError(*r, 403, "SANDBOX_NETWORK_DENIED", false));
+    EXPECT_TRUE(c.wait_closed());
+  }
+  EXPECT_TRUE(daemon_->wait_audit([](const boost::json::object& o) {
+    return json_string(o, "event.code") == "SANDBOX_NETWORK_DENIED" &&
+           json_string(o, "network.protocol") == "connect";
+  }));
+  ASSERT_TRUE(plain_.wait_for_requests(1));
+  EXPECT_EQ(plain_.request_count(), 1u);
+  EXPECT_EQ(plain_.raw_received().find("/second"), std::string::npos);
+}
+
+// A tunnel that began as HTTP/1 goes on as HTTP/1: bytes of another protocol after a request
+// that did not ask to upgrade are refused, not relayed.
+TEST_F(ProxyConnect, OtherBytesAfterAPlainRequestInATunnelAreRefused) {  // THREATS 7
+  {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: " + plain_authority() + "\r\n\r\n"));
+    ASSERT_TRUE(c.read_response());
+    c.send("\x81\x05hello");
+    EXPECT_TRUE(c.wait_closed());
+  }
+  EXPECT_TRUE(daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "http_malformed"));
+  EXPECT_EQ(plain_.raw_received().find("hello"), std::string::npos);
+}
+
+// After a request that asks to upgrade (a WebSocket handshake), what follows is the new
+// protocol: it is relayed, and the tunnel ends as a normal one.
+TEST_F(ProxyConnect, UpgradedTunnelCarriesTheNewProtocol) {
+  plain_.set_handler([](const RecordedRequest&) {
+    return OriginReply::raw(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        false);
+  });
+  {
+    RawClient c = open_tunnel(plain_authority());
+    ASSERT_TRUE(c.send("GET /ws HTTP/1.1\r\nHost: " + plain_authority() +
+                       "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 101);
+    ASSERT_TRUE(c.send("\x81\x85masked-frame"));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (plain_.raw_received().find("masked-frame") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_NE(plain_.raw_received().find("masked-frame"), std::string::npos)
+        << "the upgraded stream did not reach the upstream";
+  }
+  const auto line = daemon_->wait_audit_code("connection_closed");
+  EXPECT_TRUE(AuditLineIs(line, "connection_closed", "-", kId));
 }
 
 TEST_F(ProxyConnect, ConnectToTheDaemonItselfIsAProxyLoop) {  // THREATS 7

@@ -368,11 +368,11 @@ TEST(ParseRequestHead, KeepsTheParsedMessage) {
       "Proxy-Authorization: Basic Zm9vOmJhcg==\r\nContent-Length: 2\r\n\r\n",
       {});
   ASSERT_TRUE(r) << r.error().message();
-  EXPECT_EQ(r->msg.method(), bh::verb::patch);
-  EXPECT_EQ(r->msg.target(), "http://a.example/x");
-  EXPECT_EQ(r->msg.version(), 11u);
-  EXPECT_EQ(r->msg["X-Name"], "caf\xc3\xa9");
-  EXPECT_EQ(r->msg[bh::field::proxy_authorization], "Basic Zm9vOmJhcg==");  // not stripped yet
+  EXPECT_EQ(r->msg().method(), bh::verb::patch);
+  EXPECT_EQ(r->msg().target(), "http://a.example/x");
+  EXPECT_EQ(r->msg().version(), 11u);
+  EXPECT_EQ(r->msg()["X-Name"], "caf\xc3\xa9");
+  EXPECT_EQ(r->msg()[bh::field::proxy_authorization], "Basic Zm9vOmJhcg==");  // not stripped yet
   EXPECT_TRUE(r->has_body);
 }
 
@@ -494,9 +494,9 @@ TEST(StripHopByHop, RemovesHopByHopAndNominatedFields) {
                 "X-Other: 3\r\nTrailer: X-T\r\nTransfer-Encoding: chunked\r\nX-Keep: 4\r\n"),
       {});
   ASSERT_TRUE(r) << r.error().message();
-  strip_hop_by_hop(r->msg);
+  strip_hop_by_hop(r->msg());
   std::vector<std::string> left;
-  for (const auto& f : r->msg) left.emplace_back(f.name_string());
+  for (const auto& f : r->msg()) left.emplace_back(f.name_string());
   EXPECT_EQ(left, (std::vector<std::string>{"Host", "Trailer", "Transfer-Encoding", "X-Keep"}));
 }
 
@@ -505,10 +505,10 @@ TEST(StripHopByHop, ConnectionCannotRemoveFramingOrHost) {
       post_with("Connection: close, Host, Content-Length, content-length\r\nContent-Length: 3\r\n"),
       {});
   ASSERT_TRUE(r) << r.error().message();
-  strip_hop_by_hop(r->msg);
-  EXPECT_EQ(r->msg[bh::field::host], "a.example");
-  EXPECT_EQ(r->msg[bh::field::content_length], "3");
-  EXPECT_EQ(r->msg.count(bh::field::connection), 0u);
+  strip_hop_by_hop(r->msg());
+  EXPECT_EQ(r->msg()[bh::field::host], "a.example");
+  EXPECT_EQ(r->msg()[bh::field::content_length], "3");
+  EXPECT_EQ(r->msg().count(bh::field::connection), 0u);
 }
 
 TEST(StripHopByHop, WorksOnResponses) {
