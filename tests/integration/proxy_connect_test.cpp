@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
 #include "support/raw_client.hpp"
@@ -345,10 +346,8 @@ TEST_F(ProxyConnect, LenientSpellingsOfAProxyRequestInsideATunnelAreRefused) {  
     }
     return n;
   };
-  for (int i = 0; i < 300 && refused() < proxy_requests.size(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the audit writer batches
-  }
-  EXPECT_EQ(refused(), proxy_requests.size());
+  EXPECT_TRUE(eventually([&] { return refused() == proxy_requests.size(); }))  // batched writes
+      << refused();
   EXPECT_EQ(plain_.bytes_received(), 0u);  // the origin saw the dials, never a byte
   EXPECT_TRUE(still_serving());
 }
@@ -417,7 +416,7 @@ TEST_F(ProxyConnect, ClientVanishingMidTunnelLeavesTheDaemonServing) {
     EXPECT_FALSE(c.read_exactly(4096).empty());
     c.reset();  // RST while the proxy is still splicing the body into the socket
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(daemon_->wait_no_connections());
   EXPECT_TRUE(daemon_->alive());
   plain_.set_handler([](const RecordedRequest&) { return OriginReply::with_length(200, "ok"); });
   EXPECT_TRUE(still_serving());
@@ -612,13 +611,9 @@ TEST_F(ProxyConnect, UpgradedTunnelCarriesTheNewProtocol) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 101);
     ASSERT_TRUE(c.send("\x81\x85masked-frame"));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    while (plain_.raw_received().find("masked-frame") == std::string::npos &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    EXPECT_NE(plain_.raw_received().find("masked-frame"), std::string::npos)
-        << "the upgraded stream did not reach the upstream";
+    EXPECT_TRUE(eventually([&] {
+      return plain_.raw_received().find("masked-frame") != std::string::npos;
+    })) << "the upgraded stream did not reach the upstream";
   }
   const auto line = daemon_->wait_audit_code("connection_closed");
   EXPECT_TRUE(AuditLineIs(line, "connection_closed", "-", kId));

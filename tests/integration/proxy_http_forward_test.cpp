@@ -552,7 +552,7 @@ TEST_F(ProxyHttpForward, ClientVanishingMidDownloadLeavesTheDaemonServing) {
     EXPECT_FALSE(c.read_exactly(4096).empty());
     c.reset();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(daemon_->wait_no_connections());
   EXPECT_TRUE(daemon_->alive());
   EXPECT_TRUE(still_serving());
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
 #include "support/metrics_text.hpp"
@@ -87,12 +88,7 @@ std::size_t host_address_events(const SandgateProcess& daemon) {
 
 // Waits until the daemon has published more than `seen` host address sets.
 bool wait_host_address_events(const SandgateProcess& daemon, std::size_t seen) {
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (host_address_events(daemon) <= seen) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
+  return eventually([&] { return host_address_events(daemon) > seen; }, 5s);
 }
 
 // `ip ARGS...` inside the private namespace.
@@ -581,12 +577,7 @@ allow_cidrs = ["198.18.0.0/24"]
     EXPECT_GE(took, 500ms);   // it did try: two budgets' worth of one connect timeout
     EXPECT_LT(took, 1500ms);  // 32 addresses x 300 ms each would be 9.6 s
   }
-  bool drained = false;
-  for (int i = 0; i < 200 && !drained; ++i) {
-    drained = metric_value(daemon.metrics_text(), "sandgate_active_connections") == 0.0;
-    if (!drained) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(drained) << daemon.metrics_text();
+  EXPECT_TRUE(daemon.wait_no_connections()) << daemon.metrics_text();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "support/eventually.hpp"
 #include "support/json_helpers.hpp"
 #include "support/metrics_text.hpp"
 #include "support/raw_client.hpp"
@@ -129,6 +130,12 @@ SandgateProcess::~SandgateProcess() {
                   << " INTERNAL_ERROR(s): an exception escaped a session";
   }
   stop(std::chrono::milliseconds(1500));
+}
+
+bool SandgateProcess::wait_no_connections(std::chrono::milliseconds timeout) const {
+  return eventually(
+      [&] { return metric_value(metrics_text(), "sandgate_active_connections") == 0.0; }, timeout,
+      std::chrono::milliseconds(20));
 }
 
 std::string SandgateProcess::metrics_text() const {

@@ -83,6 +83,10 @@ class SandgateProcess {
   std::string stderr_text() const;
   // GET /metrics on the admin listener ("" when it does not answer).
   std::string metrics_text() const;
+  // Waits until no client connection is open any more (sandgate_active_connections is 0):
+  // every session has ended and given its slots back.
+  bool wait_no_connections(
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
 
  private:
   std::string render(const std::string& tables) const;
