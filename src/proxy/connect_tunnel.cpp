@@ -21,7 +21,8 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
     co_return;
   }
   if (dialed.error != Errc::ok) {
-    co_await s.fail(policy::EntryMode::connect, dialed.error, host.display(), port);
+    co_await s.fail(policy::EntryMode::connect, dialed.error, host.display(), port, {},
+                    telemetry::Phase::connect);
     co_return;
   }
   s.upstream.emplace(std::move(dialed.socket), std::string(), dialed.address);
@@ -38,8 +39,8 @@ asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::
   start_relay(s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
               [session = s.shared_from_this(), gate, shown = host.display(), port,
                dialed_ip = dialed.address.to_string()](const RelayStats& stats) {
-                session->record_tunnel(policy::EntryMode::connect, shown, port, dialed_ip, stats.up,
-                                       stats.down, gate->sni(), gate->denial());
+                session->record_tunnel(policy::EntryMode::connect, shown, port, dialed_ip, stats,
+                                       gate->sni(), gate->denial());
               });
 }
 

@@ -152,6 +152,7 @@ Session::~Session() {
 }
 
 void Session::abort() {
+  aborted = true;
   boost::system::error_code ignored;
   client.close(ignored);
   if (upstream) upstream->socket.close(ignored);

@@ -20,15 +20,29 @@ namespace {
 namespace bhttp = boost::beast::http;
 constexpr std::size_t kBodyChunk = 16 * 1024;
 
-enum class RelayError { none, read, write };
+// A chunked request's trailer may not carry framing or routing: Beast adds trailer fields to
+// the header's, where a Content-Length, a second Transfer-Encoding or a second Host would mean
+// the client framed or addressed the message twice (trailers are not forwarded).
+bool trailer_is_clean(const bhttp::fields& f) {
+  return f.count(bhttp::field::content_length) == 0 &&
+         f.count(bhttp::field::transfer_encoding) <= 1 && f.count(bhttp::field::host) <= 1;
+}
+
+// How relaying one message ended: `in` (reading it) or `out` (writing it) failed with `ec`.
+struct Relayed {
+  enum class Side { none, in, out } side = Side::none;
+  boost::system::error_code ec;
+  bool ok() const { return side == Side::none; }
+};
 
 // Streams one message from `in` to `out`: the (already edited) header, then the body
 // through a fixed buffer as bytes arrive (server-sent events, streamed responses),
 // re-framed as the header says. Every transfer pushes the idle deadline forward.
 template <bool isRequest>
-asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_buffer& in_buffer,
-                                          bhttp::parser<isRequest, bhttp::buffer_body>& p,
-                                          tcp::socket& out, std::uint64_t& bytes, Session& s) {
+asio::awaitable<Relayed> relay_message(tcp::socket& in, boost::beast::flat_buffer& in_buffer,
+                                       bhttp::parser<isRequest, bhttp::buffer_body>& p,
+                                       tcp::socket& out, std::uint64_t& bytes, Session& s) {
+  using Side = Relayed::Side;
   const auto idle = s.limits().idle_timeout;
   bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
   // The header goes out at once when no body bytes are at hand yet (a streamed response must
@@ -38,7 +52,7 @@ asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_bu
     p.get().body().size = 0;
     p.get().body().more = true;
     auto [ec, n] = co_await bhttp::async_write_header(out, sr, use_tuple);
-    if (ec) co_return RelayError::write;
+    if (ec) co_return Relayed{Side::out, ec};
     bytes += n;
     s.watchdog->arm(idle);
   }
@@ -50,7 +64,13 @@ asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_bu
       p.get().body().size = kBodyChunk;
       auto [ec, n] = co_await bhttp::async_read_some(in, in_buffer, p, use_tuple);
       if (ec == bhttp::error::need_buffer) ec = {};
-      if (ec) co_return RelayError::read;
+      if constexpr (isRequest) {
+        // Checked before the last chunk goes out, so the destination never sees the request end.
+        if (!ec && p.is_done() && p.chunked() && !trailer_is_clean(p.get())) {
+          ec = bhttp::error::bad_field;
+        }
+      }
+      if (ec) co_return Relayed{Side::in, ec};
       p.get().body().size = kBodyChunk - p.get().body().size;
       // An empty buffer would be serialized as an empty chunk, which is the last-chunk marker.
       p.get().body().data = p.get().body().size > 0 ? chunk.get() : nullptr;
@@ -63,11 +83,26 @@ asio::awaitable<RelayError> relay_message(tcp::socket& in, boost::beast::flat_bu
     }
     auto [ec, n] = co_await bhttp::async_write(out, sr, use_tuple);
     if (ec == bhttp::error::need_buffer) ec = {};
-    if (ec) co_return RelayError::write;
+    if (ec) co_return Relayed{Side::out, ec};
     bytes += n;
     s.watchdog->arm(idle);
   } while (!sr.is_done());
-  co_return RelayError::none;
+  co_return Relayed{};
+}
+
+// What ended an exchange when a read from or a write to one side failed with `ec`.
+telemetry::Ended ended_by(const Session& s, bool client, const boost::system::error_code& ec) {
+  using telemetry::Ended;
+  if (s.aborted) return Ended::shutdown;
+  if (s.watchdog->expired()) return Ended::timeout;
+  if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe) {
+    return client ? Ended::client_reset : Ended::upstream_reset;
+  }
+  const bool beast = ec.category() == make_error_code(bhttp::error::end_of_stream).category();
+  if (beast && ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+    return Ended::malformed;  // Beast could not frame what that side sent
+  }
+  return client ? Ended::client_close : Ended::upstream_close;
 }
 
 // True when a kept-alive upstream connection still looks usable (not closed by the server,
@@ -97,7 +132,8 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
       co_return false;
     }
     if (dialed.error != Errc::ok) {
-      co_await s.fail(policy::EntryMode::http, dialed.error, host.display(), port);
+      co_await s.fail(policy::EntryMode::http, dialed.error, host.display(), port, {},
+                      telemetry::Phase::connect);
       co_return false;
     }
     s.upstream.emplace(std::move(dialed.socket), authority, dialed.address);
@@ -128,32 +164,17 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
 
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
-  if (expect_continue && client_version == 11 && !req_parser.is_done()) {
-    if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
-  }
-  if (const RelayError e =
-          co_await relay_message(s.client, s.buffer, req_parser, up.socket, bytes_up, s);
-      e != RelayError::none) {
-    if (e == RelayError::write) {
-      co_await s.fail(
-          policy::EntryMode::http,
-          s.watchdog->expired() ? Errc::upstream_timeout : Errc::upstream_connect_failed,
-          host.display(), port);
-    }
-    co_return false;
-  }
-
-  // The response: skip interim 1xx (forwarded as they come), then stream the final one.
   int status = 0;
-  bool upstream_keep_alive = false;
-  bool keep_alive = client_keep_alive;
-  // One audit line for the exchange, finished (event "http_request") or broken off.
-  auto audit_exchange = [&](std::string_view event, std::string_view reason) {
-    const std::string shown = host.display();
+  const std::string shown = host.display();
+  // The one audit line of the exchange, and its metrics, however it ends. `code`: ok for an
+  // "http_request" line (a success when completed), else the error the line is about.
+  const auto report = [&](Errc code, std::string_view reason, telemetry::Ended ended,
+                          telemetry::Phase phase) {
     const std::string dialed_ip = up.address.to_string();
+    const bool completed = code == Errc::ok && ended == telemetry::Ended::completed;
     telemetry::AuditRecord r = s.record(policy::EntryMode::http);
-    r.event = event;
-    r.outcome = reason.empty() ? "success" : "failure";
+    r.event = code == Errc::ok ? std::string_view("http_request") : code_name(code);
+    r.outcome = completed ? "success" : "failure";
     r.reason = reason;
     r.host = shown;
     r.port = port;
@@ -163,8 +184,60 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
     r.http_status = status;
     r.bytes_up = bytes_up;
     r.bytes_down = bytes_down;
+    r.ended = ended;
+    r.phase = completed ? telemetry::Phase::unset : phase;
     shared.audit->write(r);
+    if (code != Errc::ok) shared.metrics->error(code);
+    shared.metrics->request(telemetry::Mode::http,
+                            completed ? telemetry::Outcome::allowed : telemetry::Outcome::error);
+    shared.metrics->bytes(telemetry::Direction::upstream, bytes_up);
+    shared.metrics->bytes(telemetry::Direction::downstream, bytes_down);
   };
+  // Ends the exchange before any response byte went to the client: the line, then the error
+  // response when the client is still there to read it.
+  const auto refuse_now = [&](Errc code, std::string_view reason, telemetry::Ended ended,
+                              telemetry::Phase phase, std::string_view message = {}) {
+    status = static_cast<int>(http_status(code));
+    report(code, reason, ended, phase);
+    s.upstream.reset();
+    ErrorInfo info;
+    info.code = code;
+    info.sandbox = s.sandbox;
+    info.host = shown;
+    info.port = port;
+    info.message = message;
+    return error_response(info);
+  };
+
+  if (expect_continue && client_version == 11 && !req_parser.is_done()) {
+    if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
+  }
+  if (const Relayed e =
+          co_await relay_message(s.client, s.buffer, req_parser, up.socket, bytes_up, s);
+      !e.ok()) {
+    // Part of the request may have reached the destination: the line says how much.
+    const bool client_side = e.side == Relayed::Side::in;
+    const telemetry::Ended ended = ended_by(s, client_side, e.ec);
+    using telemetry::Ended;
+    if (ended == Ended::malformed || (!client_side && ended != Ended::shutdown)) {
+      // A body sandgate cannot frame (the client is told, 400), or the destination broke off.
+      const Errc code = ended == Ended::malformed ? Errc::malformed_request
+                        : ended == Ended::timeout ? Errc::upstream_timeout
+                                                  : Errc::upstream_connect_failed;
+      const std::string response =
+          refuse_now(code, "request_truncated", ended, telemetry::Phase::request);
+      s.watchdog->arm(s.limits().header_timeout);
+      co_await s.write_client(response);
+    } else {
+      report(Errc::ok, "request_truncated", ended, telemetry::Phase::request);
+      s.upstream.reset();
+    }
+    co_return false;
+  }
+
+  // The response: skip interim 1xx (forwarded as they come), then stream the final one.
+  bool upstream_keep_alive = false;
+  bool keep_alive = client_keep_alive;
   for (;;) {
     bhttp::response_parser<bhttp::buffer_body> res_parser;
     res_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
@@ -172,21 +245,28 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
     if (method == "HEAD") res_parser.skip(true);
     auto [ec, n] = co_await bhttp::async_read_header(up.socket, up.buffer, res_parser, use_tuple);
     if (ec) {
-      const Errc code = s.watchdog->expired() ? Errc::upstream_timeout
-                        : (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
-                           ec == asio::error::connection_reset)
-                            ? Errc::upstream_connect_failed
-                            : Errc::upstream_protocol_error;
-      s.upstream.reset();
-      co_await s.fail(policy::EntryMode::http, code, host.display(), port);
+      const telemetry::Ended ended = ended_by(s, false, ec);
+      if (ended == telemetry::Ended::shutdown) {
+        report(Errc::ok, {}, ended, telemetry::Phase::headers);
+        co_return false;
+      }
+      const Errc code = ended == telemetry::Ended::timeout     ? Errc::upstream_timeout
+                        : ended == telemetry::Ended::malformed ? Errc::upstream_protocol_error
+                                                               : Errc::upstream_connect_failed;
+      const std::string response = refuse_now(code, {}, ended, telemetry::Phase::headers);
+      s.watchdog->arm(s.limits().header_timeout);
+      co_await s.write_client(response);
       co_return false;
     }
     auto& res = res_parser.get();
     status = static_cast<int>(res.result_int());
     if (status == 101) {
-      s.upstream.reset();
-      co_await s.fail(policy::EntryMode::http, Errc::upstream_protocol_error, host.display(), port,
-                      "the destination switched protocols without an Upgrade request");
+      const std::string response =
+          refuse_now(Errc::upstream_protocol_error, {}, telemetry::Ended::upstream_close,
+                     telemetry::Phase::headers,
+                     "the destination switched protocols without an Upgrade request");
+      s.watchdog->arm(s.limits().header_timeout);
+      co_await s.write_client(response);
       co_return false;
     }
     const bool interim = status >= 100 && status < 200;
@@ -203,16 +283,16 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
       }
     }
     if (!interim) res.keep_alive(keep_alive);
-    const RelayError e =
-        co_await relay_message(up.socket, up.buffer, res_parser, s.client, bytes_down, s);
-    if (e != RelayError::none) {
+    if (const Relayed e =
+            co_await relay_message(up.socket, up.buffer, res_parser, s.client, bytes_down, s);
+        !e.ok()) {
       // The head is already on its way: all that is left is to close, so the client sees a
-      // truncated message, and to say so in the audit log when the upstream broke off.
-      if (e == RelayError::read) {
-        audit_exchange(code_name(Errc::upstream_protocol_error), "response_truncated");
-        shared.metrics->error(Errc::upstream_protocol_error);
-        shared.metrics->request(telemetry::Mode::http, telemetry::Outcome::error);
-      }
+      // truncated message, and to say in the audit line who broke off.
+      const bool upstream_side = e.side == Relayed::Side::in;
+      const telemetry::Ended ended = ended_by(s, !upstream_side, e.ec);
+      const bool upstream_fault = upstream_side && ended != telemetry::Ended::shutdown;
+      report(upstream_fault ? Errc::upstream_protocol_error : Errc::ok, "response_truncated", ended,
+             telemetry::Phase::body);
       s.upstream.reset();
       co_return false;
     }
@@ -221,11 +301,8 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
       break;
     }
   }
-  audit_exchange("http_request", {});
+  report(Errc::ok, {}, telemetry::Ended::completed, telemetry::Phase::body);
   if (!upstream_keep_alive) s.upstream.reset();
-  shared.metrics->request(telemetry::Mode::http, telemetry::Outcome::allowed);
-  shared.metrics->bytes(telemetry::Direction::upstream, bytes_up);
-  shared.metrics->bytes(telemetry::Direction::downstream, bytes_down);
   co_return keep_alive;
 }
 

@@ -130,14 +130,38 @@ class Relay : public std::enable_shared_from_this<Relay> {
     d.done = true;
     d.pipe.close();
     if (up_.done && down_.done && done_) {
+      if (ended_ == telemetry::Ended::unset && watchdog_.expired())
+        ended_ = telemetry::Ended::timeout;
       asio::post(up_.from->get_executor(), [self = shared_from_this()] {
         const RelayDone done = std::move(self->done_);
         try {
-          done(RelayStats{self->up_.bytes, self->down_.bytes});
+          done(RelayStats{self->up_.bytes, self->down_.bytes, self->ended_});
         } catch (...) {  // out of memory writing the audit line: the worker keeps serving
         }
       });
     }
+  }
+
+  // What ended the tunnel, when nothing did before.
+  void note(telemetry::Ended why) {
+    if (ended_ == telemetry::Ended::unset) ended_ = why;
+  }
+
+  // Direction `d` met an error on `socket` (a reset, a broken pipe): noted as that side's
+  // reset (a break outweighs a close that came before it) and passed on to the other side as
+  // one, then both directions stop.
+  void fail_on(Direction& d, tcp::socket* socket) {
+    using telemetry::Ended;
+    if (!stopping() && (ended_ == Ended::unset || ended_ == Ended::client_close ||
+                        ended_ == Ended::upstream_close)) {
+      const bool client = socket == up_.from;
+      ended_ = client ? Ended::client_reset : Ended::upstream_reset;
+      tcp::socket& other = client ? *up_.to : *up_.from;
+      boost::system::error_code ignored;
+      other.set_option(asio::socket_base::linger(true, 0), ignored);
+      other.close(ignored);
+    }
+    fail(d);
   }
 
   void fail(Direction& d) {
@@ -146,6 +170,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   }
 
   void eof(Direction& d) {  // half-close; the other direction goes on
+    note(&d == &up_ ? telemetry::Ended::client_close : telemetry::Ended::upstream_close);
     boost::system::error_code ignored;
     d.to->shutdown(tcp::socket::shutdown_send, ignored);
     finish(d);
@@ -165,6 +190,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
         gate_ = nullptr;
         return forward(pending_.size());
       case TunnelGate::Verdict::Kind::refuse: {
+        note(telemetry::Ended::refused);
         stopping_ = true;
         // Not into the middle of what upstream sent and the client has not taken yet.
         const std::string_view refusal = down_.in_pipe == 0 ? gate_->refusal() : "";
@@ -191,7 +217,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
         ::recv(up_.from->native_handle(), pending_.data() + old, kGateReadBytes, MSG_DONTWAIT);
     pending_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
     if (n == 0) return eof(up_);
-    if (n < 0 && !would_block()) return fail(up_);
+    if (n < 0 && !would_block()) return fail_on(up_, up_.from);
     if (n > 0) watchdog_.arm(idle_);
     run_gate();
   }
@@ -201,12 +227,12 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (stopping()) return finish(up_);
     const ssize_t m =
         send_now(up_.to->native_handle(), pending_.data() + pending_sent_, count - pending_sent_);
-    if (m < 0) return fail(up_);
+    if (m < 0) return fail_on(up_, up_.to);
     pending_sent_ += static_cast<std::size_t>(m);
     if (pending_sent_ < count) {
       up_.to->async_wait(tcp::socket::wait_write,
                          [this, self = shared_from_this(), count](boost::system::error_code ec) {
-                           if (ec) return fail(up_);
+                           if (ec) return fail_on(up_, up_.to);
                            forward(count);
                          });
       return;
@@ -250,11 +276,11 @@ class Relay : public std::enable_shared_from_this<Relay> {
     std::array<char, kCopyBytes> buf;
     const ssize_t n = ::recv(d.from->native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
     if (n == 0) return eof(d);
-    if (n < 0) return would_block() ? wait_readable(d) : fail(d);
+    if (n < 0) return would_block() ? wait_readable(d) : fail_on(d, d.from);
     watchdog_.arm(idle_);
     const auto got = static_cast<std::size_t>(n);
     const ssize_t m = send_now(d.to->native_handle(), buf.data(), got);
-    if (m < 0) return fail(d);
+    if (m < 0) return fail_on(d, d.to);
     const auto sent = static_cast<std::size_t>(m);
     d.bytes += sent;
     if (sent == got && got < buf.size()) return wait_readable(d);
@@ -281,7 +307,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
         const ssize_t m = ::splice(d.pipe.read_end(), nullptr, out, nullptr, d.in_pipe,
                                    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (m < 0 && would_block()) return wait_writable(d);
-        if (m <= 0) return fail(d);
+        if (m <= 0) return fail_on(d, d.to);
         d.in_pipe -= static_cast<std::size_t>(m);
         d.bytes += static_cast<std::uint64_t>(m);
         if (d.in_pipe > 0) continue;
@@ -293,7 +319,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
       const ssize_t n = ::splice(in, nullptr, d.pipe.write_end(), nullptr, kSpliceChunk,
                                  SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n == 0) return eof(d);
-      if (n < 0) return would_block() ? wait_readable(d) : fail(d);
+      if (n < 0) return would_block() ? wait_readable(d) : fail_on(d, d.from);
       d.in_pipe = d.last_in = static_cast<std::size_t>(n);
       watchdog_.arm(idle_);
       if (!d.enlarged && d.last_in >= kPipeMinBytes) {
@@ -318,6 +344,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   std::vector<std::uint8_t> pending_;  // client bytes not yet upstream (`initial`, gated bytes)
   std::size_t pending_sent_ = 0;       // of those being forwarded, sent so far
   bool stopping_ = false;
+  telemetry::Ended ended_ = telemetry::Ended::unset;  // the first thing that ended it
   RelayDone done_;
 };
 

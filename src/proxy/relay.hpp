@@ -8,12 +8,16 @@
 
 #include "proxy/runtime.hpp"
 #include "proxy/watchdog.hpp"
+#include "telemetry/audit_log.hpp"
 
 namespace sandgate::proxy {
 
 struct RelayStats {
   std::uint64_t up = 0;    // client -> upstream
   std::uint64_t down = 0;  // upstream -> client
+  // What ended it first: a side's close (FIN) or reset, the idle deadline, a gate's refusal;
+  // unset when the sockets were closed under it (shutdown).
+  telemetry::Ended ended = telemetry::Ended::unset;
 };
 
 // Looks at the client's bytes of a tunnel before they reach upstream: the first bytes
@@ -52,10 +56,11 @@ using RelayDone = std::function<void(const RelayStats&)>;
 // once both directions have ended, and must keep alive (by capture) whatever owns the
 // sockets, the watchdog and the gate until then. Each direction copies until EOF (then
 // half-closes its destination) or an error (then both sockets are cancelled so the other
-// direction ends too). A direction copies its first small reads through a stack buffer; once
-// a read fills it (bulk) the bytes move with splice(2) through a pipe and never enter user
-// space. An idle direction holds no buffer. Every transfer pushes the watchdog forward by
-// `idle`.
+// direction ends too). A side that resets is passed on as a reset: the other side's socket is
+// closed with SO_LINGER 0, so a protocol without length framing sees that it was cut. A direction
+// copies its first small reads through a stack buffer; once a read fills it (bulk) the bytes move
+// with splice(2) through a pipe and never enter user space. An idle direction holds no buffer.
+// Every transfer pushes the watchdog forward by `idle`.
 //
 // `initial`: bytes already read from the client, sent upstream first. With a `gate`, a client
 // byte (`initial` included) goes upstream only once the gate let it go, and the client's bytes

@@ -61,8 +61,14 @@ void Session::record_denial(policy::EntryMode mode, std::string_view host, std::
   deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::denied);
 }
 
+telemetry::Ended Session::ended(telemetry::Ended seen) const {
+  if (aborted) return telemetry::Ended::shutdown;
+  if (seen == telemetry::Ended::unset && watchdog->expired()) return telemetry::Ended::timeout;
+  return seen == telemetry::Ended::unset ? telemetry::Ended::shutdown : seen;
+}
+
 void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::uint16_t port,
-                            std::string_view dialed_ip, std::uint64_t up, std::uint64_t down,
+                            std::string_view dialed_ip, const RelayStats& stats,
                             std::string_view sni, const policy::Decision* denial) {
   auto& metrics = *deps.shared->metrics;
   telemetry::AuditRecord r = record(mode);
@@ -70,8 +76,12 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
   r.port = port;
   r.destination_ip = dialed_ip;
   r.tls_sni = sni;
-  r.bytes_up = up;
-  r.bytes_down = down;
+  r.bytes_up = stats.up;
+  r.bytes_down = stats.down;
+  r.ended = ended(stats.ended);
+  r.phase = telemetry::Phase::body;
+  const std::uint64_t up = stats.up;
+  const std::uint64_t down = stats.down;
   r.duration = std::chrono::steady_clock::now() - started;
   if (denial != nullptr) {
     r.event = code_name(Errc::network_denied);
@@ -114,21 +124,30 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& 
 }
 
 void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view host,
-                             std::uint16_t port, int status) {
+                             std::uint16_t port, int status, telemetry::Phase phase) {
   telemetry::AuditRecord r = record(mode);
   r.event = code_name(code);
   r.outcome = "failure";
   r.host = host;
   r.port = port;
   r.http_status = status;
+  if (phase != telemetry::Phase::unset) {
+    using telemetry::Ended;
+    r.phase = phase;
+    r.ended = aborted                                 ? Ended::shutdown
+              : code == Errc::upstream_timeout        ? Ended::timeout
+              : code == Errc::upstream_connect_failed ? Ended::upstream_reset
+                                                      : Ended::unset;
+  }
   deps.shared->audit->write(r);
   deps.shared->metrics->error(code);
   deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::error);
 }
 
 asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
-                                    std::uint16_t port, std::string_view message) {
-  record_failure(mode, code, host, port, static_cast<int>(http_status(code)));
+                                    std::uint16_t port, std::string_view message,
+                                    telemetry::Phase phase) {
+  record_failure(mode, code, host, port, static_cast<int>(http_status(code)), phase);
 
   ErrorInfo info;
   info.code = code;

@@ -11,6 +11,7 @@
 #include "common/errc.hpp"
 #include "http/request_head.hpp"
 #include "policy/policy.hpp"
+#include "proxy/relay.hpp"
 #include "proxy/responses.hpp"
 #include "proxy/runtime.hpp"
 #include "proxy/upstream.hpp"
@@ -40,7 +41,8 @@ struct Session : std::enable_shared_from_this<Session> {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Closes both sockets: every pending operation ends and the session unwinds (shutdown).
+  // Closes both sockets: every pending operation ends and the session unwinds (shutdown, or a
+  // reload that removed the sandbox). What is in flight is then logged as ended by shutdown.
   void abort();
   // Binds the connection to its sandbox, enforcing max_connections and the per-sandbox cap,
   // and gives back its unauthenticated place. A later request on the same connection must
@@ -58,6 +60,7 @@ struct Session : std::enable_shared_from_this<Session> {
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
+  bool aborted = false;  // abort() was called
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // Held from construction until the sandbox is bound (see PendingSlot); not held from the
   // start when the source or all unauthenticated connections are over their caps.
@@ -84,19 +87,24 @@ struct Session : std::enable_shared_from_this<Session> {
                      const policy::Decision& d, std::string_view sni = {});
   // Audit line and metrics of a failure with its own code; `status`: the HTTP status sent, if
   // any (0: none, e.g. a stream that is reset).
+  // `phase`: where an exchange past the decision ended (connect for a failed dial).
   void record_failure(policy::EntryMode mode, Errc code, std::string_view host, std::uint16_t port,
-                      int status = 0);
-  // Audit line and metrics of a finished tunnel (CONNECT or transparent): bytes each way,
-  // duration, the address dialled. `denial`: the first-bytes inspection cut it short.
+                      int status = 0, telemetry::Phase phase = telemetry::Phase::unset);
+  // Audit line and metrics of a finished tunnel (CONNECT or transparent): bytes each way, what
+  // ended it, duration, the address dialled. `denial`: the tunnel's gate refused it.
   void record_tunnel(policy::EntryMode mode, std::string_view host, std::uint16_t port,
-                     std::string_view dialed_ip, std::uint64_t up, std::uint64_t down,
-                     std::string_view sni, const policy::Decision* denial = nullptr);
+                     std::string_view dialed_ip, const RelayStats& stats, std::string_view sni,
+                     const policy::Decision* denial = nullptr);
+  // How an exchange ended that `seen` says ended by itself: as shutdown once abort() was
+  // called, as a timeout once the watchdog fired.
+  telemetry::Ended ended(telemetry::Ended seen) const;
   // Refusal by policy: audit line, metrics, 403 with the denial contract.
   asio::awaitable<void> deny(policy::EntryMode mode, const policy::Host& host, std::uint16_t port,
                              const policy::Decision& d, const policy::Host* suggest_for = nullptr);
   // Any other failure with its own code: audit line, metrics, and the error response.
   asio::awaitable<void> fail(policy::EntryMode mode, Errc code, std::string_view host = {},
-                             std::uint16_t port = 0, std::string_view message = {});
+                             std::uint16_t port = 0, std::string_view message = {},
+                             telemetry::Phase phase = telemetry::Phase::unset);
 
   // Base audit record with the fields every line of this session shares.
   telemetry::AuditRecord record(policy::EntryMode mode) const;

@@ -114,8 +114,8 @@ asio::awaitable<void> refuse_stream(Session& s, policy::EntryMode mode, std::str
 
 // A failure after an allow (DNS, connect): audit line and metrics, then a reset.
 void fail_stream(Session& s, policy::EntryMode mode, Errc code, std::string_view host,
-                 std::uint16_t port) {
-  s.record_failure(mode, code, host, port);
+                 std::uint16_t port, telemetry::Phase phase = telemetry::Phase::unset) {
+  s.record_failure(mode, code, host, port, 0, phase);
   reset_client(s);
 }
 
@@ -132,7 +132,7 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
     co_return;
   }
   if (dialed.error != Errc::ok) {
-    fail_stream(s, mode, dialed.error, shown, port);
+    fail_stream(s, mode, dialed.error, shown, port, telemetry::Phase::connect);
     co_return;
   }
   s.upstream.emplace(std::move(dialed.socket), std::string(), dialed.address);
@@ -146,12 +146,11 @@ asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::H
       [session = s.shared_from_this(), gate, mode, shown, port,
        dialed_ip = dialed.address.to_string(), sni = std::string(sni)](const RelayStats& stats) {
         if (gate == nullptr) {
-          session->record_tunnel(mode, shown, port, dialed_ip, stats.up, stats.down, sni);
+          session->record_tunnel(mode, shown, port, dialed_ip, stats, sni);
           return;
         }
         const policy::EntryMode seen = gate->sni().empty() ? mode : policy::EntryMode::tls;
-        session->record_tunnel(seen, shown, port, dialed_ip, stats.up, stats.down, gate->sni(),
-                               gate->denial());
+        session->record_tunnel(seen, shown, port, dialed_ip, stats, gate->sni(), gate->denial());
       });
 }
 

@@ -178,6 +178,48 @@ std::string_view path_only(std::string_view target) {
 
 }  // namespace
 
+std::string_view ended_name(Ended e) {
+  switch (e) {
+    case Ended::unset:
+      return "";
+    case Ended::completed:
+      return "completed";
+    case Ended::client_close:
+      return "client_close";
+    case Ended::client_reset:
+      return "client_reset";
+    case Ended::upstream_close:
+      return "upstream_close";
+    case Ended::upstream_reset:
+      return "upstream_reset";
+    case Ended::timeout:
+      return "timeout";
+    case Ended::shutdown:
+      return "shutdown";
+    case Ended::refused:
+      return "refused";
+    case Ended::malformed:
+      return "malformed";
+  }
+  return "";
+}
+
+std::string_view phase_name(Phase p) {
+  switch (p) {
+    case Phase::unset:
+      return "";
+    case Phase::connect:
+      return "connect";
+    case Phase::request:
+      return "request";
+    case Phase::headers:
+      return "headers";
+    case Phase::body:
+      return "body";
+  }
+  return "";
+}
+
 std::string format_audit_line(const AuditRecord& r) {
   JsonLine line;
   const auto now = std::chrono::system_clock::now();
@@ -194,13 +236,16 @@ std::string format_audit_line(const AuditRecord& r) {
   if (r.duration.count() > 0) line.num("duration", r.duration.count());
   line.close();
 
-  if (!r.sandbox_id.empty() || !r.original_destination.empty() || r.suppressed_lines != 0) {
+  if (!r.sandbox_id.empty() || !r.original_destination.empty() || r.suppressed_lines != 0 ||
+      r.ended != Ended::unset) {
     line.open("labels");
     if (!r.sandbox_id.empty()) line.str("sandbox_id", r.sandbox_id);
     if (!r.original_destination.empty()) {
       line.str("original_destination", r.original_destination);
     }
     if (r.suppressed_lines != 0) line.num("suppressed_lines", r.suppressed_lines);
+    if (r.ended != Ended::unset) line.str("termination", ended_name(r.ended));
+    if (r.phase != Phase::unset) line.str("termination_phase", phase_name(r.phase));
     line.close();
   }
 

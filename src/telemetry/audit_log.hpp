@@ -13,6 +13,31 @@
 
 namespace sandgate::telemetry {
 
+// How an exchange or a tunnel ended (labels.termination), in the manner of HAProxy's
+// termination state: who ended it and how. `unset`: the line is not about an exchange.
+enum class Ended {
+  unset,
+  completed,       // the response was delivered whole (HTTP)
+  client_close,    // the client closed (FIN) first, or left before the response was whole
+  client_reset,    // the client reset the connection
+  upstream_close,  // the destination closed first (a tunnel), or cut its response short
+  upstream_reset,  // the destination reset the connection
+  timeout,         // a deadline passed (connect, idle)
+  shutdown,        // sandgate was stopping, or the sandbox was removed by a reload
+  refused,         // sandgate refused something inside the exchange (a tunnel's next request)
+  malformed,       // the client sent bytes sandgate could not frame (a bad chunk)
+};
+// The phase it ended in (labels.termination_phase).
+enum class Phase {
+  unset,
+  connect,  // dialling the destination
+  request,  // sending the request (head and body) upstream
+  headers,  // waiting for the response head
+  body,     // the response body, or a tunnel's bytes
+};
+std::string_view ended_name(Ended e);
+std::string_view phase_name(Phase p);
+
 // One audit event: a refusal, a finished allowed connection, or a failure. Every field is a
 // view the caller keeps alive for the duration of AuditLog::write(); nothing is retained.
 //
@@ -41,6 +66,8 @@ struct AuditRecord {
   int http_status = 0;  // http.response.status_code; 0 = omit
   // labels.suppressed_lines: a burst summary, the lines of this kind left out; 0 = omit.
   std::uint64_t suppressed_lines = 0;
+  Ended ended = Ended::unset;                    // labels.termination
+  Phase phase = Phase::unset;                    // labels.termination_phase
   std::uint64_t bytes_up = 0;                    // source.bytes (client -> upstream)
   std::uint64_t bytes_down = 0;                  // destination.bytes (upstream -> client)
   std::chrono::nanoseconds duration{0};          // event.duration in ns; 0 = omit
