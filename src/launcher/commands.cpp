@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <regex>
 
 #include "launcher/dropin.hpp"
 #include "launcher/environment.hpp"
@@ -171,46 +170,6 @@ int list(const Options& o) {
   return 0;
 }
 
-// Host-side links named like the launcher's (sg<k>h) that no live sandbox owns. From `ip -j`,
-// not /sys/class/net, which shows the namespace /sys was mounted in, not the current one.
-std::vector<std::string> orphan_links(const std::set<std::string>& known) {
-  std::vector<std::string> out;
-  const ToolResult listed = run_tool({"ip", "-j", "link", "show"});
-  boost::system::error_code ec;
-  const auto doc = boost::json::parse(listed.out, ec);
-  if (!listed.ok() || ec || !doc.is_array()) return out;
-  static const std::regex pattern("sg[0-9]+h");
-  for (const auto& link : doc.as_array()) {
-    const auto* name = link.is_object() ? link.as_object().if_contains("ifname") : nullptr;
-    if (name == nullptr || !name->is_string()) continue;
-    const std::string text(name->as_string());
-    if (std::regex_match(text, pattern) && !known.contains(text)) out.push_back(text);
-  }
-  return out;
-}
-
-// Tables inet sandgate_<k> that no live sandbox owns.
-std::vector<std::string> orphan_tables(const std::set<std::string>& known) {
-  std::vector<std::string> out;
-  const ToolResult listed = run_tool({"nft", "-j", "list", "tables", "inet"});
-  if (!listed.ok()) return out;
-  boost::system::error_code ec;
-  const auto doc = boost::json::parse(listed.out, ec);
-  if (ec || !doc.is_object()) return out;
-  const auto* items = doc.as_object().if_contains("nftables");
-  if (items == nullptr || !items->is_array()) return out;
-  static const std::regex pattern("sandgate_[0-9]+");
-  for (const auto& item : items->as_array()) {
-    const auto* table = item.is_object() ? item.as_object().if_contains("table") : nullptr;
-    if (table == nullptr || !table->is_object()) continue;
-    const auto* name = table->as_object().if_contains("name");
-    if (name == nullptr || !name->is_string()) continue;
-    const std::string text(name->as_string());
-    if (std::regex_match(text, pattern) && !known.contains(text)) out.push_back(text);
-  }
-  return out;
-}
-
 int gc(const Options& o) {
   const Settings settings = load_settings(o.config_path, false);
   check_privileges_and_tools();
@@ -227,38 +186,44 @@ int gc(const Options& o) {
     }
     known.insert({s.host_if, s.table, s.netns, s.dropin});
   }
-  for (const std::string& link : orphan_links(known)) {
-    if (run_tool({"ip", "link", "del", link}).ok()) std::cout << "removed link " << link << "\n";
+  // Only what this state directory made (its marks): names are host-wide, so another
+  // config's sandboxes have links, tables and drop-ins of the same shape.
+  const std::set<std::string> links = current_links();
+  for (const std::string& link : dir.marks("links")) {
+    if (known.contains(link)) continue;
+    if (links.contains(link) && !run_tool({"ip", "link", "del", link}).ok()) continue;
+    dir.unmark("links", link);
+    if (links.contains(link)) std::cout << "removed link " << link << "\n";
   }
-  for (const std::string& table : orphan_tables(known)) {
-    if (run_tool({"nft", "delete", "table", "inet", table}).ok()) {
-      std::cout << "removed nft table inet " << table << "\n";
+  const std::set<std::string> tables = current_inet_tables();
+  for (const std::string& table : dir.marks("tables")) {
+    if (known.contains(table)) continue;
+    if (tables.contains(table) && !run_tool({"nft", "delete", "table", "inet", table}).ok()) {
+      continue;
     }
+    dir.unmark("tables", table);
+    if (tables.contains(table)) std::cout << "removed nft table inet " << table << "\n";
   }
-  // Namespaces are global, not per network namespace: only those this state_dir created (it
-  // keeps a marker for each from before `ip netns add` until after `ip netns del`).
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(settings.state_dir + "/netns", ec)) {
-    const std::string name = entry.path().filename().string();
+  // Namespaces are global, not per network namespace: only those this state_dir created.
+  for (const std::string& name : dir.marks("netns")) {
     if (known.contains(name)) continue;
     kill_processes_in_netns("/run/netns/" + name);
     if (fs::exists("/run/netns/" + name) && !run_tool({"ip", "netns", "del", name}).ok()) continue;
     std::error_code ignored;
     fs::remove_all("/etc/netns/" + name, ignored);
-    fs::remove(entry.path(), ignored);
+    dir.unmark("netns", name);
     std::cout << "removed netns " << name << "\n";
   }
-  if (!settings.sandboxes_dir.empty()) {
-    for (const auto& entry : fs::directory_iterator(settings.sandboxes_dir, ec)) {
-      const std::string path = entry.path().string();
-      if (entry.path().extension() != ".toml" || known.contains(path)) continue;
-      std::ifstream in(path);
-      std::string first;
-      std::getline(in, first);
-      if (is_launcher_dropin(first) && ::unlink(path.c_str()) == 0) {
-        std::cout << "removed drop-in " << path << "\n";
-      }
+  for (const std::string& name : dir.marks("dropins")) {
+    const std::string path = settings.sandboxes_dir + "/" + name;
+    if (settings.sandboxes_dir.empty() || known.contains(path)) continue;
+    std::ifstream in(path);
+    std::string first;
+    std::getline(in, first);
+    if (in && is_launcher_dropin(first) && ::unlink(path.c_str()) == 0) {
+      std::cout << "removed drop-in " << path << "\n";
     }
+    if (!fs::exists(path)) dir.unmark("dropins", name);
   }
   return status;
 }

@@ -129,17 +129,54 @@ void StateDir::remove(std::string_view id) const {
   ::unlink(file_of(id).c_str());
 }
 
-StateLock::StateLock(const StateDir& dir) {
-  const std::string path = dir.path() + "/lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
-    const int error = errno;
-    if (fd_ >= 0) ::close(fd_);
-    throw std::runtime_error("cannot lock " + path + ": " + std::strerror(error));
-  }
+void StateDir::mark(std::string_view kind, std::string_view name) const {
+  const fs::path dir = fs::path(path_) / kind;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  const std::string path = (dir / name).string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  ::close(fd);
 }
 
+void StateDir::unmark(std::string_view kind, std::string_view name) const {
+  ::unlink((fs::path(path_) / kind / name).c_str());
+}
+
+std::vector<std::string> StateDir::marks(std::string_view kind) const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(path_) / kind, ec)) {
+    out.push_back(entry.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+int lock_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ::flock(fd, LOCK_EX) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot lock " + path + ": " + std::strerror(error));
+  }
+  return fd;
+}
+
+}  // namespace
+
+StateLock::StateLock(const StateDir& dir) : fd_(lock_file(dir.path() + "/lock")) {}
+
 StateLock::~StateLock() {
+  ::close(fd_);
+}
+
+HostLock::HostLock() : fd_(lock_file(kHostLockPath)) {}
+
+HostLock::~HostLock() {
   ::close(fd_);
 }
 

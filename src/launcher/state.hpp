@@ -49,6 +49,14 @@ class StateDir {
   void write(const SandboxState& state) const;
   void remove(std::string_view id) const;
 
+  // Marks: what this state directory created on the host, by kind ("netns", "links",
+  // "tables", "dropins"), as empty files <path>/<kind>/<name>. A mark is made before the thing
+  // is created and removed after it is deleted, so gc removes only what this state directory
+  // made (names are host-wide, state directories are not). Throws std::runtime_error.
+  void mark(std::string_view kind, std::string_view name) const;
+  void unmark(std::string_view kind, std::string_view name) const;
+  std::vector<std::string> marks(std::string_view kind) const;  // sorted
+
  private:
   std::string path_;
 };
@@ -60,6 +68,21 @@ class StateLock {
   ~StateLock();
   StateLock(const StateLock&) = delete;
   StateLock& operator=(const StateLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// An exclusive flock on kHostLockPath, shared by every launcher on the machine whatever its
+// state directory: held while a sandbox takes its slot and creates its link, nft table and
+// addresses, so two configs never pick the same names or addresses at the same moment.
+inline constexpr const char* kHostLockPath = "/run/sandgate-launch.lock";
+class HostLock {
+ public:
+  HostLock();
+  ~HostLock();
+  HostLock(const HostLock&) = delete;
+  HostLock& operator=(const HostLock&) = delete;
 
  private:
   int fd_ = -1;

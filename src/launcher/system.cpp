@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <filesystem>
 
 namespace sandgate::launcher {
+namespace json = boost::json;
 
 ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input) {
   int in_pipe[2];
@@ -260,6 +262,55 @@ int take_pending_stop_signal() {
     }
   }
   return 0;
+}
+
+std::set<std::string> current_links() {
+  std::set<std::string> out;
+  const ToolResult listed = run_tool({"ip", "-j", "link", "show"});
+  boost::system::error_code ec;
+  const json::value doc = json::parse(listed.out, ec);
+  if (!listed.ok() || ec || !doc.is_array()) return out;
+  for (const auto& link : doc.as_array()) {
+    const auto* name = link.is_object() ? link.as_object().if_contains("ifname") : nullptr;
+    if (name != nullptr && name->is_string()) out.emplace(name->as_string());
+  }
+  return out;
+}
+
+std::set<std::string> current_inet_tables() {
+  std::set<std::string> out;
+  const ToolResult listed = run_tool({"nft", "-j", "list", "tables", "inet"});
+  boost::system::error_code ec;
+  const json::value doc = json::parse(listed.out, ec);
+  if (!listed.ok() || ec || !doc.is_object()) return out;
+  const auto* items = doc.as_object().if_contains("nftables");
+  if (items == nullptr || !items->is_array()) return out;
+  for (const auto& item : items->as_array()) {
+    const auto* table = item.is_object() ? item.as_object().if_contains("table") : nullptr;
+    if (table == nullptr || !table->is_object()) continue;
+    const auto* name = table->as_object().if_contains("name");
+    if (name != nullptr && name->is_string()) out.emplace(name->as_string());
+  }
+  return out;
+}
+
+std::vector<policy::IpAddress> current_addresses() {
+  std::vector<policy::IpAddress> out;
+  const ToolResult listed = run_tool({"ip", "-j", "addr", "show"});
+  boost::system::error_code ec;
+  const json::value doc = json::parse(listed.out, ec);
+  if (!listed.ok() || ec || !doc.is_array()) return out;
+  for (const auto& link : doc.as_array()) {
+    const auto* infos = link.is_object() ? link.as_object().if_contains("addr_info") : nullptr;
+    if (infos == nullptr || !infos->is_array()) continue;
+    for (const auto& info : infos->as_array()) {
+      const auto* local = info.is_object() ? info.as_object().if_contains("local") : nullptr;
+      if (local == nullptr || !local->is_string()) continue;
+      if (auto a = policy::parse_ip_literal(std::string_view(local->as_string())))
+        out.push_back(*a);
+    }
+  }
+  return out;
 }
 
 }  // namespace sandgate::launcher

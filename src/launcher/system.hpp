@@ -4,9 +4,12 @@
 // capabilities, and writing sysctls inside another network namespace.
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "policy/ip_address.hpp"
 
 namespace sandgate::launcher {
 
@@ -35,6 +38,13 @@ std::optional<std::string> find_tool(std::string_view name);
 // find_tool(name), or `name` unchanged when it is not there (exec then fails with ENOENT:
 // check_privileges_and_tools reports missing tools first).
 std::string tool_path(std::string_view name);
+
+// What the current network namespace has, from `ip -j` and `nft -j` (not /sys/class/net,
+// which shows the namespace /sys was mounted in): link names, inet table names, and the
+// addresses on any interface. Empty when the tool fails.
+std::set<std::string> current_links();
+std::set<std::string> current_inet_tables();
+std::vector<policy::IpAddress> current_addresses();
 
 // Whether this process holds the capability in its effective set (CAP_NET_ADMIN = 12,
 // CAP_SYS_ADMIN = 21).

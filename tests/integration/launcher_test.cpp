@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
 #include <chrono>
@@ -536,13 +537,28 @@ TEST_F(Launcher, GcRemovesWhatACrashedLauncherLeft) {
                launch_binary(), config_, sb, state});
   EXPECT_EQ(run_command(argv, std::chrono::seconds(20)).out, "137\n");
   EXPECT_EQ(launch({"list"}).out, sb + " 10.201.0.2 sg-" + sb + " stale\n");
-  // Orphans with no state file at all: a table, a link and a launcher drop-in.
+  // Orphans with no state file at all, as a launcher that lost its state file would leave
+  // them: a table, a link and a launcher drop-in, each with this state_dir's mark (made before
+  // the thing itself).
   ASSERT_EQ(in_host({"nft", "add", "table", "inet", "sandgate_7"}).exit_code, 0);
   ASSERT_EQ(
       in_host({"ip", "link", "add", "sg7h", "type", "veth", "peer", "name", "sgt7"}).exit_code, 0);
   const std::string orphan = sandboxes_dir() + "/orphan.toml";
   dir_.write("sbx/orphan.toml",
              "# written by sandgate-launch\nid = \"orphan\"\nsources = [\"10.201.0.30\"]\n");
+  fs::create_directories(state_dir() + "/links");
+  fs::create_directories(state_dir() + "/tables");
+  fs::create_directories(state_dir() + "/dropins");
+  dir_.write("state/links/sg7h", "");
+  dir_.write("state/tables/sandgate_7", "");
+  dir_.write("state/dropins/orphan.toml", "");
+  // What this state_dir did not make stays: another config's (no mark here) and a hand-made
+  // drop-in.
+  ASSERT_EQ(in_host({"nft", "add", "table", "inet", "sandgate_8"}).exit_code, 0);
+  ASSERT_EQ(
+      in_host({"ip", "link", "add", "sg8h", "type", "veth", "peer", "name", "sgt8"}).exit_code, 0);
+  dir_.write("sbx/other.toml",
+             "# written by sandgate-launch\nid = \"other\"\nsources = [\"10.201.0.38\"]\n");
   dir_.write("sbx/hand.toml", "id = \"hand\"\nsources = [\"10.201.0.34\"]\n");
   const auto r = launch({"gc"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -550,8 +566,77 @@ TEST_F(Launcher, GcRemovesWhatACrashedLauncherLeft) {
                        "\nremoved link sg7h\nremoved nft table inet sandgate_7\n"
                        "removed drop-in " +
                        orphan + "\n");
+  EXPECT_EQ(host_tables(), std::vector<std::string>{"sandgate_8"});
+  auto links = host_links();
+  std::sort(links.begin(), links.end());
+  EXPECT_EQ(links, (std::vector<std::string>{"lo", "sg8h", "sgt8"}));
+  EXPECT_TRUE(fs::exists(sandboxes_dir() + "/other.toml"));
+  ASSERT_EQ(in_host({"nft", "delete", "table", "inet", "sandgate_8"}).exit_code, 0);
+  ASSERT_EQ(in_host({"ip", "link", "del", "sg8h"}).exit_code, 0);
   fs::remove(sandboxes_dir() + "/hand.toml");
+  fs::remove(sandboxes_dir() + "/other.toml");
   expect_nothing_left(sb);
+}
+
+// Issue 9 item 10: two launcher configs (their own state_dirs, the same pool and daemon) on one
+// host. The second takes the slots the first does not use, and gc of either removes nothing
+// of the other's live sandbox.
+TEST_F(Launcher, TwoConfigsOnOneHostKeepApart) {
+  start_daemon();
+  const std::string first = config_;
+  const std::string other_state = dir_.file("state2");
+  const std::string second = dir_.write(
+      "second.toml", std::regex_replace(read_file(first), std::regex("state_dir = \"[^\"]*\""),
+                                        "state_dir = \"" + other_state + "\""));
+  const std::string a = id("first");
+  const std::string b = id("second");
+  auto r = launch({"up", "--sandbox", a});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, a + " 10.201.0.2 sg-" + a + "\n");
+  config_ = second;
+  r = launch({"up", "--sandbox", b});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, b + " 10.201.0.6 sg-" + b + "\n");
+  // A `run` of the second config while both are up.
+  r = launch({"run", "--sandbox", id("third"), "--", "sh", "-c",
+              "ip -4 -o addr show scope global | awk '{print $2, $4}'"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "sg2s 10.201.0.10/30\n");
+  const auto works = [&](const std::string& sandbox) {
+    return launch(
+               {"exec", "--sandbox", sandbox, "--", "curl", "-sS", "-m", "5", "http://192.0.2.1/"})
+        .out;
+  };
+  const auto intact = [&](const std::string& config, const std::string& sandbox,
+                          const std::string& link, const std::string& table) {
+    SCOPED_TRACE(sandbox);
+    const auto links = host_links();
+    const auto tables = host_tables();
+    EXPECT_NE(std::find(links.begin(), links.end(), link), links.end());
+    EXPECT_NE(std::find(tables.begin(), tables.end(), table), tables.end());
+    EXPECT_TRUE(fs::exists(sandboxes_dir() + "/" + sandbox + ".toml"));
+    config_ = config;
+    EXPECT_EQ(launch({"list"}).out, sandbox + " " + (link == "sg0h" ? "10.201.0.2" : "10.201.0.6") +
+                                        " sg-" + sandbox + " ready\n");
+    // The daemon's denial names the sandbox: it is wired and the daemon knows it.
+    EXPECT_NE(works(sandbox).find("\"sandbox\":\"" + sandbox + "\""), std::string::npos);
+  };
+  config_ = second;
+  r = launch({"gc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  intact(first, a, "sg0h", "sandgate_0");
+  config_ = first;
+  r = launch({"gc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  intact(second, b, "sg1h", "sandgate_1");
+  config_ = first;
+  EXPECT_EQ(launch({"down", "--sandbox", a}).exit_code, 0);
+  config_ = second;
+  EXPECT_EQ(launch({"down", "--sandbox", b}).exit_code, 0);
+  expect_nothing_left(a);
+  expect_nothing_left(b);
 }
 
 // Pids of the processes in a sandbox's namespace (ip netns pids), "" when none.
