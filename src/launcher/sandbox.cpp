@@ -282,12 +282,16 @@ std::string ca_bundle_path(const Settings& settings) {
   return settings.state_dir + "/ca/ca-bundle.pem";
 }
 
-void check_privileges_and_tools() {
+void check_privileges() {
   if (!has_capability(CAP_NET_ADMIN) || !has_capability(CAP_SYS_ADMIN)) {
     throw LaunchError(1,
                       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network "
                       "namespaces and nftables; run it as root");
   }
+}
+
+void check_privileges_and_tools() {
+  check_privileges();
   for (const char* tool : {"ip", "nft", "nsenter", "setpriv"}) {
     if (!find_tool(tool)) {
       const std::string package = tool == std::string_view("ip")    ? "iproute2"

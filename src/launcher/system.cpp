@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace sandgate::launcher {
 namespace json = boost::json;
@@ -311,6 +314,111 @@ std::vector<policy::IpAddress> current_addresses() {
     }
   }
   return out;
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string errno_text(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// Writes `text` to `path` (mode 0644) in the private /run, creating its directories (0755).
+std::string write_into_private_run(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) return "creating " + path.parent_path().string() + ": " + ec.message();
+  for (auto dir = path.parent_path(); dir != "/run" && dir != "/"; dir = dir.parent_path()) {
+    ::chmod(dir.c_str(), 0755);
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_text("writing " + path.string());
+  ::fchmod(fd, 0644);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok ? "" : errno_text("writing " + path.string());
+}
+
+}  // namespace
+
+std::string enter_sandbox(const EnterPlan& plan) {
+  // Before /run changes: where /etc/resolv.conf leads, and what the command should read there.
+  std::error_code ec;
+  const std::filesystem::path resolv = std::filesystem::weakly_canonical("/etc/resolv.conf", ec);
+  const bool resolv_in_run = !ec && resolv.string().starts_with("/run/");
+  const std::string resolv_text =
+      read_text(plan.resolv_conf.empty() ? "/etc/resolv.conf" : plan.resolv_conf);
+  const std::filesystem::path shm = std::filesystem::weakly_canonical("/dev/shm", ec);
+  const bool shm_in_run = !ec && shm.string().starts_with("/run/");
+
+  const int fd = ::open(plan.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_text("opening " + plan.netns_path);
+  const int entered = ::setns(fd, CLONE_NEWNET);
+  ::close(fd);
+  if (entered != 0) return errno_text("entering " + plan.netns_path);
+  if (::unshare(CLONE_NEWNS) != 0) return errno_text("unshare(CLONE_NEWNS)");
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return errno_text("making mounts private");
+  }
+  if (plan.owned_netns) {
+    // As `ip netns exec`: /sys/class/net shows the sandbox's interfaces.
+    unsigned long flags = 0;
+    if (::umount2("/sys", MNT_DETACH) != 0) flags = MS_RDONLY;
+    if (::mount("sysfs", "/sys", "sysfs", flags, nullptr) != 0) return errno_text("mounting /sys");
+  }
+  if (plan.private_run) {
+    if (::mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") != 0) {
+      return errno_text("mounting a private /run");
+    }
+    // Fresh and empty, as on a booted host: /run/lock (/var/lock), and /dev/shm where it is
+    // a symlink into /run.
+    for (const std::string& dir : {std::string("/run/lock"), shm_in_run ? shm.string() : ""}) {
+      if (dir.empty()) continue;
+      std::filesystem::create_directories(dir, ec);
+      ::chmod(dir.c_str(), 01777);
+    }
+  }
+  if (plan.private_run && resolv_in_run) {
+    return write_into_private_run(resolv, resolv_text);
+  }
+  if (!plan.resolv_conf.empty()) {
+    // Follows a symlink, as `ip netns exec` does. No /etc/resolv.conf at all: nothing to cover.
+    if (::mount(plan.resolv_conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0 &&
+        errno != ENOENT) {
+      return errno_text("bind-mounting " + plan.resolv_conf + " on /etc/resolv.conf");
+    }
+  }
+  return "";
+}
+
+std::optional<std::string> find_command(std::string_view name,
+                                        const std::optional<std::string>& path) {
+  if (name.empty()) return std::nullopt;
+  auto runnable = [](const std::string& file) {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(file.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string_view::npos) {
+    const std::string file(name);
+    if (runnable(file)) return file;
+    return std::nullopt;
+  }
+  const std::string dirs = path.value_or("/bin:/usr/bin");
+  for (std::size_t at = 0; at <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string dir = end == at ? "." : dirs.substr(at, end - at);  // empty entry: cwd
+    const std::string file = dir + "/" + std::string(name);
+    if (runnable(file)) return file;
+    at = end + 1;
+  }
+  return std::nullopt;
 }
 
 }  // namespace sandgate::launcher

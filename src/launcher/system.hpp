@@ -46,6 +46,30 @@ std::set<std::string> current_links();
 std::set<std::string> current_inet_tables();
 std::vector<policy::IpAddress> current_addresses();
 
+// How the command enters its sandbox (in the forked child, as root, before exec).
+struct EnterPlan {
+  std::string netns_path;   // setns(CLONE_NEWNET) into this
+  bool owned_netns = true;  // the launcher's own namespace: /sys is remounted for it
+  std::string resolv_conf;  // shown as /etc/resolv.conf ("" for none: the host's stays)
+  bool private_run = true;  // an empty tmpfs on /run (--share-run: false)
+};
+
+// Enters the network namespace, then a mount namespace of the command's own (every mount
+// private, so nothing propagates back to the host): as `ip netns exec` does, sysfs of the
+// sandbox's namespace on /sys (owned namespaces) and resolv_conf bind-mounted over
+// /etc/resolv.conf; with private_run an empty tmpfs on /run, which hides the host's Unix
+// sockets there (nscd, systemd-resolved's varlink, D-Bus, /run/user/*). When /etc/resolv.conf
+// is a symlink into /run (systemd-resolved, resolvconf), the file it names is written into the
+// private /run with the text the command should see (resolv_conf, or the host's). Returns an
+// error message, or "" on success. Only for a forked child that execs next.
+std::string enter_sandbox(const EnterPlan& plan);
+
+// The file execvp would run for `name` with this PATH value (unset: "/bin:/usr/bin"): `name`
+// itself when it has a '/', else the first PATH entry with an executable regular file of that
+// name. nullopt when there is none.
+std::optional<std::string> find_command(std::string_view name,
+                                        const std::optional<std::string>& path);
+
 // Whether this process holds the capability in its effective set (CAP_NET_ADMIN = 12,
 // CAP_SYS_ADMIN = 21).
 bool has_capability(int cap);

@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -639,6 +641,109 @@ TEST_F(Launcher, TwoConfigsOnOneHostKeepApart) {
   expect_nothing_left(b);
 }
 
+// Issue 9 item 13: a network namespace alone leaves the host's Unix sockets under /run (nscd,
+// systemd-resolved's varlink, D-Bus) reachable. The command gets a private /run; --share-run
+// gives it the host's.
+TEST_F(Launcher, HostUnixSocketsUnderRunAreOutOfReach) {
+  start_daemon();
+  // The test's own socket under the host's /run (in whatever mount namespace the test runs:
+  // the launcher it starts sees the same).
+  const std::string run_dir = "/run/sandgate-test-" + std::to_string(::getpid());
+  fs::create_directories(run_dir);
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() { fs::remove_all(path); }
+  } remove_dir{run_dir}, remove_written{run_dir + ".written"};
+  ::chmod(run_dir.c_str(), 0755);
+  const std::string path = run_dir + "/sock";
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ::chmod(path.c_str(), 0777);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  const std::string probe =
+      "import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+      "try: s.connect(sys.argv[1]); print('connected')\n"
+      "except OSError as e: print(e.strerror)\n";
+  struct Row {
+    std::string name;
+    std::vector<std::string> flags;
+    std::string expected;
+  };
+  const Row rows[] = {
+      {"root", {}, "No such file or directory\n"},
+      {"nobody", {"--user", "nobody"}, "No such file or directory\n"},
+      {"root --share-run", {"--share-run"}, "connected\n"},
+      {"nobody --share-run", {"--user", "nobody", "--share-run"}, "connected\n"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    std::vector<std::string> args = {"run", "--sandbox", id("run")};
+    args.insert(args.end(), row.flags.begin(), row.flags.end());
+    args.insert(args.end(), {"--", "/usr/bin/python3", "-c", probe, path});
+    const auto r = launch(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, row.expected);
+  }
+  // The private /run is empty but for /run/lock; resolv.conf still names the daemon, and the
+  // sandbox's interfaces are what /sys shows.
+  const auto r = launch({"run", "--sandbox", id("run"), "--", "sh", "-c",
+                         "ls -A /run; cat /etc/resolv.conf; ls /sys/class/net | sort; "
+                         "stat -c %a /run/lock; touch \"$0\" && echo written",
+                         run_dir + ".written"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "lock\nnameserver 10.201.0.1\nlo\nsg0s\n1777\nwritten\n");
+  EXPECT_FALSE(fs::exists(run_dir + ".written"));  // written to the private /run only
+  // exec gets the same.
+  const std::string sb = id("exec");
+  ASSERT_EQ(launch({"up", "--sandbox", sb}).exit_code, 0);
+  EXPECT_EQ(launch({"exec", "--sandbox", sb, "--", "python3", "-c", probe, path}).out,
+            "No such file or directory\n");
+  EXPECT_EQ(
+      launch({"exec", "--sandbox", sb, "--share-run", "--", "python3", "-c", probe, path}).out,
+      "connected\n");
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+  ::close(listener);
+  expect_nothing_left(sb);
+}
+
+// Issue 9 item 14: a command that cannot be run exits 127 with the launcher's prefix, before
+// anything is set up.
+TEST_F(Launcher, MissingCommandExits127) {
+  start_daemon();
+  for (const bool as_nobody : {false, true}) {
+    SCOPED_TRACE(as_nobody ? "nobody" : "root");
+    const std::string sb = id("missing");
+    std::vector<std::string> args = {"run", "--sandbox", sb};
+    if (as_nobody) args.insert(args.end(), {"--user", "nobody"});
+    args.insert(args.end(), {"--", "no-such-command-here", "x"});
+    auto r = launch(args, {"env", "PATH=/usr/bin:/bin"});
+    EXPECT_EQ(r.exit_code, 127);
+    EXPECT_EQ(r.err,
+              "sandgate-launch: command not found: no-such-command-here (not in PATH "
+              "/usr/bin:/bin)\n");
+    args[args.size() - 2] = "/nonexistent/cmd";
+    r = launch(args);
+    EXPECT_EQ(r.exit_code, 127);
+    EXPECT_EQ(r.err, "sandgate-launch: cannot run /nonexistent/cmd: no such executable file\n");
+    EXPECT_FALSE(fs::exists(state_dir() + "/sandboxes/" + sb + ".json"));
+    EXPECT_EQ(host_links(), std::vector<std::string>{"lo"});
+    EXPECT_TRUE(fs::is_empty(sandboxes_dir()));
+  }
+  const std::string sb = id("missing");
+  ASSERT_EQ(launch({"up", "--sandbox", sb}).exit_code, 0);
+  const auto r = launch({"exec", "--sandbox", sb, "--user", "nobody", "--", "no-such-command-here"},
+                        {"env", "PATH=/usr/bin:/bin"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_EQ(r.err,
+            "sandgate-launch: command not found: no-such-command-here (not in PATH "
+            "/usr/bin:/bin)\n");
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+}
+
 // Pids of the processes in a sandbox's namespace (ip netns pids), "" when none.
 std::string netns_pids(const std::string& sandbox) {
   return run_command({"ip", "netns", "pids", "sg-" + sandbox}).out;
@@ -750,12 +855,23 @@ TEST_F(Launcher, ErrorsAreOneLineAndLeaveNothing) {
        1,
        "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network namespaces and nftables; "
        "run it as root"},
+      // Not an empty list: the state files are root's.
+      {{"list"},
+       {"setpriv", "--reuid=65534", "--clear-groups", "--inh-caps=-all"},
+       1,
+       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network namespaces and nftables; "
+       "run it as root"},
+      {{"exec", "--sandbox", a, "--", "true"},
+       {"setpriv", "--reuid=65534", "--clear-groups", "--inh-caps=-all"},
+       1,
+       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network namespaces and nftables; "
+       "run it as root"},
   };
   ::chmod(dir_.path().c_str(), 0755);  // the unprivileged row reads the config
   ::chmod(daemon_->dir().path().c_str(), 0755);
   for (const Row& row : rows) {
     const auto r = launch(row.args, row.prefix);
-    EXPECT_EQ(r.exit_code, row.exit_code) << row.args[2] << ": " << r.err;
+    EXPECT_EQ(r.exit_code, row.exit_code) << row.args.back() << ": " << r.err;
     if (!row.err.empty()) {
       EXPECT_EQ(r.err, "sandgate-launch: " + row.err + "\n");
     }
