@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -178,9 +179,64 @@ SandboxState claim(const StateDir& dir, const Settings& settings, const SandboxR
   return state;
 }
 
-void wire_network(const StateDir& dir, const Settings& settings, const SandboxState& s,
+const std::vector<std::string> kIpv6Sysctls = {"/proc/sys/net/ipv6/conf/all/disable_ipv6",
+                                               "/proc/sys/net/ipv6/conf/default/disable_ipv6"};
+
+// Whether lo is up in the namespace at `netns_path` (`ip -j link show dev lo`).
+bool loopback_up_in(const std::string& netns_path) {
+  const ToolResult r = run_tool(
+      {"nsenter", "--net=" + netns_path, tool_path("ip"), "-j", "link", "show", "dev", "lo"});
+  boost::system::error_code ec;
+  const boost::json::value doc = boost::json::parse(r.out, ec);
+  if (!r.ok() || ec || !doc.is_array() || doc.as_array().empty()) return false;
+  const auto* link = doc.as_array()[0].if_object();
+  const auto* flags = link != nullptr ? link->if_contains("flags") : nullptr;
+  if (flags == nullptr || !flags->is_array()) return false;
+  for (const auto& flag : flags->as_array()) {
+    if (flag.is_string() && flag.as_string() == "UP") return true;
+  }
+  return false;
+}
+
+// Puts back what setup changed in an attached (--netns) namespace. Returns error messages.
+std::vector<std::string> restore_attached_netns(const SandboxState& s) {
+  std::vector<std::string> errors;
+  if (s.owned_netns || !fs::exists(s.netns_path())) return errors;
+  const std::pair<const std::string*, const std::string*> sysctls[] = {
+      {&kIpv6Sysctls[0], &s.ipv6_all_before}, {&kIpv6Sysctls[1], &s.ipv6_default_before}};
+  for (const auto& [path, value] : sysctls) {
+    if (value->empty()) continue;
+    const std::string error = write_sysctls_in(s.netns_path(), {*path}, *value);
+    if (!error.empty()) errors.push_back("restoring " + *path + ": " + error);
+  }
+  if (s.lo_down_before) {
+    const ToolResult r = run_tool(
+        {"nsenter", "--net=" + s.netns_path(), tool_path("ip"), "link", "set", "lo", "down"});
+    if (!r.ok()) errors.push_back("setting lo down again: " + r.err);
+  }
+  return errors;
+}
+
+void wire_network(const StateDir& dir, const Settings& settings, SandboxState& s,
                   Rollback& rollback) {
   const std::string sandbox_if = sandbox_if_name(s.slot);
+  if (!s.owned_netns) {
+    // Not ours: what setup changes in it (IPv6 off, lo up) is recorded first and put back at
+    // teardown (the link, its address and route go with the link).
+    std::vector<std::string> before;
+    const std::string error = read_sysctls_in(s.netns_path(), kIpv6Sysctls, &before);
+    if (!error.empty())
+      throw LaunchError(1, "reading the sandbox's IPv6 settings failed: " + error);
+    s.ipv6_all_before = before[0];
+    s.ipv6_default_before = before[1];
+    s.lo_down_before = !loopback_up_in(s.netns_path());
+    try {
+      dir.write(s);
+    } catch (const std::runtime_error& e) {
+      throw LaunchError(1, e.what());
+    }
+    rollback.add([s] { restore_attached_netns(s); });
+  }
   if (s.owned_netns) {
     dir.mark("netns", s.netns);
     rollback.add([&dir, n = s.netns] { dir.unmark("netns", n); });
@@ -194,10 +250,7 @@ void wire_network(const StateDir& dir, const Settings& settings, const SandboxSt
                {}, "creating veth pair " + s.host_if + "/" + sandbox_if);
   rollback.add([h = s.host_if] { run_tool({"ip", "link", "del", h}); });
   // IPv6 off inside before any interface comes up, so no address or route ever appears.
-  const std::string sysctl_error = write_sysctls_in(
-      s.netns_path(),
-      {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"},
-      "1");
+  const std::string sysctl_error = write_sysctls_in(s.netns_path(), kIpv6Sysctls, "1");
   if (!sysctl_error.empty())
     throw LaunchError(1, "disabling IPv6 in the sandbox failed: " + sysctl_error);
   run_or_throw({"nsenter", "--net=" + s.netns_path(), tool_path("ip"), "-batch", "-"},
@@ -371,6 +424,9 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
     fs::remove_all("/etc/netns/" + s.netns, ec);
     if (ec) errors.push_back("removing /etc/netns/" + s.netns + ": " + ec.message());
     if (!fs::exists("/run/netns/" + s.netns)) dir.unmark("netns", s.netns);
+  }
+  if (!s.owned_netns) {
+    for (std::string& e : restore_attached_netns(s)) errors.push_back(std::move(e));
   }
   if (errors.empty()) dir.remove(s.id);  // kept on failure so gc can retry
   return errors;

@@ -34,7 +34,10 @@ std::string to_json(const SandboxState& s) {
                        {"mode", s.mode},
                        {"pid", s.pid},
                        {"ready", s.ready},
-                       {"dns_address", s.dns_address}};
+                       {"dns_address", s.dns_address},
+                       {"ipv6_all_before", s.ipv6_all_before},
+                       {"ipv6_default_before", s.ipv6_default_before},
+                       {"lo_down_before", s.lo_down_before}};
   return json::serialize(o) + "\n";
 }
 
@@ -58,6 +61,14 @@ std::optional<SandboxState> state_from_json(std::string_view text) {
     s.pid = json::value_to<long>(o.at("pid"));
     s.ready = o.at("ready").as_bool();
     s.dns_address = json::value_to<std::string>(o.at("dns_address"));
+    // Absent in state files of older launchers: nothing to restore.
+    if (const auto* field = o.if_contains("ipv6_all_before")) {
+      s.ipv6_all_before = json::value_to<std::string>(*field);
+    }
+    if (const auto* field = o.if_contains("ipv6_default_before")) {
+      s.ipv6_default_before = json::value_to<std::string>(*field);
+    }
+    if (const auto* field = o.if_contains("lo_down_before")) s.lo_down_before = field->as_bool();
   } catch (const std::exception&) {
     return std::nullopt;
   }

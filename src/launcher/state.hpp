@@ -25,6 +25,12 @@ struct SandboxState {
   long pid = 0;             // the launcher that created it (run: still waiting for CMD)
   bool ready = false;       // setup finished; false means a launcher is (or was) mid-setup
   std::string dns_address;  // written into /etc/netns/<netns>/resolv.conf when owned
+  // --netns: what setup changed in the attached namespace, put back at teardown. The values of
+  // net.ipv6.conf.{all,default}.disable_ipv6 before ("" = nothing to restore), and whether lo
+  // was down.
+  std::string ipv6_all_before;
+  std::string ipv6_default_before;
+  bool lo_down_before = false;
 
   // The namespace as a path (for nsenter and setns).
   std::string netns_path() const;

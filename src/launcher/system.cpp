@@ -152,6 +152,30 @@ std::string write_sysctls_in(const std::string& netns_path, const std::vector<st
   return error;
 }
 
+std::string read_sysctls_in(const std::string& netns_path, const std::vector<std::string>& paths,
+                            std::vector<std::string>* values) {
+  const int self = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  const int target = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string error;
+  values->clear();
+  if (self < 0 || target < 0) {
+    error = "cannot open network namespace " + netns_path + ": " + std::strerror(errno);
+  } else if (::setns(target, CLONE_NEWNET) != 0) {
+    error = "cannot enter network namespace " + netns_path + ": " + std::strerror(errno);
+  } else {
+    for (const std::string& path : paths) {
+      std::ifstream in(path);
+      std::string value;
+      if (!std::getline(in, value) && error.empty()) error = "cannot read " + path;
+      values->push_back(value);
+    }
+    if (::setns(self, CLONE_NEWNET) != 0) std::abort();  // never run on in the wrong namespace
+  }
+  if (self >= 0) ::close(self);
+  if (target >= 0) ::close(target);
+  return error;
+}
+
 bool process_alive(long pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }

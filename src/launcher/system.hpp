@@ -79,6 +79,11 @@ bool has_capability(int cap);
 std::string write_sysctls_in(const std::string& netns_path, const std::vector<std::string>& paths,
                              std::string_view value);
 
+// Reads each /proc/sys file in `paths` as seen from the network namespace at `netns_path`
+// into *values (trailing newline trimmed). Returns an error message, or "" on success.
+std::string read_sysctls_in(const std::string& netns_path, const std::vector<std::string>& paths,
+                            std::vector<std::string>* values);
+
 // Whether a process with this pid exists (kill(pid, 0)).
 bool process_alive(long pid);
 

@@ -744,6 +744,47 @@ TEST_F(Launcher, MissingCommandExits127) {
   EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
 }
 
+// Issue 9 item 14: an attached namespace (--netns, not the launcher's) is given back as it was:
+// IPv6 settings and lo as before, no link of the sandbox left.
+TEST_F(Launcher, AttachedNamespaceIsPutBackAtTeardown) {
+  start_daemon();
+  const std::string ns = "sgt-" + unique_suffix() + "-att";
+  ASSERT_EQ(run_command({"ip", "netns", "add", ns}).exit_code, 0);
+  struct RemoveNs {
+    std::string name;
+    ~RemoveNs() { run_command({"ip", "netns", "del", name}); }
+  } remove_ns{ns};
+  const auto settings = [&] {
+    return run_command({"ip", "netns", "exec", ns, "sh", "-c",
+                        "cat /proc/sys/net/ipv6/conf/all/disable_ipv6 "
+                        "/proc/sys/net/ipv6/conf/default/disable_ipv6; ip -o link show | "
+                        "awk '{print $2, $3}'"})
+        .out;
+  };
+  ASSERT_EQ(run_command({"ip", "netns", "exec", ns, "sh", "-c",
+                         "echo 0 > /proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 0 > "
+                         "/proc/sys/net/ipv6/conf/default/disable_ipv6"})
+                .exit_code,
+            0);
+  const std::string before = settings();
+  ASSERT_EQ(before, "0\n0\nlo: <LOOPBACK>\n");
+  // run: IPv6 is off inside while it runs, and back afterwards.
+  auto r = launch({"run", "--sandbox", id("att"), "--netns", "/run/netns/" + ns, "--", "cat",
+                   "/proc/sys/net/ipv6/conf/all/disable_ipv6"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+  EXPECT_EQ(settings(), before);
+  // up and down.
+  const std::string sb = id("att");
+  r = launch({"up", "--sandbox", sb, "--netns", "/run/netns/" + ns});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(settings(), before);
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+  EXPECT_EQ(settings(), before);
+  EXPECT_EQ(host_links(), std::vector<std::string>{"lo"});
+  EXPECT_EQ(host_tables(), std::vector<std::string>{});
+}
+
 // Pids of the processes in a sandbox's namespace (ip netns pids), "" when none.
 std::string netns_pids(const std::string& sandbox) {
   return run_command({"ip", "netns", "pids", "sg-" + sandbox}).out;
