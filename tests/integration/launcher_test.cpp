@@ -785,6 +785,31 @@ TEST_F(Launcher, AttachedNamespaceIsPutBackAtTeardown) {
   EXPECT_EQ(host_tables(), std::vector<std::string>{});
 }
 
+// Issue 9 item 14: a config with relative paths (as config/sandgate.toml has: sandboxes_dir =
+// "sandboxes.d"), given as a relative --config, works from wherever the launcher runs next.
+TEST_F(Launcher, RelativeConfigPathsHoldFromAnyDirectory) {
+  start_daemon();
+  std::string text = read_file(config_);
+  text =
+      std::regex_replace(text, std::regex("sandboxes_dir = \"[^\"]*\""), "sandboxes_dir = \"sbx\"");
+  text = std::regex_replace(text, std::regex("state_dir = \"[^\"]*\""), "state_dir = \"state\"");
+  dir_.write("relative.toml", text);
+  const std::string sb = id("rel");
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(),
+              {"sh", "-c", "cd \"$0\" && exec \"$1\" --config relative.toml up --sandbox \"$2\"",
+               dir_.path().string(), launch_binary(), sb});
+  auto r = run_command(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(sandboxes_dir() + "/" + sb + ".toml"));
+  EXPECT_EQ(launch({"list"}).out, sb + " 10.201.0.2 sg-" + sb + " ready\n");
+  // down from another directory (the test's), through the absolute path.
+  config_ = dir_.file("relative.toml");
+  r = launch({"down", "--sandbox", sb});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_nothing_left(sb);
+}
+
 // Pids of the processes in a sandbox's namespace (ip netns pids), "" when none.
 std::string netns_pids(const std::string& sandbox) {
   return run_command({"ip", "netns", "pids", "sg-" + sandbox}).out;
