@@ -810,6 +810,34 @@ TEST_F(Launcher, RelativeConfigPathsHoldFromAnyDirectory) {
   expect_nothing_left(sb);
 }
 
+// Issue 9 item 14: the denial's suggestion for a launcher-made sandbox names what the operator
+// can edit: its profile, or the launcher's --allow; not [sandboxes.ID], which does not exist
+// (its drop-in is the launcher's, rewritten and removed by it).
+TEST_F(Launcher, DenialSuggestionNamesTheProfileOrTheLaunchersFlag) {
+  start_daemon();
+  const std::string with = id("prof");
+  const std::string without = id("bare");
+  ASSERT_EQ(launch({"up", "--sandbox", with, "--profile", "default"}).exit_code, 0);
+  ASSERT_EQ(launch({"up", "--sandbox", without}).exit_code, 0);
+  const auto suggestion = [&](const std::string& sandbox, const std::string& url) {
+    const auto r = launch({"exec", "--sandbox", sandbox, "--", "curl", "-sS", "-m", "5",
+                           "--resolve", "denied.test:80:192.0.2.1", url});
+    boost::system::error_code ec;
+    const auto body = boost::json::parse(r.out, ec);
+    if (ec || !body.is_object()) return "no JSON body: " + r.out + r.err;
+    const auto* line = body.as_object().if_contains("suggestion");
+    return line != nullptr && line->is_string() ? std::string(line->as_string()) : std::string();
+  };
+  EXPECT_EQ(suggestion(with, "http://denied.test/"),
+            "[profiles.default] allow = [\"denied.test:80\"]");
+  EXPECT_EQ(suggestion(without, "http://denied.test/"),
+            "sandgate-launch --allow \"denied.test:80\"");
+  EXPECT_EQ(suggestion(without, "http://192.0.2.1/"),
+            "[profiles.NAME] allow_cidrs = [\"192.0.2.1/32\"] (sandgate-launch --profile NAME)");
+  EXPECT_EQ(launch({"down", "--sandbox", with}).exit_code, 0);
+  EXPECT_EQ(launch({"down", "--sandbox", without}).exit_code, 0);
+}
+
 // Pids of the processes in a sandbox's namespace (ip netns pids), "" when none.
 std::string netns_pids(const std::string& sandbox) {
   return run_command({"ip", "netns", "pids", "sg-" + sandbox}).out;
