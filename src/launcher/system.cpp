@@ -369,17 +369,34 @@ std::string write_into_private_run(const std::filesystem::path& path, const std:
   return ok ? "" : errno_text("writing " + path.string());
 }
 
+// Where `path` leads, following symlinks even when the last one dangles (a resolv.conf
+// symlink into a /run that has no such file yet); weakly_canonical alone stops at a dangling
+// link.
+std::filesystem::path resolve_links(std::filesystem::path path) {
+  constexpr int kMaxLinks = 40;  // as the kernel's ELOOP limit
+  for (int i = 0; i < kMaxLinks; ++i) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(path, ec)) break;
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    if (ec) break;
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  std::error_code ec;
+  const std::filesystem::path out = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path.lexically_normal() : out;
+}
+
 }  // namespace
 
 std::string enter_sandbox(const EnterPlan& plan) {
   // Before /run changes: where /etc/resolv.conf leads, and what the command should read there.
   std::error_code ec;
-  const std::filesystem::path resolv = std::filesystem::weakly_canonical("/etc/resolv.conf", ec);
-  const bool resolv_in_run = !ec && resolv.string().starts_with("/run/");
+  const std::filesystem::path resolv = resolve_links("/etc/resolv.conf");
+  const bool resolv_in_run = resolv.string().starts_with("/run/");
   const std::string resolv_text =
       read_text(plan.resolv_conf.empty() ? "/etc/resolv.conf" : plan.resolv_conf);
-  const std::filesystem::path shm = std::filesystem::weakly_canonical("/dev/shm", ec);
-  const bool shm_in_run = !ec && shm.string().starts_with("/run/");
+  const std::filesystem::path shm = resolve_links("/dev/shm");
+  const bool shm_in_run = shm.string().starts_with("/run/");
 
   const int fd = ::open(plan.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno_text("opening " + plan.netns_path);

@@ -710,6 +710,30 @@ TEST_F(Launcher, HostUnixSocketsUnderRunAreOutOfReach) {
   expect_nothing_left(sb);
 }
 
+// Where /etc/resolv.conf is a symlink into /run (systemd-resolved's stub, resolvconf), the
+// private /run holds the file it names, saying what the sandbox's resolv.conf says. The
+// symlink is made in an overlay on /etc in a mount namespace of the test's own.
+TEST_F(Launcher, ResolvConfSymlinkIntoRunStillNamesTheDaemon) {
+  start_daemon();
+  fs::create_directories(dir_.path() / "upper");
+  fs::create_directories(dir_.path() / "work");
+  const std::string script =
+      "set -e; mount -t overlay overlay -o lowerdir=/etc,upperdir=\"$0/upper\",workdir=\"$0/work\" "
+      "/etc; ln -sf ../run/systemd/resolve/stub-resolv.conf /etc/resolv.conf; exec \"$@\"";
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(), {"unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                           dir_.path().string(), launch_binary(), "--config", config_, "run",
+                           "--sandbox", id("stub"), "--", "sh", "-c",
+                           "readlink /etc/resolv.conf; cat /etc/resolv.conf; ls -A /run "
+                           "/run/systemd/resolve"});
+  const auto r = run_command(argv, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.out,
+      "../run/systemd/resolve/stub-resolv.conf\nnameserver 10.201.0.1\n/run:\nlock\nsystemd\n\n"
+      "/run/systemd/resolve:\nstub-resolv.conf\n");
+}
+
 // Issue 9 item 14: a command that cannot be run exits 127 with the launcher's prefix, before
 // anything is set up.
 TEST_F(Launcher, MissingCommandExits127) {
