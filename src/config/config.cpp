@@ -122,7 +122,9 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
     ErrorSink sink = loader.sink_for(file.string());
     const auto text = read_file(file.string(), sink);
     if (!text) continue;
-    if (const auto root = parse_toml(*text, sink.file(), sink)) sandboxes.read_drop_in(*root, sink);
+    if (const auto root = parse_toml(*text, sink.file(), sink)) {
+      sandboxes.read_drop_in(*root, sink, text->starts_with(kLauncherDropinMarker));
+    }
   }
 }
 
@@ -198,6 +200,23 @@ std::string ConfigError::to_string() const {
 
 ConfigErrors::ConfigErrors(std::vector<ConfigError> errors)
     : std::runtime_error(join_errors(errors)), errors_(std::move(errors)) {}
+
+std::string suggestion_for(const Sandbox& sandbox, std::string_view rule_line) {
+  const std::string line(rule_line);
+  if (!sandbox.in_drop_in) return "[sandboxes." + sandbox.spec.id + "] " + line;
+  if (!sandbox.launcher_made) return sandbox.file + ": " + line;
+  if (!sandbox.profile.empty()) return "[profiles." + sandbox.profile + "] " + line;
+  // `allow = ["PATTERN"]`: the launcher's --allow takes the same pattern.
+  constexpr std::string_view kAllowOpen = "allow = [\"";
+  constexpr std::string_view kAllowClose = "\"]";
+  if (rule_line.starts_with(kAllowOpen) && rule_line.ends_with(kAllowClose) &&
+      rule_line.size() > kAllowOpen.size() + kAllowClose.size()) {
+    return "sandgate-launch --allow " +
+           line.substr(kAllowOpen.size() - 1,
+                       line.size() - kAllowOpen.size() - kAllowClose.size() + 2);
+  }
+  return "[profiles.NAME] " + line + " (sandgate-launch --profile NAME)";
+}
 
 const Sandbox* Config::find_sandbox(std::string_view id) const {
   assert(std::is_sorted(sandboxes.begin(), sandboxes.end(),

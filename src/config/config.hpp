@@ -85,8 +85,22 @@ struct Sandbox {
                       // empty when `sources` identifies the sandbox
   // Source addresses that identify this sandbox on transparent and DNS listeners.
   std::vector<policy::IpAddress> sources;
-  std::string file;  // where it was defined (main file or a drop-in)
+  std::string file;            // where it was defined (main file or a drop-in)
+  bool in_drop_in = false;     // `file` is a drop-in, not the main file
+  bool launcher_made = false;  // a drop-in sandgate-launch wrote (kLauncherDropinMarker)
 };
+
+// The first line of every drop-in sandgate-launch writes (and removes at `down`).
+inline constexpr std::string_view kLauncherDropinMarker = "# written by sandgate-launch";
+
+// Where the operator adds `rule_line` (a policy::suggest_rule line such as
+// `allow = ["x.org:443"]`) for this sandbox, as the denial's suggestion: "[sandboxes.ID] LINE"
+// in the main file, "FILE: LINE" in a hand-written drop-in. A launcher-made drop-in is rewritten
+// and removed by the launcher, so it names what outlives it: "[profiles.P] LINE" (the
+// sandbox's profile, in the main config; the daemon reloads it), or without a profile the
+// launcher's flag (`sandgate-launch --allow "x.org:443"`) for an allow line and
+// "[profiles.NAME] LINE (sandgate-launch --profile NAME)" for the others.
+std::string suggestion_for(const Sandbox& sandbox, std::string_view rule_line);
 
 // The whole configuration, validated. Immutable once loaded.
 struct Config {

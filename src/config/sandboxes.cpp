@@ -227,7 +227,9 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
   }
 }
 
-void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink) {
+void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink, bool launcher_made) {
+  in_drop_in_ = true;
+  launcher_made_ = launcher_made;
   check_known_keys(root, "",
                    {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
                     "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts"},
@@ -242,6 +244,8 @@ void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink) {
   // Without a usable id the rest is still checked, so every error is reported at once.
   read_sandbox(id, root, "", "id", id_node != nullptr ? id_node->source() : root.source(), nullptr,
                sink);
+  in_drop_in_ = false;
+  launcher_made_ = false;
 }
 
 bool SandboxCollector::claim_id(const std::string& id, const std::string& id_key,
@@ -269,6 +273,8 @@ void SandboxCollector::read_sandbox(const std::optional<std::string>& maybe_id,
 
   Sandbox sandbox;
   sandbox.file = sink.file();
+  sandbox.in_drop_in = in_drop_in_;
+  sandbox.launcher_made = launcher_made_;
   const RuleSet* profile = nullptr;
   if (const toml::node* node = body.get("profile")) {
     const std::string key = join_key(path, "profile");

@@ -43,7 +43,8 @@ class SandboxCollector {
   // The main file's [sandboxes] table: one sub-table per id.
   void read_main_table(const toml::node& node, ErrorSink& sink);
   // One drop-in file: `id` plus the sandbox keys at top level.
-  void read_drop_in(const toml::table& root, ErrorSink& sink);
+  // `launcher_made`: the file starts with kLauncherDropinMarker.
+  void read_drop_in(const toml::table& root, ErrorSink& sink, bool launcher_made = false);
 
   // The sandboxes read so far, sorted by id.
   std::vector<Sandbox> take();
@@ -73,6 +74,9 @@ class SandboxCollector {
                     std::vector<policy::IpAddress>& out, ErrorSink& sink);
 
   const Profiles& profiles_;
+  // Set while a drop-in is read (read_sandbox copies them into the Sandbox).
+  bool in_drop_in_ = false;
+  bool launcher_made_ = false;
   std::map<policy::IpAddress, Site> sources_;
   std::vector<Sandbox> sandboxes_;
   std::map<std::string, Site, std::less<>> seen_;

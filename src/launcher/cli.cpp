@@ -76,6 +76,8 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       if (arg == "--allow") options.allow.push_back(*v);
       if (arg == "--netns") options.netns_path = *v;
       if (arg == "--user") options.user = *v;
+    } else if (arg == "--share-run" && spec.command) {
+      options.share_run = true;
     } else if (arg == "--json" && spec.verb == Verb::list) {
       options.json = true;
     } else {
@@ -95,9 +97,9 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
 std::string_view usage_text() {
   return "usage: sandgate-launch [--config PATH] COMMAND\n"
          "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] [--user USER]\n"
-         "       -- CMD ARGS...\n"
+         "       [--share-run] -- CMD ARGS...\n"
          "  up   --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH]\n"
-         "  exec --sandbox ID [--user USER] -- CMD ARGS...\n"
+         "  exec --sandbox ID [--user USER] [--share-run] -- CMD ARGS...\n"
          "  down --sandbox ID\n"
          "  list [--json]\n"
          "  gc\n"

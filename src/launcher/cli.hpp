@@ -21,6 +21,7 @@ struct Options {
   std::string netns_path;            // --netns: attach this namespace instead of creating one
   std::vector<std::string> command;  // after "--" (run, exec)
   std::string user;                  // --user (run, exec): run the command as this user
+  bool share_run = false;            // --share-run (run, exec): the host's /run, not a private one
   bool json = false;                 // list --json
 };
 

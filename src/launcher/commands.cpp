@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <regex>
 
 #include "launcher/dropin.hpp"
 #include "launcher/environment.hpp"
@@ -49,37 +48,58 @@ std::vector<std::string> drop_privileges_argv(const std::string& user) {
           "--"};
 }
 
-// argv that runs `command` inside the sandbox's namespace, as `user` when one is given.
-std::vector<std::string> enter_argv(const SandboxState& s, const std::string& user,
-                                    const std::vector<std::string>& command) {
-  std::vector<std::string> argv;
-  if (s.owned_netns) {
-    argv = {tool_path("ip"), "netns", "exec",
-            s.netns};  // also bind-mounts /etc/netns/<name>/resolv.conf
-  } else {
-    argv = {tool_path("nsenter"), "--net=" + s.netns};
-  }
-  const std::vector<std::string> drop = drop_privileges_argv(user);
-  argv.insert(argv.end(), drop.begin(), drop.end());
+// argv the child execs once it is inside the sandbox (enter_sandbox): the command, through
+// setpriv when a user is given.
+std::vector<std::string> command_argv(const std::string& user,
+                                      const std::vector<std::string>& command) {
+  std::vector<std::string> argv = drop_privileges_argv(user);
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
 
+// The environment the command gets.
+std::vector<std::string> command_environment(const Settings& settings) {
+  std::vector<std::string> parent;
+  for (char** e = environ; *e != nullptr; ++e) parent.emplace_back(*e);
+  return sandbox_environment(parent, ca_bundle_path(settings));
+}
+
+// A command that cannot be found exits 127 before anything is set up, with the launcher's
+// prefix (not `setpriv:`'s), as a shell would.
+void check_command(const Options& o, const std::vector<std::string>& env) {
+  std::optional<std::string> path;
+  for (const std::string& e : env) {
+    if (e.starts_with("PATH=")) path = e.substr(5);
+  }
+  const std::string& name = o.command.front();
+  if (find_command(name, path)) return;
+  if (name.find('/') != std::string::npos) {
+    throw LaunchError(127, "cannot run " + name + ": no such executable file");
+  }
+  throw LaunchError(
+      127, "command not found: " + name + " (not in PATH " + path.value_or("/bin:/usr/bin") + ")");
+}
+
 // Runs the command inside the sandbox in a session of its own (session.hpp) and returns its
-// status.
+// status. It enters the sandbox's network namespace and a mount namespace of its own with a
+// private /run (unless --share-run): enter_sandbox.
 // If the launcher is killed meanwhile, its DeathWatch ends the command's session and, for
 // `run` (whose sandbox is its own), everything in the sandbox's namespace.
 int run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o) {
-  const std::vector<std::string> argv = enter_argv(state, o.user, o.command);
-  std::vector<std::string> parent;
-  for (char** e = environ; *e != nullptr; ++e) parent.emplace_back(*e);
+  const std::vector<std::string> argv = command_argv(o.user, o.command);
+  EnterPlan plan;
+  plan.netns_path = state.netns_path();
+  plan.owned_netns = state.owned_netns;
+  if (state.owned_netns) plan.resolv_conf = "/etc/netns/" + state.netns + "/resolv.conf";
+  plan.private_run = !o.share_run;
   const bool whole_netns = o.verb == Verb::run && state.owned_netns;
   DeathWatch watch([whole_netns, netns = state.netns_path()](long command) {
     kill_session(command);
     if (whole_netns) kill_processes_in_netns(netns);
   });
-  return run_in_new_session(argv, sandbox_environment(parent, ca_bundle_path(settings)),
-                            [&watch](pid_t command) { watch.started(command); });
+  return run_in_new_session(
+      argv, command_environment(settings), [&watch](pid_t command) { watch.started(command); },
+      [&plan] { return enter_sandbox(plan); });
 }
 
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
@@ -93,6 +113,7 @@ int run(const Options& o) {
   block_stop_signals();
   const Settings settings = load_settings(o.config_path, true);
   drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
+  check_command(o, command_environment(settings));
   const SandboxState state = create_sandbox(settings, request_from(o, "run"));
   const StateDir dir(settings.state_dir);
   // Stop signals are forwarded to the command; the launcher waits for it either way.
@@ -123,21 +144,22 @@ SandboxState find_or_throw(const Settings& settings, const std::string& id) {
 
 int exec(const Options& o) {
   const Settings settings = load_settings(o.config_path, false);
+  check_privileges_and_tools();  // before the state files, which only root reads
   const SandboxState state = find_or_throw(settings, o.sandbox);
   if (!state.ready) {
     throw LaunchError(1, "sandbox \"" + o.sandbox +
                              "\" is not ready (being set up, or left by a "
                              "crashed launcher: run `sandgate-launch gc`)");
   }
-  check_privileges_and_tools();
+  check_command(o, command_environment(settings));
   block_stop_signals();  // forwarded to the command from here on
   return run_in_sandbox(settings, state, o);
 }
 
 int down(const Options& o) {
   const Settings settings = load_settings(o.config_path, false);
-  const SandboxState state = find_or_throw(settings, o.sandbox);
   check_privileges_and_tools();
+  const SandboxState state = find_or_throw(settings, o.sandbox);
   const StateDir dir(settings.state_dir);
   return report_teardown(state.id, destroy_sandbox(dir, state, settings, settings.ready_timeout));
 }
@@ -152,6 +174,7 @@ std::string state_word(const SandboxState& s) {
 
 int list(const Options& o) {
   const Settings settings = load_settings(o.config_path, false);
+  check_privileges();  // else the root-only state files read as "no sandboxes"
   const auto states = StateDir(settings.state_dir).all();
   if (o.json) {
     boost::json::array out;
@@ -171,46 +194,6 @@ int list(const Options& o) {
   return 0;
 }
 
-// Host-side links named like the launcher's (sg<k>h) that no live sandbox owns. From `ip -j`,
-// not /sys/class/net, which shows the namespace /sys was mounted in, not the current one.
-std::vector<std::string> orphan_links(const std::set<std::string>& known) {
-  std::vector<std::string> out;
-  const ToolResult listed = run_tool({"ip", "-j", "link", "show"});
-  boost::system::error_code ec;
-  const auto doc = boost::json::parse(listed.out, ec);
-  if (!listed.ok() || ec || !doc.is_array()) return out;
-  static const std::regex pattern("sg[0-9]+h");
-  for (const auto& link : doc.as_array()) {
-    const auto* name = link.is_object() ? link.as_object().if_contains("ifname") : nullptr;
-    if (name == nullptr || !name->is_string()) continue;
-    const std::string text(name->as_string());
-    if (std::regex_match(text, pattern) && !known.contains(text)) out.push_back(text);
-  }
-  return out;
-}
-
-// Tables inet sandgate_<k> that no live sandbox owns.
-std::vector<std::string> orphan_tables(const std::set<std::string>& known) {
-  std::vector<std::string> out;
-  const ToolResult listed = run_tool({"nft", "-j", "list", "tables", "inet"});
-  if (!listed.ok()) return out;
-  boost::system::error_code ec;
-  const auto doc = boost::json::parse(listed.out, ec);
-  if (ec || !doc.is_object()) return out;
-  const auto* items = doc.as_object().if_contains("nftables");
-  if (items == nullptr || !items->is_array()) return out;
-  static const std::regex pattern("sandgate_[0-9]+");
-  for (const auto& item : items->as_array()) {
-    const auto* table = item.is_object() ? item.as_object().if_contains("table") : nullptr;
-    if (table == nullptr || !table->is_object()) continue;
-    const auto* name = table->as_object().if_contains("name");
-    if (name == nullptr || !name->is_string()) continue;
-    const std::string text(name->as_string());
-    if (std::regex_match(text, pattern) && !known.contains(text)) out.push_back(text);
-  }
-  return out;
-}
-
 int gc(const Options& o) {
   const Settings settings = load_settings(o.config_path, false);
   check_privileges_and_tools();
@@ -227,38 +210,44 @@ int gc(const Options& o) {
     }
     known.insert({s.host_if, s.table, s.netns, s.dropin});
   }
-  for (const std::string& link : orphan_links(known)) {
-    if (run_tool({"ip", "link", "del", link}).ok()) std::cout << "removed link " << link << "\n";
+  // Only what this state directory made (its marks): names are host-wide, so another
+  // config's sandboxes have links, tables and drop-ins of the same shape.
+  const std::set<std::string> links = current_links();
+  for (const std::string& link : dir.marks("links")) {
+    if (known.contains(link)) continue;
+    if (links.contains(link) && !run_tool({"ip", "link", "del", link}).ok()) continue;
+    dir.unmark("links", link);
+    if (links.contains(link)) std::cout << "removed link " << link << "\n";
   }
-  for (const std::string& table : orphan_tables(known)) {
-    if (run_tool({"nft", "delete", "table", "inet", table}).ok()) {
-      std::cout << "removed nft table inet " << table << "\n";
+  const std::set<std::string> tables = current_inet_tables();
+  for (const std::string& table : dir.marks("tables")) {
+    if (known.contains(table)) continue;
+    if (tables.contains(table) && !run_tool({"nft", "delete", "table", "inet", table}).ok()) {
+      continue;
     }
+    dir.unmark("tables", table);
+    if (tables.contains(table)) std::cout << "removed nft table inet " << table << "\n";
   }
-  // Namespaces are global, not per network namespace: only those this state_dir created (it
-  // keeps a marker for each from before `ip netns add` until after `ip netns del`).
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(settings.state_dir + "/netns", ec)) {
-    const std::string name = entry.path().filename().string();
+  // Namespaces are global, not per network namespace: only those this state_dir created.
+  for (const std::string& name : dir.marks("netns")) {
     if (known.contains(name)) continue;
     kill_processes_in_netns("/run/netns/" + name);
     if (fs::exists("/run/netns/" + name) && !run_tool({"ip", "netns", "del", name}).ok()) continue;
     std::error_code ignored;
     fs::remove_all("/etc/netns/" + name, ignored);
-    fs::remove(entry.path(), ignored);
+    dir.unmark("netns", name);
     std::cout << "removed netns " << name << "\n";
   }
-  if (!settings.sandboxes_dir.empty()) {
-    for (const auto& entry : fs::directory_iterator(settings.sandboxes_dir, ec)) {
-      const std::string path = entry.path().string();
-      if (entry.path().extension() != ".toml" || known.contains(path)) continue;
-      std::ifstream in(path);
-      std::string first;
-      std::getline(in, first);
-      if (is_launcher_dropin(first) && ::unlink(path.c_str()) == 0) {
-        std::cout << "removed drop-in " << path << "\n";
-      }
+  for (const std::string& name : dir.marks("dropins")) {
+    const std::string path = settings.sandboxes_dir + "/" + name;
+    if (settings.sandboxes_dir.empty() || known.contains(path)) continue;
+    std::ifstream in(path);
+    std::string first;
+    std::getline(in, first);
+    if (in && is_launcher_dropin(first) && ::unlink(path.c_str()) == 0) {
+      std::cout << "removed drop-in " << path << "\n";
     }
+    if (!fs::exists(path)) dir.unmark("dropins", name);
   }
   return status;
 }

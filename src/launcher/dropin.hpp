@@ -7,10 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "config/config.hpp"
+
 namespace sandgate::launcher {
 
 // First line of every drop-in the launcher writes; `gc` removes only files that start with it.
-inline constexpr std::string_view kDropinMarker = "# written by sandgate-launch";
+// The daemon knows it too (config::Sandbox::launcher_made: its denial suggestions).
+inline constexpr std::string_view kDropinMarker = config::kLauncherDropinMarker;
 
 // The file's text: the marker, then id, profile (when given), sources = [sandbox_ip] and allow.
 std::string dropin_text(std::string_view id, const std::optional<std::string>& profile,

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policy/ip_address.hpp"
 
@@ -20,6 +21,14 @@ unsigned pool_capacity(const policy::Cidr& pool);
 
 // The lowest index in [0, capacity) not in `used`; nullopt when the pool is full.
 std::optional<unsigned> lowest_free_slot(const std::set<unsigned>& used, unsigned capacity);
+
+// Slots that something else on the host already uses, whatever the state directory: a link
+// named sg<k>h or sg<k>s, a table sandgate_<k> (inet), or an address in slot k's /30 on any
+// interface. `links`, `tables` and `addresses` are what the current network namespace has.
+// Another config's sandboxes (other state_dir, same or overlapping pool) are skipped this way.
+std::set<unsigned> slots_taken_on_host(const policy::Cidr& pool, const std::set<std::string>& links,
+                                       const std::set<std::string>& tables,
+                                       const std::vector<policy::IpAddress>& addresses);
 
 // Slot k is the /30 at pool.network + 4k: the host side is .+1, the sandbox side .+2.
 policy::IpAddress host_address(const policy::Cidr& pool, unsigned slot);

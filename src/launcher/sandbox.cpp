@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -51,10 +54,6 @@ void run_or_throw(const std::vector<std::string>& argv, std::string_view input,
     message += "; run `sandgate-launch gc` to remove what a crashed launcher left";
   }
   throw LaunchError(1, message);
-}
-
-std::string netns_marker(const Settings& settings, const std::string& name) {
-  return settings.state_dir + "/netns/" + name;
 }
 
 std::string read_whole(const std::string& path) {
@@ -125,8 +124,10 @@ void check_daemon(const Settings& settings, const std::string& id) {
   }
 }
 
-// Under the state lock: refuses an id in use, takes the lowest free slot and writes the state
-// file (ready=false) before anything else exists, so gc can always find what this run creates.
+// Under the state lock (and the caller's HostLock): refuses an id in use, takes the lowest slot
+// that neither this state directory nor anything on the host uses (another config's sandboxes
+// included) and writes the state file (ready=false) before anything else exists, so gc can
+// always find what this run creates.
 SandboxState claim(const StateDir& dir, const Settings& settings, const SandboxRequest& request) {
   const StateLock lock(dir);
   const std::string name = netns_name(request.id);
@@ -146,7 +147,8 @@ SandboxState claim(const StateDir& dir, const Settings& settings, const SandboxR
                              "; pick another id, or run `sandgate-launch down --sandbox " +
                              request.id + "` (or `gc` after a crash)");
   }
-  std::set<unsigned> used;
+  std::set<unsigned> used = slots_taken_on_host(settings.pool, current_links(),
+                                                current_inet_tables(), current_addresses());
   for (const SandboxState& s : dir.all()) used.insert(s.slot);
   const unsigned capacity = pool_capacity(settings.pool);
   const auto slot = lowest_free_slot(used, capacity);
@@ -177,23 +179,78 @@ SandboxState claim(const StateDir& dir, const Settings& settings, const SandboxR
   return state;
 }
 
-void wire_network(const Settings& settings, const SandboxState& s, Rollback& rollback) {
+const std::vector<std::string> kIpv6Sysctls = {"/proc/sys/net/ipv6/conf/all/disable_ipv6",
+                                               "/proc/sys/net/ipv6/conf/default/disable_ipv6"};
+
+// Whether lo is up in the namespace at `netns_path` (`ip -j link show dev lo`).
+bool loopback_up_in(const std::string& netns_path) {
+  const ToolResult r = run_tool(
+      {"nsenter", "--net=" + netns_path, tool_path("ip"), "-j", "link", "show", "dev", "lo"});
+  boost::system::error_code ec;
+  const boost::json::value doc = boost::json::parse(r.out, ec);
+  if (!r.ok() || ec || !doc.is_array() || doc.as_array().empty()) return false;
+  const auto* link = doc.as_array()[0].if_object();
+  const auto* flags = link != nullptr ? link->if_contains("flags") : nullptr;
+  if (flags == nullptr || !flags->is_array()) return false;
+  for (const auto& flag : flags->as_array()) {
+    if (flag.is_string() && flag.as_string() == "UP") return true;
+  }
+  return false;
+}
+
+// Puts back what setup changed in an attached (--netns) namespace. Returns error messages.
+std::vector<std::string> restore_attached_netns(const SandboxState& s) {
+  std::vector<std::string> errors;
+  if (s.owned_netns || !fs::exists(s.netns_path())) return errors;
+  const std::pair<const std::string*, const std::string*> sysctls[] = {
+      {&kIpv6Sysctls[0], &s.ipv6_all_before}, {&kIpv6Sysctls[1], &s.ipv6_default_before}};
+  for (const auto& [path, value] : sysctls) {
+    if (value->empty()) continue;
+    const std::string error = write_sysctls_in(s.netns_path(), {*path}, *value);
+    if (!error.empty()) errors.push_back("restoring " + *path + ": " + error);
+  }
+  if (s.lo_down_before) {
+    const ToolResult r = run_tool(
+        {"nsenter", "--net=" + s.netns_path(), tool_path("ip"), "link", "set", "lo", "down"});
+    if (!r.ok()) errors.push_back("setting lo down again: " + r.err);
+  }
+  return errors;
+}
+
+void wire_network(const StateDir& dir, const Settings& settings, SandboxState& s,
+                  Rollback& rollback) {
   const std::string sandbox_if = sandbox_if_name(s.slot);
+  if (!s.owned_netns) {
+    // Not ours: what setup changes in it (IPv6 off, lo up) is recorded first and put back at
+    // teardown (the link, its address and route go with the link).
+    std::vector<std::string> before;
+    const std::string error = read_sysctls_in(s.netns_path(), kIpv6Sysctls, &before);
+    if (!error.empty())
+      throw LaunchError(1, "reading the sandbox's IPv6 settings failed: " + error);
+    s.ipv6_all_before = before[0];
+    s.ipv6_default_before = before[1];
+    s.lo_down_before = !loopback_up_in(s.netns_path());
+    try {
+      dir.write(s);
+    } catch (const std::runtime_error& e) {
+      throw LaunchError(1, e.what());
+    }
+    rollback.add([s] { restore_attached_netns(s); });
+  }
   if (s.owned_netns) {
-    write_file_atomically(netns_marker(settings, s.netns), s.id + "\n", 0600);
-    rollback.add([m = netns_marker(settings, s.netns)] { ::unlink(m.c_str()); });
+    dir.mark("netns", s.netns);
+    rollback.add([&dir, n = s.netns] { dir.unmark("netns", n); });
     run_or_throw({"ip", "netns", "add", s.netns}, {}, "creating network namespace " + s.netns);
     rollback.add([n = s.netns] { run_tool({"ip", "netns", "del", n}); });
   }
+  dir.mark("links", s.host_if);
+  rollback.add([&dir, h = s.host_if] { dir.unmark("links", h); });
   run_or_throw({"ip", "link", "add", s.host_if, "type", "veth", "peer", "name", sandbox_if, "netns",
                 s.netns_path()},
                {}, "creating veth pair " + s.host_if + "/" + sandbox_if);
   rollback.add([h = s.host_if] { run_tool({"ip", "link", "del", h}); });
   // IPv6 off inside before any interface comes up, so no address or route ever appears.
-  const std::string sysctl_error = write_sysctls_in(
-      s.netns_path(),
-      {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"},
-      "1");
+  const std::string sysctl_error = write_sysctls_in(s.netns_path(), kIpv6Sysctls, "1");
   if (!sysctl_error.empty())
     throw LaunchError(1, "disabling IPv6 in the sandbox failed: " + sysctl_error);
   run_or_throw({"nsenter", "--net=" + s.netns_path(), tool_path("ip"), "-batch", "-"},
@@ -230,6 +287,8 @@ void wire_network(const Settings& settings, const SandboxState& s, Rollback& rol
       throw LaunchError(1, e.what());
     }
   }
+  dir.mark("tables", s.table);
+  rollback.add([&dir, t = s.table] { dir.unmark("tables", t); });
   run_or_throw(
       {"nft", "-f", "-"},
       nft_ruleset({s.slot, s.host_if, s.sandbox_ip, settings.transparent_port, settings.dns_port}),
@@ -237,8 +296,12 @@ void wire_network(const Settings& settings, const SandboxState& s, Rollback& rol
   rollback.add([t = s.table] { run_tool({"nft", "delete", "table", "inet", t}); });
 }
 
-void register_with_daemon(const Settings& settings, const SandboxRequest& request,
-                          const SandboxState& s, Rollback& rollback) {
+void register_with_daemon(const StateDir& dir, const Settings& settings,
+                          const SandboxRequest& request, const SandboxState& s,
+                          Rollback& rollback) {
+  const std::string dropin_name = fs::path(s.dropin).filename().string();
+  dir.mark("dropins", dropin_name);
+  rollback.add([&dir, dropin_name] { dir.unmark("dropins", dropin_name); });
   try {
     write_file_atomically(s.dropin, dropin_text(s.id, request.profile, s.sandbox_ip, request.allow),
                           0644);
@@ -272,12 +335,16 @@ std::string ca_bundle_path(const Settings& settings) {
   return settings.state_dir + "/ca/ca-bundle.pem";
 }
 
-void check_privileges_and_tools() {
+void check_privileges() {
   if (!has_capability(CAP_NET_ADMIN) || !has_capability(CAP_SYS_ADMIN)) {
     throw LaunchError(1,
                       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network "
                       "namespaces and nftables; run it as root");
   }
+}
+
+void check_privileges_and_tools() {
+  check_privileges();
   for (const char* tool : {"ip", "nft", "nsenter", "setpriv"}) {
     if (!find_tool(tool)) {
       const std::string package = tool == std::string_view("ip")    ? "iproute2"
@@ -293,17 +360,23 @@ SandboxState create_sandbox(const Settings& settings, const SandboxRequest& requ
   check_request(settings, request);
   check_privileges_and_tools();
   check_daemon(settings, request.id);
-  std::error_code ec;
-  fs::create_directories(settings.state_dir + "/netns", ec);
-  fs::permissions(settings.state_dir + "/netns", fs::perms::owner_all, ec);
   const StateDir dir(settings.state_dir);
+  // Names and addresses are host-wide: no other launcher (whatever its state_dir) picks a slot
+  // until this one's link, addresses and table exist.
+  std::optional<HostLock> host_lock;
+  try {
+    host_lock.emplace();
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(1, e.what());
+  }
   SandboxState state = claim(dir, settings, request);
   Rollback rollback;
   rollback.add([&dir, id = state.id] { dir.remove(id); });
   try {
     write_ca_bundle(settings);
-    wire_network(settings, state, rollback);
-    register_with_daemon(settings, request, state, rollback);
+    wire_network(dir, settings, state, rollback);
+    host_lock.reset();
+    register_with_daemon(dir, settings, request, state, rollback);
     state.ready = true;
     dir.write(state);
   } catch (const std::runtime_error& e) {
@@ -323,7 +396,10 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
     const ToolResult r = run_tool(argv);
     if (!r.ok()) errors.push_back(argv[0] + " " + argv[1] + " " + argv[2] + ": " + r.err);
   };
-  if (::unlink(s.dropin.c_str()) == 0 && settle.count() > 0) {
+  const std::string dropin_name = fs::path(s.dropin).filename().string();
+  const bool unregistered = ::unlink(s.dropin.c_str()) == 0;
+  if (unregistered || errno == ENOENT) dir.unmark("dropins", dropin_name);
+  if (unregistered && settle.count() > 0) {
     const auto deadline = std::chrono::steady_clock::now() + settle;
     while (std::chrono::steady_clock::now() < deadline &&
            query_sandbox(settings.admin_host, settings.admin_port, s.id, settle).answer ==
@@ -331,9 +407,14 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
       std::this_thread::sleep_for(kPollInterval);
     }
   }
+  // A step's mark goes once the thing is gone (or was never made).
+  const std::size_t before_table = errors.size();
   step(run_tool({"nft", "list", "table", "inet", s.table}).ok(),
        {"nft", "delete", "table", "inet", s.table});
+  if (errors.size() == before_table) dir.unmark("tables", s.table);
+  const std::size_t before_link = errors.size();
   step(run_tool({"ip", "link", "show", "dev", s.host_if}).ok(), {"ip", "link", "del", s.host_if});
+  if (errors.size() == before_link) dir.unmark("links", s.host_if);
   if (s.owned_netns) {
     // What the command left running (background children, or everything after a SIGKILLed
     // launcher) ends with the sandbox; else it would live on in a namespace without a route.
@@ -342,7 +423,10 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
     std::error_code ec;
     fs::remove_all("/etc/netns/" + s.netns, ec);
     if (ec) errors.push_back("removing /etc/netns/" + s.netns + ": " + ec.message());
-    ::unlink(netns_marker(settings, s.netns).c_str());
+    if (!fs::exists("/run/netns/" + s.netns)) dir.unmark("netns", s.netns);
+  }
+  if (!s.owned_netns) {
+    for (std::string& e : restore_attached_netns(s)) errors.push_back(std::move(e));
   }
   if (errors.empty()) dir.remove(s.id);  // kept on failure so gc can retry
   return errors;

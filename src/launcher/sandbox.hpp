@@ -75,5 +75,7 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
 // Checks that this process may create sandboxes (CAP_NET_ADMIN, CAP_SYS_ADMIN) and that `ip`,
 // `nft`, `nsenter` and `setpriv` are in kToolDirs (not $PATH). Throws LaunchError.
 void check_privileges_and_tools();
+// Only the capabilities (for `list`, which reads the root-only state files).
+void check_privileges();
 
 }  // namespace sandgate::launcher

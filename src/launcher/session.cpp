@@ -119,12 +119,19 @@ std::optional<std::pair<int, int>> open_pty(const TerminalPlan& plan, std::strin
 // In the forked child: a new session (no controlling terminal), the pty slave as its
 // controlling terminal and on the planned fds, then the command.
 [[noreturn]] void start_child(const TerminalPlan& plan, int slave, char* const* argv,
-                              char* const* envp) {
+                              char* const* envp, const std::function<std::string()>& enter) {
   if (::setsid() < 0) child_fail("setsid");
   if (plan.pty) {
     if (::ioctl(slave, TIOCSCTTY, 0) != 0) child_fail("cannot make the pty the terminal");
     for (int fd = 0; fd < 3; ++fd) {
       if (plan.on_pty[static_cast<std::size_t>(fd)] && ::dup2(slave, fd) < 0) child_fail("dup2");
+    }
+  }
+  if (enter) {
+    if (const std::string error = enter(); !error.empty()) {
+      const std::string message = "sandgate-launch: cannot enter the sandbox: " + error + "\n";
+      (void)!::write(STDERR_FILENO, message.data(), message.size());
+      ::_exit(127);
     }
   }
   sigset_t none;
@@ -167,7 +174,8 @@ TerminalPlan plan_terminal(const std::array<bool, 3>& is_terminal) {
 }
 
 int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                       const std::function<void(pid_t)>& started) {
+                       const std::function<void(pid_t)>& started,
+                       const std::function<std::string()>& enter) {
   const TerminalPlan plan = plan_terminal({::isatty(0) == 1, ::isatty(1) == 1, ::isatty(2) == 1});
   std::vector<char*> cargv;
   std::vector<char*> cenv;
@@ -202,7 +210,7 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
   if (plan.relay_input) raw.emplace(STDIN_FILENO);
 
   const pid_t child = ::fork();
-  if (child == 0) start_child(plan, slave.get(), cargv.data(), cenv.data());
+  if (child == 0) start_child(plan, slave.get(), cargv.data(), cenv.data(), enter);
   if (child < 0) {
     std::fprintf(stderr, "sandgate-launch: cannot fork: %s\n", std::strerror(errno));
     return 1;

@@ -36,9 +36,12 @@ TerminalPlan plan_terminal(const std::array<bool, 3>& is_terminal);
 // when it could not be started, 1 when the launcher could not fork. The caller should have
 // blocked the stop signals (block_stop_signals) before any other setup, so none is lost.
 // The launcher's terminal is restored on every way out of this function.
-// `started` is called in the launcher with the command's pid right after the fork.
+// `started` is called in the launcher with the command's pid right after the fork. `enter`,
+// when given, runs in the child just before the exec (after the new session is set up); a
+// non-empty result is an error: the child prints it ("sandgate-launch: " prefix) and exits 127.
 int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                       const std::function<void(pid_t)>& started = {});
+                       const std::function<void(pid_t)>& started = {},
+                       const std::function<std::string()>& enter = {});
 
 // Ends what the command left when the launcher dies without finishing (SIGKILL, a crash): a
 // process forked from the launcher (root, stop signals blocked, stdio on /dev/null) that waits

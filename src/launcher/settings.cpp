@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include <filesystem>
+
 namespace sandgate::launcher {
 namespace {
 
@@ -61,7 +63,12 @@ Settings settings_from_config(const config::Config& config, bool for_create) {
   return s;
 }
 
-Settings load_settings(const std::string& config_path, bool for_create) {
+Settings load_settings(const std::string& given_path, bool for_create) {
+  // Absolute, so every path taken from it (sandboxes_dir, state_dir, ca_file, each drop-in in
+  // a state file) is too: a later `down` or `gc` from another directory finds the same files.
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(given_path, ec);
+  const std::string config_path = ec ? given_path : absolute.lexically_normal().string();
   config::Config config;
   try {
     config = config::load_config(config_path);

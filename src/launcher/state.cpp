@@ -34,7 +34,10 @@ std::string to_json(const SandboxState& s) {
                        {"mode", s.mode},
                        {"pid", s.pid},
                        {"ready", s.ready},
-                       {"dns_address", s.dns_address}};
+                       {"dns_address", s.dns_address},
+                       {"ipv6_all_before", s.ipv6_all_before},
+                       {"ipv6_default_before", s.ipv6_default_before},
+                       {"lo_down_before", s.lo_down_before}};
   return json::serialize(o) + "\n";
 }
 
@@ -58,6 +61,14 @@ std::optional<SandboxState> state_from_json(std::string_view text) {
     s.pid = json::value_to<long>(o.at("pid"));
     s.ready = o.at("ready").as_bool();
     s.dns_address = json::value_to<std::string>(o.at("dns_address"));
+    // Absent in state files of older launchers: nothing to restore.
+    if (const auto* field = o.if_contains("ipv6_all_before")) {
+      s.ipv6_all_before = json::value_to<std::string>(*field);
+    }
+    if (const auto* field = o.if_contains("ipv6_default_before")) {
+      s.ipv6_default_before = json::value_to<std::string>(*field);
+    }
+    if (const auto* field = o.if_contains("lo_down_before")) s.lo_down_before = field->as_bool();
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -129,17 +140,54 @@ void StateDir::remove(std::string_view id) const {
   ::unlink(file_of(id).c_str());
 }
 
-StateLock::StateLock(const StateDir& dir) {
-  const std::string path = dir.path() + "/lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
-    const int error = errno;
-    if (fd_ >= 0) ::close(fd_);
-    throw std::runtime_error("cannot lock " + path + ": " + std::strerror(error));
-  }
+void StateDir::mark(std::string_view kind, std::string_view name) const {
+  const fs::path dir = fs::path(path_) / kind;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  const std::string path = (dir / name).string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  ::close(fd);
 }
 
+void StateDir::unmark(std::string_view kind, std::string_view name) const {
+  ::unlink((fs::path(path_) / kind / name).c_str());
+}
+
+std::vector<std::string> StateDir::marks(std::string_view kind) const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(path_) / kind, ec)) {
+    out.push_back(entry.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+int lock_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ::flock(fd, LOCK_EX) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot lock " + path + ": " + std::strerror(error));
+  }
+  return fd;
+}
+
+}  // namespace
+
+StateLock::StateLock(const StateDir& dir) : fd_(lock_file(dir.path() + "/lock")) {}
+
 StateLock::~StateLock() {
+  ::close(fd_);
+}
+
+HostLock::HostLock() : fd_(lock_file(kHostLockPath)) {}
+
+HostLock::~HostLock() {
   ::close(fd_);
 }
 

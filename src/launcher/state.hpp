@@ -25,6 +25,12 @@ struct SandboxState {
   long pid = 0;             // the launcher that created it (run: still waiting for CMD)
   bool ready = false;       // setup finished; false means a launcher is (or was) mid-setup
   std::string dns_address;  // written into /etc/netns/<netns>/resolv.conf when owned
+  // --netns: what setup changed in the attached namespace, put back at teardown. The values of
+  // net.ipv6.conf.{all,default}.disable_ipv6 before ("" = nothing to restore), and whether lo
+  // was down.
+  std::string ipv6_all_before;
+  std::string ipv6_default_before;
+  bool lo_down_before = false;
 
   // The namespace as a path (for nsenter and setns).
   std::string netns_path() const;
@@ -49,6 +55,14 @@ class StateDir {
   void write(const SandboxState& state) const;
   void remove(std::string_view id) const;
 
+  // Marks: what this state directory created on the host, by kind ("netns", "links",
+  // "tables", "dropins"), as empty files <path>/<kind>/<name>. A mark is made before the thing
+  // is created and removed after it is deleted, so gc removes only what this state directory
+  // made (names are host-wide, state directories are not). Throws std::runtime_error.
+  void mark(std::string_view kind, std::string_view name) const;
+  void unmark(std::string_view kind, std::string_view name) const;
+  std::vector<std::string> marks(std::string_view kind) const;  // sorted
+
  private:
   std::string path_;
 };
@@ -60,6 +74,21 @@ class StateLock {
   ~StateLock();
   StateLock(const StateLock&) = delete;
   StateLock& operator=(const StateLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// An exclusive flock on kHostLockPath, shared by every launcher on the machine whatever its
+// state directory: held while a sandbox takes its slot and creates its link, nft table and
+// addresses, so two configs never pick the same names or addresses at the same moment.
+inline constexpr const char* kHostLockPath = "/run/sandgate-launch.lock";
+class HostLock {
+ public:
+  HostLock();
+  ~HostLock();
+  HostLock(const HostLock&) = delete;
+  HostLock& operator=(const HostLock&) = delete;
 
  private:
   int fd_ = -1;

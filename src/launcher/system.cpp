@@ -5,18 +5,23 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace sandgate::launcher {
+namespace json = boost::json;
 
 ToolResult run_tool(const std::vector<std::string>& argv, std::string_view input) {
   int in_pipe[2];
@@ -147,6 +152,30 @@ std::string write_sysctls_in(const std::string& netns_path, const std::vector<st
   return error;
 }
 
+std::string read_sysctls_in(const std::string& netns_path, const std::vector<std::string>& paths,
+                            std::vector<std::string>* values) {
+  const int self = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  const int target = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string error;
+  values->clear();
+  if (self < 0 || target < 0) {
+    error = "cannot open network namespace " + netns_path + ": " + std::strerror(errno);
+  } else if (::setns(target, CLONE_NEWNET) != 0) {
+    error = "cannot enter network namespace " + netns_path + ": " + std::strerror(errno);
+  } else {
+    for (const std::string& path : paths) {
+      std::ifstream in(path);
+      std::string value;
+      if (!std::getline(in, value) && error.empty()) error = "cannot read " + path;
+      values->push_back(value);
+    }
+    if (::setns(self, CLONE_NEWNET) != 0) std::abort();  // never run on in the wrong namespace
+  }
+  if (self >= 0) ::close(self);
+  if (target >= 0) ::close(target);
+  return error;
+}
+
 bool process_alive(long pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }
@@ -260,6 +289,177 @@ int take_pending_stop_signal() {
     }
   }
   return 0;
+}
+
+std::set<std::string> current_links() {
+  std::set<std::string> out;
+  const ToolResult listed = run_tool({"ip", "-j", "link", "show"});
+  boost::system::error_code ec;
+  const json::value doc = json::parse(listed.out, ec);
+  if (!listed.ok() || ec || !doc.is_array()) return out;
+  for (const auto& link : doc.as_array()) {
+    const auto* name = link.is_object() ? link.as_object().if_contains("ifname") : nullptr;
+    if (name != nullptr && name->is_string()) out.emplace(name->as_string());
+  }
+  return out;
+}
+
+std::set<std::string> current_inet_tables() {
+  std::set<std::string> out;
+  const ToolResult listed = run_tool({"nft", "-j", "list", "tables", "inet"});
+  boost::system::error_code ec;
+  const json::value doc = json::parse(listed.out, ec);
+  if (!listed.ok() || ec || !doc.is_object()) return out;
+  const auto* items = doc.as_object().if_contains("nftables");
+  if (items == nullptr || !items->is_array()) return out;
+  for (const auto& item : items->as_array()) {
+    const auto* table = item.is_object() ? item.as_object().if_contains("table") : nullptr;
+    if (table == nullptr || !table->is_object()) continue;
+    const auto* name = table->as_object().if_contains("name");
+    if (name != nullptr && name->is_string()) out.emplace(name->as_string());
+  }
+  return out;
+}
+
+std::vector<policy::IpAddress> current_addresses() {
+  std::vector<policy::IpAddress> out;
+  const ToolResult listed = run_tool({"ip", "-j", "addr", "show"});
+  boost::system::error_code ec;
+  const json::value doc = json::parse(listed.out, ec);
+  if (!listed.ok() || ec || !doc.is_array()) return out;
+  for (const auto& link : doc.as_array()) {
+    const auto* infos = link.is_object() ? link.as_object().if_contains("addr_info") : nullptr;
+    if (infos == nullptr || !infos->is_array()) continue;
+    for (const auto& info : infos->as_array()) {
+      const auto* local = info.is_object() ? info.as_object().if_contains("local") : nullptr;
+      if (local == nullptr || !local->is_string()) continue;
+      if (auto a = policy::parse_ip_literal(std::string_view(local->as_string())))
+        out.push_back(*a);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string errno_text(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// Writes `text` to `path` (mode 0644) in the private /run, creating its directories (0755).
+std::string write_into_private_run(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) return "creating " + path.parent_path().string() + ": " + ec.message();
+  for (auto dir = path.parent_path(); dir != "/run" && dir != "/"; dir = dir.parent_path()) {
+    ::chmod(dir.c_str(), 0755);
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_text("writing " + path.string());
+  ::fchmod(fd, 0644);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok ? "" : errno_text("writing " + path.string());
+}
+
+// Where `path` leads, following symlinks even when the last one dangles (a resolv.conf
+// symlink into a /run that has no such file yet); weakly_canonical alone stops at a dangling
+// link.
+std::filesystem::path resolve_links(std::filesystem::path path) {
+  constexpr int kMaxLinks = 40;  // as the kernel's ELOOP limit
+  for (int i = 0; i < kMaxLinks; ++i) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(path, ec)) break;
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    if (ec) break;
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  std::error_code ec;
+  const std::filesystem::path out = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path.lexically_normal() : out;
+}
+
+}  // namespace
+
+std::string enter_sandbox(const EnterPlan& plan) {
+  // Before /run changes: where /etc/resolv.conf leads, and what the command should read there.
+  std::error_code ec;
+  const std::filesystem::path resolv = resolve_links("/etc/resolv.conf");
+  const bool resolv_in_run = resolv.string().starts_with("/run/");
+  const std::string resolv_text =
+      read_text(plan.resolv_conf.empty() ? "/etc/resolv.conf" : plan.resolv_conf);
+  const std::filesystem::path shm = resolve_links("/dev/shm");
+  const bool shm_in_run = shm.string().starts_with("/run/");
+
+  const int fd = ::open(plan.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_text("opening " + plan.netns_path);
+  const int entered = ::setns(fd, CLONE_NEWNET);
+  ::close(fd);
+  if (entered != 0) return errno_text("entering " + plan.netns_path);
+  if (::unshare(CLONE_NEWNS) != 0) return errno_text("unshare(CLONE_NEWNS)");
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return errno_text("making mounts private");
+  }
+  if (plan.owned_netns) {
+    // As `ip netns exec`: /sys/class/net shows the sandbox's interfaces.
+    unsigned long flags = 0;
+    if (::umount2("/sys", MNT_DETACH) != 0) flags = MS_RDONLY;
+    if (::mount("sysfs", "/sys", "sysfs", flags, nullptr) != 0) return errno_text("mounting /sys");
+  }
+  if (plan.private_run) {
+    if (::mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") != 0) {
+      return errno_text("mounting a private /run");
+    }
+    // Fresh and empty, as on a booted host: /run/lock (/var/lock), and /dev/shm where it is
+    // a symlink into /run.
+    for (const std::string& dir : {std::string("/run/lock"), shm_in_run ? shm.string() : ""}) {
+      if (dir.empty()) continue;
+      std::filesystem::create_directories(dir, ec);
+      ::chmod(dir.c_str(), 01777);
+    }
+  }
+  if (plan.private_run && resolv_in_run) {
+    return write_into_private_run(resolv, resolv_text);
+  }
+  if (!plan.resolv_conf.empty()) {
+    // Follows a symlink, as `ip netns exec` does. No /etc/resolv.conf at all: nothing to cover.
+    if (::mount(plan.resolv_conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0 &&
+        errno != ENOENT) {
+      return errno_text("bind-mounting " + plan.resolv_conf + " on /etc/resolv.conf");
+    }
+  }
+  return "";
+}
+
+std::optional<std::string> find_command(std::string_view name,
+                                        const std::optional<std::string>& path) {
+  if (name.empty()) return std::nullopt;
+  auto runnable = [](const std::string& file) {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(file.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string_view::npos) {
+    const std::string file(name);
+    if (runnable(file)) return file;
+    return std::nullopt;
+  }
+  const std::string dirs = path.value_or("/bin:/usr/bin");
+  for (std::size_t at = 0; at <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string dir = end == at ? "." : dirs.substr(at, end - at);  // empty entry: cwd
+    const std::string file = dir + "/" + std::string(name);
+    if (runnable(file)) return file;
+    at = end + 1;
+  }
+  return std::nullopt;
 }
 
 }  // namespace sandgate::launcher

@@ -4,9 +4,12 @@
 // capabilities, and writing sysctls inside another network namespace.
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "policy/ip_address.hpp"
 
 namespace sandgate::launcher {
 
@@ -36,6 +39,37 @@ std::optional<std::string> find_tool(std::string_view name);
 // check_privileges_and_tools reports missing tools first).
 std::string tool_path(std::string_view name);
 
+// What the current network namespace has, from `ip -j` and `nft -j` (not /sys/class/net,
+// which shows the namespace /sys was mounted in): link names, inet table names, and the
+// addresses on any interface. Empty when the tool fails.
+std::set<std::string> current_links();
+std::set<std::string> current_inet_tables();
+std::vector<policy::IpAddress> current_addresses();
+
+// How the command enters its sandbox (in the forked child, as root, before exec).
+struct EnterPlan {
+  std::string netns_path;   // setns(CLONE_NEWNET) into this
+  bool owned_netns = true;  // the launcher's own namespace: /sys is remounted for it
+  std::string resolv_conf;  // shown as /etc/resolv.conf ("" for none: the host's stays)
+  bool private_run = true;  // an empty tmpfs on /run (--share-run: false)
+};
+
+// Enters the network namespace, then a mount namespace of the command's own (every mount
+// private, so nothing propagates back to the host): as `ip netns exec` does, sysfs of the
+// sandbox's namespace on /sys (owned namespaces) and resolv_conf bind-mounted over
+// /etc/resolv.conf; with private_run an empty tmpfs on /run, which hides the host's Unix
+// sockets there (nscd, systemd-resolved's varlink, D-Bus, /run/user/*). When /etc/resolv.conf
+// is a symlink into /run (systemd-resolved, resolvconf), the file it names is written into the
+// private /run with the text the command should see (resolv_conf, or the host's). Returns an
+// error message, or "" on success. Only for a forked child that execs next.
+std::string enter_sandbox(const EnterPlan& plan);
+
+// The file execvp would run for `name` with this PATH value (unset: "/bin:/usr/bin"): `name`
+// itself when it has a '/', else the first PATH entry with an executable regular file of that
+// name. nullopt when there is none.
+std::optional<std::string> find_command(std::string_view name,
+                                        const std::optional<std::string>& path);
+
 // Whether this process holds the capability in its effective set (CAP_NET_ADMIN = 12,
 // CAP_SYS_ADMIN = 21).
 bool has_capability(int cap);
@@ -44,6 +78,11 @@ bool has_capability(int cap);
 // `netns_path` (setns there and back). Returns an error message, or "" on success.
 std::string write_sysctls_in(const std::string& netns_path, const std::vector<std::string>& paths,
                              std::string_view value);
+
+// Reads each /proc/sys file in `paths` as seen from the network namespace at `netns_path`
+// into *values (trailing newline trimmed). Returns an error message, or "" on success.
+std::string read_sysctls_in(const std::string& netns_path, const std::vector<std::string>& paths,
+                            std::vector<std::string>* values);
 
 // Whether a process with this pid exists (kill(pid, 0)).
 bool process_alive(long pid);

@@ -109,7 +109,13 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& 
   record_denial(mode, shown, port, d);
 
   std::string suggestion_line;
-  if (!suggestion.empty()) suggestion_line = "[sandboxes." + sandbox + "] " + suggestion;
+  if (!suggestion.empty()) {
+    // Where the operator can add it: the sandbox's table, its drop-in, or for a launcher-made
+    // sandbox its profile or the launcher's flag (config::suggestion_for).
+    const config::Sandbox* defined = snap ? snap->config->find_sandbox(sandbox) : nullptr;
+    suggestion_line = defined != nullptr ? config::suggestion_for(*defined, suggestion)
+                                         : "[sandboxes." + sandbox + "] " + suggestion;
+  }
   ErrorInfo info;
   info.code = Errc::network_denied;
   info.sandbox = sandbox;

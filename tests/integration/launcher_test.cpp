@@ -10,10 +10,13 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
 #include <chrono>
@@ -536,13 +539,28 @@ TEST_F(Launcher, GcRemovesWhatACrashedLauncherLeft) {
                launch_binary(), config_, sb, state});
   EXPECT_EQ(run_command(argv, std::chrono::seconds(20)).out, "137\n");
   EXPECT_EQ(launch({"list"}).out, sb + " 10.201.0.2 sg-" + sb + " stale\n");
-  // Orphans with no state file at all: a table, a link and a launcher drop-in.
+  // Orphans with no state file at all, as a launcher that lost its state file would leave
+  // them: a table, a link and a launcher drop-in, each with this state_dir's mark (made before
+  // the thing itself).
   ASSERT_EQ(in_host({"nft", "add", "table", "inet", "sandgate_7"}).exit_code, 0);
   ASSERT_EQ(
       in_host({"ip", "link", "add", "sg7h", "type", "veth", "peer", "name", "sgt7"}).exit_code, 0);
   const std::string orphan = sandboxes_dir() + "/orphan.toml";
   dir_.write("sbx/orphan.toml",
              "# written by sandgate-launch\nid = \"orphan\"\nsources = [\"10.201.0.30\"]\n");
+  fs::create_directories(state_dir() + "/links");
+  fs::create_directories(state_dir() + "/tables");
+  fs::create_directories(state_dir() + "/dropins");
+  dir_.write("state/links/sg7h", "");
+  dir_.write("state/tables/sandgate_7", "");
+  dir_.write("state/dropins/orphan.toml", "");
+  // What this state_dir did not make stays: another config's (no mark here) and a hand-made
+  // drop-in.
+  ASSERT_EQ(in_host({"nft", "add", "table", "inet", "sandgate_8"}).exit_code, 0);
+  ASSERT_EQ(
+      in_host({"ip", "link", "add", "sg8h", "type", "veth", "peer", "name", "sgt8"}).exit_code, 0);
+  dir_.write("sbx/other.toml",
+             "# written by sandgate-launch\nid = \"other\"\nsources = [\"10.201.0.38\"]\n");
   dir_.write("sbx/hand.toml", "id = \"hand\"\nsources = [\"10.201.0.34\"]\n");
   const auto r = launch({"gc"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -550,8 +568,298 @@ TEST_F(Launcher, GcRemovesWhatACrashedLauncherLeft) {
                        "\nremoved link sg7h\nremoved nft table inet sandgate_7\n"
                        "removed drop-in " +
                        orphan + "\n");
+  EXPECT_EQ(host_tables(), std::vector<std::string>{"sandgate_8"});
+  auto links = host_links();
+  std::sort(links.begin(), links.end());
+  EXPECT_EQ(links, (std::vector<std::string>{"lo", "sg8h", "sgt8"}));
+  EXPECT_TRUE(fs::exists(sandboxes_dir() + "/other.toml"));
+  ASSERT_EQ(in_host({"nft", "delete", "table", "inet", "sandgate_8"}).exit_code, 0);
+  ASSERT_EQ(in_host({"ip", "link", "del", "sg8h"}).exit_code, 0);
   fs::remove(sandboxes_dir() + "/hand.toml");
+  fs::remove(sandboxes_dir() + "/other.toml");
   expect_nothing_left(sb);
+}
+
+// Issue 9 item 10: two launcher configs (their own state_dirs, the same pool and daemon) on one
+// host. The second takes the slots the first does not use, and gc of either removes nothing
+// of the other's live sandbox.
+TEST_F(Launcher, TwoConfigsOnOneHostKeepApart) {
+  start_daemon();
+  const std::string first = config_;
+  const std::string other_state = dir_.file("state2");
+  const std::string second = dir_.write(
+      "second.toml", std::regex_replace(read_file(first), std::regex("state_dir = \"[^\"]*\""),
+                                        "state_dir = \"" + other_state + "\""));
+  const std::string a = id("first");
+  const std::string b = id("second");
+  auto r = launch({"up", "--sandbox", a});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, a + " 10.201.0.2 sg-" + a + "\n");
+  config_ = second;
+  r = launch({"up", "--sandbox", b});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, b + " 10.201.0.6 sg-" + b + "\n");
+  // A `run` of the second config while both are up.
+  r = launch({"run", "--sandbox", id("third"), "--", "sh", "-c",
+              "ip -4 -o addr show scope global | awk '{print $2, $4}'"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "sg2s 10.201.0.10/30\n");
+  const auto works = [&](const std::string& sandbox) {
+    return launch(
+               {"exec", "--sandbox", sandbox, "--", "curl", "-sS", "-m", "5", "http://192.0.2.1/"})
+        .out;
+  };
+  const auto intact = [&](const std::string& config, const std::string& sandbox,
+                          const std::string& link, const std::string& table) {
+    SCOPED_TRACE(sandbox);
+    const auto links = host_links();
+    const auto tables = host_tables();
+    EXPECT_NE(std::find(links.begin(), links.end(), link), links.end());
+    EXPECT_NE(std::find(tables.begin(), tables.end(), table), tables.end());
+    EXPECT_TRUE(fs::exists(sandboxes_dir() + "/" + sandbox + ".toml"));
+    config_ = config;
+    EXPECT_EQ(launch({"list"}).out, sandbox + " " + (link == "sg0h" ? "10.201.0.2" : "10.201.0.6") +
+                                        " sg-" + sandbox + " ready\n");
+    // The daemon's denial names the sandbox: it is wired and the daemon knows it.
+    EXPECT_NE(works(sandbox).find("\"sandbox\":\"" + sandbox + "\""), std::string::npos);
+  };
+  config_ = second;
+  r = launch({"gc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  intact(first, a, "sg0h", "sandgate_0");
+  config_ = first;
+  r = launch({"gc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  intact(second, b, "sg1h", "sandgate_1");
+  config_ = first;
+  EXPECT_EQ(launch({"down", "--sandbox", a}).exit_code, 0);
+  config_ = second;
+  EXPECT_EQ(launch({"down", "--sandbox", b}).exit_code, 0);
+  expect_nothing_left(a);
+  expect_nothing_left(b);
+}
+
+// Issue 9 item 13: a network namespace alone leaves the host's Unix sockets under /run (nscd,
+// systemd-resolved's varlink, D-Bus) reachable. The command gets a private /run; --share-run
+// gives it the host's.
+TEST_F(Launcher, HostUnixSocketsUnderRunAreOutOfReach) {
+  start_daemon();
+  // The test's own socket under the host's /run (in whatever mount namespace the test runs:
+  // the launcher it starts sees the same).
+  const std::string run_dir = "/run/sandgate-test-" + std::to_string(::getpid());
+  fs::create_directories(run_dir);
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() { fs::remove_all(path); }
+  } remove_dir{run_dir}, remove_written{run_dir + ".written"};
+  ::chmod(run_dir.c_str(), 0755);
+  const std::string path = run_dir + "/sock";
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ::chmod(path.c_str(), 0777);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  const std::string probe =
+      "import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+      "try: s.connect(sys.argv[1]); print('connected')\n"
+      "except OSError as e: print(e.strerror)\n";
+  struct Row {
+    std::string name;
+    std::vector<std::string> flags;
+    std::string expected;
+  };
+  const Row rows[] = {
+      {"root", {}, "No such file or directory\n"},
+      {"nobody", {"--user", "nobody"}, "No such file or directory\n"},
+      {"root --share-run", {"--share-run"}, "connected\n"},
+      {"nobody --share-run", {"--user", "nobody", "--share-run"}, "connected\n"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    std::vector<std::string> args = {"run", "--sandbox", id("run")};
+    args.insert(args.end(), row.flags.begin(), row.flags.end());
+    args.insert(args.end(), {"--", "/usr/bin/python3", "-c", probe, path});
+    const auto r = launch(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, row.expected);
+  }
+  // The private /run is empty but for /run/lock; resolv.conf still names the daemon, and the
+  // sandbox's interfaces are what /sys shows.
+  const auto r = launch({"run", "--sandbox", id("run"), "--", "sh", "-c",
+                         "ls -A /run; cat /etc/resolv.conf; ls /sys/class/net | sort; "
+                         "stat -c %a /run/lock; touch \"$0\" && echo written",
+                         run_dir + ".written"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "lock\nnameserver 10.201.0.1\nlo\nsg0s\n1777\nwritten\n");
+  EXPECT_FALSE(fs::exists(run_dir + ".written"));  // written to the private /run only
+  // exec gets the same.
+  const std::string sb = id("exec");
+  ASSERT_EQ(launch({"up", "--sandbox", sb}).exit_code, 0);
+  EXPECT_EQ(launch({"exec", "--sandbox", sb, "--", "python3", "-c", probe, path}).out,
+            "No such file or directory\n");
+  EXPECT_EQ(
+      launch({"exec", "--sandbox", sb, "--share-run", "--", "python3", "-c", probe, path}).out,
+      "connected\n");
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+  ::close(listener);
+  expect_nothing_left(sb);
+}
+
+// Where /etc/resolv.conf is a symlink into /run (systemd-resolved's stub, resolvconf), the
+// private /run holds the file it names, saying what the sandbox's resolv.conf says. The
+// symlink is made in an overlay on /etc in a mount namespace of the test's own.
+TEST_F(Launcher, ResolvConfSymlinkIntoRunStillNamesTheDaemon) {
+  start_daemon();
+  fs::create_directories(dir_.path() / "upper");
+  fs::create_directories(dir_.path() / "work");
+  const std::string script =
+      "set -e; mount -t overlay overlay -o lowerdir=/etc,upperdir=\"$0/upper\",workdir=\"$0/work\" "
+      "/etc; ln -sf ../run/systemd/resolve/stub-resolv.conf /etc/resolv.conf; exec \"$@\"";
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(), {"unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                           dir_.path().string(), launch_binary(), "--config", config_, "run",
+                           "--sandbox", id("stub"), "--", "sh", "-c",
+                           "readlink /etc/resolv.conf; cat /etc/resolv.conf; ls -A /run "
+                           "/run/systemd/resolve"});
+  const auto r = run_command(argv, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.out,
+      "../run/systemd/resolve/stub-resolv.conf\nnameserver 10.201.0.1\n/run:\nlock\nsystemd\n\n"
+      "/run/systemd/resolve:\nstub-resolv.conf\n");
+}
+
+// Issue 9 item 14: a command that cannot be run exits 127 with the launcher's prefix, before
+// anything is set up.
+TEST_F(Launcher, MissingCommandExits127) {
+  start_daemon();
+  for (const bool as_nobody : {false, true}) {
+    SCOPED_TRACE(as_nobody ? "nobody" : "root");
+    const std::string sb = id("missing");
+    std::vector<std::string> args = {"run", "--sandbox", sb};
+    if (as_nobody) args.insert(args.end(), {"--user", "nobody"});
+    args.insert(args.end(), {"--", "no-such-command-here", "x"});
+    auto r = launch(args, {"env", "PATH=/usr/bin:/bin"});
+    EXPECT_EQ(r.exit_code, 127);
+    EXPECT_EQ(r.err,
+              "sandgate-launch: command not found: no-such-command-here (not in PATH "
+              "/usr/bin:/bin)\n");
+    args[args.size() - 2] = "/nonexistent/cmd";
+    r = launch(args);
+    EXPECT_EQ(r.exit_code, 127);
+    EXPECT_EQ(r.err, "sandgate-launch: cannot run /nonexistent/cmd: no such executable file\n");
+    EXPECT_FALSE(fs::exists(state_dir() + "/sandboxes/" + sb + ".json"));
+    EXPECT_EQ(host_links(), std::vector<std::string>{"lo"});
+    EXPECT_TRUE(fs::is_empty(sandboxes_dir()));
+  }
+  const std::string sb = id("missing");
+  ASSERT_EQ(launch({"up", "--sandbox", sb}).exit_code, 0);
+  const auto r = launch({"exec", "--sandbox", sb, "--user", "nobody", "--", "no-such-command-here"},
+                        {"env", "PATH=/usr/bin:/bin"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_EQ(r.err,
+            "sandgate-launch: command not found: no-such-command-here (not in PATH "
+            "/usr/bin:/bin)\n");
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+}
+
+// Issue 9 item 14: an attached namespace (--netns, not the launcher's) is given back as it was:
+// IPv6 settings and lo as before, no link of the sandbox left.
+TEST_F(Launcher, AttachedNamespaceIsPutBackAtTeardown) {
+  start_daemon();
+  const std::string ns = "sgt-" + unique_suffix() + "-att";
+  ASSERT_EQ(run_command({"ip", "netns", "add", ns}).exit_code, 0);
+  struct RemoveNs {
+    std::string name;
+    ~RemoveNs() { run_command({"ip", "netns", "del", name}); }
+  } remove_ns{ns};
+  const auto settings = [&] {
+    return run_command({"ip", "netns", "exec", ns, "sh", "-c",
+                        "cat /proc/sys/net/ipv6/conf/all/disable_ipv6 "
+                        "/proc/sys/net/ipv6/conf/default/disable_ipv6; ip -o link show | "
+                        "awk '{print $2, $3}'"})
+        .out;
+  };
+  ASSERT_EQ(run_command({"ip", "netns", "exec", ns, "sh", "-c",
+                         "echo 0 > /proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 0 > "
+                         "/proc/sys/net/ipv6/conf/default/disable_ipv6"})
+                .exit_code,
+            0);
+  const std::string before = settings();
+  ASSERT_EQ(before, "0\n0\nlo: <LOOPBACK>\n");
+  // run: IPv6 is off inside while it runs, and back afterwards.
+  auto r = launch({"run", "--sandbox", id("att"), "--netns", "/run/netns/" + ns, "--", "cat",
+                   "/proc/sys/net/ipv6/conf/all/disable_ipv6"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+  EXPECT_EQ(settings(), before);
+  // up and down.
+  const std::string sb = id("att");
+  r = launch({"up", "--sandbox", sb, "--netns", "/run/netns/" + ns});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(settings(), before);
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+  EXPECT_EQ(settings(), before);
+  EXPECT_EQ(host_links(), std::vector<std::string>{"lo"});
+  EXPECT_EQ(host_tables(), std::vector<std::string>{});
+}
+
+// Issue 9 item 14: a config with relative paths (as config/sandgate.toml has: sandboxes_dir =
+// "sandboxes.d"), given as a relative --config, works from wherever the launcher runs next.
+TEST_F(Launcher, RelativeConfigPathsHoldFromAnyDirectory) {
+  start_daemon();
+  std::string text = read_file(config_);
+  text =
+      std::regex_replace(text, std::regex("sandboxes_dir = \"[^\"]*\""), "sandboxes_dir = \"sbx\"");
+  text = std::regex_replace(text, std::regex("state_dir = \"[^\"]*\""), "state_dir = \"state\"");
+  dir_.write("relative.toml", text);
+  const std::string sb = id("rel");
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(),
+              {"sh", "-c", "cd \"$0\" && exec \"$1\" --config relative.toml up --sandbox \"$2\"",
+               dir_.path().string(), launch_binary(), sb});
+  auto r = run_command(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(sandboxes_dir() + "/" + sb + ".toml"));
+  EXPECT_EQ(launch({"list"}).out, sb + " 10.201.0.2 sg-" + sb + " ready\n");
+  // down from another directory (the test's), through the absolute path.
+  config_ = dir_.file("relative.toml");
+  r = launch({"down", "--sandbox", sb});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_nothing_left(sb);
+}
+
+// Issue 9 item 14: the denial's suggestion for a launcher-made sandbox names what the operator
+// can edit: its profile, or the launcher's --allow; not [sandboxes.ID], which does not exist
+// (its drop-in is the launcher's, rewritten and removed by it).
+TEST_F(Launcher, DenialSuggestionNamesTheProfileOrTheLaunchersFlag) {
+  start_daemon();
+  const std::string with = id("prof");
+  const std::string without = id("bare");
+  ASSERT_EQ(launch({"up", "--sandbox", with, "--profile", "default"}).exit_code, 0);
+  ASSERT_EQ(launch({"up", "--sandbox", without}).exit_code, 0);
+  const auto suggestion = [&](const std::string& sandbox, const std::string& url) {
+    const auto r = launch({"exec", "--sandbox", sandbox, "--", "curl", "-sS", "-m", "5",
+                           "--resolve", "denied.test:80:192.0.2.1", url});
+    boost::system::error_code ec;
+    const auto body = boost::json::parse(r.out, ec);
+    if (ec || !body.is_object()) return "no JSON body: " + r.out + r.err;
+    const auto* line = body.as_object().if_contains("suggestion");
+    return line != nullptr && line->is_string() ? std::string(line->as_string()) : std::string();
+  };
+  EXPECT_EQ(suggestion(with, "http://denied.test/"),
+            "[profiles.default] allow = [\"denied.test:80\"]");
+  EXPECT_EQ(suggestion(without, "http://denied.test/"),
+            "sandgate-launch --allow \"denied.test:80\"");
+  EXPECT_EQ(suggestion(without, "http://192.0.2.1/"),
+            "[profiles.NAME] allow_cidrs = [\"192.0.2.1/32\"] (sandgate-launch --profile NAME)");
+  EXPECT_EQ(launch({"down", "--sandbox", with}).exit_code, 0);
+  EXPECT_EQ(launch({"down", "--sandbox", without}).exit_code, 0);
 }
 
 // Pids of the processes in a sandbox's namespace (ip netns pids), "" when none.
@@ -665,12 +973,23 @@ TEST_F(Launcher, ErrorsAreOneLineAndLeaveNothing) {
        1,
        "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network namespaces and nftables; "
        "run it as root"},
+      // Not an empty list: the state files are root's.
+      {{"list"},
+       {"setpriv", "--reuid=65534", "--clear-groups", "--inh-caps=-all"},
+       1,
+       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network namespaces and nftables; "
+       "run it as root"},
+      {{"exec", "--sandbox", a, "--", "true"},
+       {"setpriv", "--reuid=65534", "--clear-groups", "--inh-caps=-all"},
+       1,
+       "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to manage network namespaces and nftables; "
+       "run it as root"},
   };
   ::chmod(dir_.path().c_str(), 0755);  // the unprivileged row reads the config
   ::chmod(daemon_->dir().path().c_str(), 0755);
   for (const Row& row : rows) {
     const auto r = launch(row.args, row.prefix);
-    EXPECT_EQ(r.exit_code, row.exit_code) << row.args[2] << ": " << r.err;
+    EXPECT_EQ(r.exit_code, row.exit_code) << row.args.back() << ": " << r.err;
     if (!row.err.empty()) {
       EXPECT_EQ(r.err, "sandgate-launch: " + row.err + "\n");
     }

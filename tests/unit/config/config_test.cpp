@@ -646,6 +646,43 @@ TEST(DropIns, LoadsEveryTomlFileInNameOrder) {
   EXPECT_EQ(c.find_sandbox("main-one")->file, main);
 }
 
+// A denial's suggestion names where the operator can add the rule: the sandbox's table, its
+// hand-written drop-in, or for a sandbox sandgate-launch registered (its drop-in is the
+// launcher's) its profile or the launcher's flag.
+TEST(DropIns, SuggestionsNameWhatTheOperatorCanEdit) {
+  TempDir dir;
+  const std::string main = dir.write("sandgate.toml", kMainWithDropIns);
+  const std::string hand =
+      dir.write("sandboxes.d/hand.toml", "id = \"hand\"\nsources = [\"10.201.0.30\"]\n");
+  dir.write("sandboxes.d/l1.toml",
+            "# written by sandgate-launch; removed by `sandgate-launch down`\nid = \"l1\"\n"
+            "profile = \"default\"\nsources = [\"10.201.0.2\"]\nallow = []\n");
+  dir.write("sandboxes.d/l2.toml",
+            "# written by sandgate-launch; removed by `sandgate-launch down`\nid = \"l2\"\n"
+            "sources = [\"10.201.0.6\"]\nallow = []\n");
+  const Config c = load_config(main);
+  const std::string allow = "allow = [\"x.org:443\"]";
+  const std::string cidr = "allow_cidrs = [\"192.0.2.1/32\"]";
+  struct Row {
+    const char* id;
+    std::string line;
+    std::string suggestion;
+  };
+  const Row rows[] = {
+      {"main-one", allow, "[sandboxes.main-one] " + allow},
+      {"hand", allow, hand + ": " + allow},
+      {"l1", allow, "[profiles.default] " + allow},
+      {"l1", cidr, "[profiles.default] " + cidr},
+      {"l2", allow, "sandgate-launch --allow \"x.org:443\""},
+      {"l2", cidr, "[profiles.NAME] " + cidr + " (sandgate-launch --profile NAME)"},
+  };
+  for (const Row& row : rows) {
+    const Sandbox* sb = c.find_sandbox(row.id);
+    ASSERT_NE(sb, nullptr) << row.id;
+    EXPECT_EQ(suggestion_for(*sb, row.line), row.suggestion) << row.id;
+  }
+}
+
 TEST(DropIns, FromStringResolvesAgainstTheNamesDirectory) {
   TempDir dir;
   dir.write("sandboxes.d/a.toml", "id = \"ci-a\"\ntoken = \"ta\"\n");

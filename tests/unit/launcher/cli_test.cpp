@@ -31,6 +31,13 @@ TEST(LauncherCli, Accepts) {
   ASSERT_TRUE(o) << error;
   EXPECT_EQ(o->command, (std::vector<std::string>{"env", "--", "x"}));
 
+  o = parse({"exec", "--sandbox", "a", "--share-run", "--", "id"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_TRUE(o->share_run);
+  o = parse({"run", "--sandbox", "a", "--", "id"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_FALSE(o->share_run);
+
   o = parse({"list", "--json"}, &error);
   ASSERT_TRUE(o) << error;
   EXPECT_TRUE(o->json);
@@ -48,6 +55,7 @@ TEST(LauncherCli, Rejects) {
       {{"--verbose", "run"}, "unknown option --verbose before the command"},
       {{"--config"}, "--config needs a value"},
       {{"run", "--", "true"}, "run needs --sandbox ID"},
+      {{"up", "--sandbox", "a", "--share-run"}, "unknown option --share-run for up"},
       {{"run", "--sandbox", "a"}, "run needs a command after --"},
       {{"run", "--sandbox", "a", "--"}, "run needs a command after --"},
       {{"up", "--sandbox"}, "--sandbox needs a value"},

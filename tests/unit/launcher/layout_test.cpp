@@ -38,6 +38,22 @@ TEST(LauncherLayout, LowestFreeSlot) {
     EXPECT_EQ(lowest_free_slot(row.used, row.capacity), row.slot) << row.name;
 }
 
+// Another config's sandboxes (another state_dir) show on the host as links, tables and
+// addresses; their slots are not taken again.
+TEST(LauncherLayout, SlotsTakenOnHost) {
+  const auto pool = cidr("10.201.0.0/16");
+  const std::vector<policy::IpAddress> addresses = {
+      *policy::parse_ip_literal("127.0.0.1"), *policy::parse_ip_literal("10.201.0.13"),
+      *policy::parse_ip_literal("10.201.1.2"), *policy::parse_ip_literal("10.200.0.1"),
+      *policy::parse_ip_literal("fd00::1")};
+  EXPECT_EQ(slots_taken_on_host(pool, {"lo", "sg0h", "sg5s", "sg07h", "sgxh", "eth0", "sgh"},
+                                {"sandgate_2", "sandgate_x", "nat", "sandgate_"}, addresses),
+            (std::set<unsigned>{0, 2, 3, 5, 64}));
+  // A pool elsewhere: names still count (they are host-wide), addresses outside it do not.
+  EXPECT_EQ(slots_taken_on_host(cidr("10.202.0.0/16"), {"sg1h"}, {}, addresses),
+            std::set<unsigned>{1});
+}
+
 TEST(LauncherLayout, AddressesAndNames) {
   const auto pool = cidr("10.201.0.0/16");
   EXPECT_EQ(host_address(pool, 0).to_string(), "10.201.0.1");

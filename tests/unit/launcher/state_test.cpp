@@ -1,6 +1,9 @@
 #include "launcher/state.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 namespace sandgate::launcher {
 namespace {
@@ -27,6 +30,37 @@ TEST(LauncherState, JsonRoundTrip) {
   s.owned_netns = true;
   s.netns = "sg-a";
   EXPECT_EQ(s.netns_path(), "/run/netns/sg-a");
+}
+
+TEST(LauncherState, OlderStateFilesHaveNothingToRestore) {
+  const auto s = state_from_json(
+      R"({"id":"a","slot":1,"host_ip":"10.201.0.5","sandbox_ip":"10.201.0.6","netns":"/x",)"
+      R"("owned_netns":false,"host_if":"sg1h","table":"sandgate_1","dropin":"/d/a.toml",)"
+      R"("mode":"up","pid":1,"ready":true,"dns_address":"10.201.0.5"})");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->ipv6_all_before, "");
+  EXPECT_EQ(s->ipv6_default_before, "");
+  EXPECT_FALSE(s->lo_down_before);
+}
+
+// What a state directory made is marked there, so gc removes only that.
+TEST(LauncherState, MarksArePerKindAndSorted) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("sg-marks-" + std::to_string(::getpid()));
+  {
+    const StateDir dir(root.string());
+    EXPECT_EQ(dir.marks("links"), std::vector<std::string>{});
+    dir.mark("links", "sg3h");
+    dir.mark("links", "sg10h");
+    dir.mark("tables", "sandgate_3");
+    dir.mark("links", "sg3h");  // again: still one
+    EXPECT_EQ(dir.marks("links"), (std::vector<std::string>{"sg10h", "sg3h"}));
+    EXPECT_EQ(dir.marks("tables"), std::vector<std::string>{"sandgate_3"});
+    dir.unmark("links", "sg3h");
+    dir.unmark("links", "never-made");
+    EXPECT_EQ(dir.marks("links"), std::vector<std::string>{"sg10h"});
+  }
+  std::filesystem::remove_all(root);
 }
 
 TEST(LauncherState, RejectsIncomplete) {

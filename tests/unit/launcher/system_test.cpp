@@ -52,6 +52,21 @@ TEST(LauncherSystem, FindToolLooksOnlyInTheGivenDirectoriesInOrder) {
   }
 }
 
+// The command (not a tool) is looked up as execvp would, in the PATH it is given.
+TEST(LauncherSystem, FindCommandFollowsThePathItIsGiven) {
+  const Scratch s;
+  const std::string path = s.dir("b") + ":" + s.dir("a");
+  EXPECT_EQ(find_command("tool", path), s.dir("b") + "/tool");
+  EXPECT_EQ(find_command("only-b", path), s.dir("b") + "/only-b");
+  EXPECT_EQ(find_command("plain", path), std::nullopt);
+  EXPECT_EQ(find_command("dir", path), std::nullopt);
+  EXPECT_EQ(find_command("missing", path), std::nullopt);
+  EXPECT_EQ(find_command("", path), std::nullopt);
+  EXPECT_EQ(find_command(s.dir("a") + "/tool", std::string()), s.dir("a") + "/tool");
+  EXPECT_EQ(find_command(s.dir("b") + "/plain", path), std::nullopt);
+  EXPECT_EQ(find_command("sh", std::nullopt), "/bin/sh");  // execvp's default path
+}
+
 TEST(LauncherSystem, ToolsComeFromTheFixedListWhateverPathSays) {
   const Scratch s;
   const char* old = std::getenv("PATH");
