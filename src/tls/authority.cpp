@@ -19,7 +19,7 @@ using Clock = std::chrono::system_clock;
 constexpr std::size_t kMaxCommonName = 64;
 constexpr std::size_t kMaxDnsName = 253;
 
-std::string quoted(const std::filesystem::path& p) {
+std::string shown(const std::filesystem::path& p) {
   return p.string();
 }
 
@@ -30,10 +30,14 @@ std::string mode_text(mode_t mode) {
   return out;
 }
 
-// A host name a certificate can carry: letters, digits, '-', '_' and '.', no wildcard. The policy
+// A host name a certificate can carry: letters, digits, '-', '_' and '.' between non-empty
+// labels, no wildcard. The policy
 // has normalised it already; this only keeps anything else out of a certificate.
 bool is_certifiable_name(std::string_view name) {
-  if (name.empty() || name.size() > kMaxDnsName) return false;
+  if (name.empty() || name.size() > kMaxDnsName || name.front() == '.' || name.back() == '.' ||
+      name.find("..") != std::string_view::npos) {
+    return false;
+  }
   for (const char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '-' || c == '_' || c == '.';
@@ -45,7 +49,7 @@ bool is_certifiable_name(std::string_view name) {
 std::vector<X509Ptr> read_certificates(const std::filesystem::path& file) {
   BioPtr bio(BIO_new_file(file.c_str(), "r"));
   if (!bio) {
-    throw CaError(quoted(file) + ": cannot read CA certificate: " + std::strerror(errno));
+    throw CaError(shown(file) + ": cannot read CA certificate: " + std::strerror(errno));
   }
   std::vector<X509Ptr> certs;
   while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
@@ -53,34 +57,34 @@ std::vector<X509Ptr> read_certificates(const std::filesystem::path& file) {
   }
   const std::string errors = take_openssl_errors();  // the last read always ends in "no start line"
   if (certs.empty()) {
-    throw CaError(quoted(file) + ": no PEM certificate in file (" + errors + ")");
+    throw CaError(shown(file) + ": no PEM certificate in file (" + errors + ")");
   }
   return certs;
 }
 
 PkeyPtr read_private_key(const std::filesystem::path& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw CaError(quoted(file) + ": cannot read CA key: " + std::strerror(errno));
+  if (fd < 0) throw CaError(shown(file) + ": cannot read CA key: " + std::strerror(errno));
   BioPtr bio(BIO_new_fd(fd, BIO_CLOSE));
   if (!bio) {
     ::close(fd);
-    throw CaError(quoted(file) + ": " + take_openssl_errors());
+    throw CaError(shown(file) + ": " + take_openssl_errors());
   }
   // The checks are on the opened file itself, so a rename in between cannot fool them.
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw CaError(quoted(file) + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw CaError(quoted(file) + ": CA key is not a regular file");
+  if (::fstat(fd, &st) != 0) throw CaError(shown(file) + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw CaError(shown(file) + ": CA key is not a regular file");
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    throw CaError(quoted(file) + ": CA key is accessible by group or others (mode " +
-                  mode_text(st.st_mode & 07777) + "); run chmod 600 " + quoted(file));
+    throw CaError(shown(file) + ": CA key is accessible by group or others (mode " +
+                  mode_text(st.st_mode & 07777) + "); run chmod 600 " + shown(file));
   }
   if (st.st_uid != ::geteuid()) {
-    throw CaError(quoted(file) + ": CA key is owned by uid " + std::to_string(st.st_uid) +
+    throw CaError(shown(file) + ": CA key is owned by uid " + std::to_string(st.st_uid) +
                   ", not by the user sandgate runs as (uid " + std::to_string(::geteuid()) + ")");
   }
   PkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key) {
-    throw CaError(quoted(file) + ": no unencrypted PEM private key in file (" +
+    throw CaError(shown(file) + ": no unencrypted PEM private key in file (" +
                   take_openssl_errors() + ")");
   }
   return key;
@@ -125,9 +129,8 @@ std::shared_ptr<const Authority> Authority::load(const std::filesystem::path& ce
   certs.erase(certs.begin());
   if (const Problem p = check_authority(cert.get(), key.get(), now); !p.what.empty()) {
     // A mismatch may be either file's fault: name both.
-    throw CaError(
-        (p.key_mismatch ? quoted(key_file) + ": " + quoted(cert_file) : quoted(cert_file)) + ": " +
-        p.what);
+    throw CaError(p.key_mismatch ? shown(key_file) + ": " + p.what + " in " + shown(cert_file)
+                                 : shown(cert_file) + ": " + p.what);
   }
   return std::make_shared<const Authority>(std::move(cert), std::move(key), std::move(certs), now);
 }
@@ -155,6 +158,10 @@ Result<std::shared_ptr<const Leaf>> Authority::mint(std::string_view name,
   const std::string subject_name = is_ip ? ip : std::string(name);
   const Clock::time_point now = options.now == Clock::time_point{} ? Clock::now() : options.now;
   const Clock::time_point until = std::min(now + options.validity, not_after(cert_.get()));
+  if (options.validity <= std::chrono::seconds::zero()) {
+    return std::make_error_code(std::errc::invalid_argument);
+  }
+  if (until <= now) return make_error_code(Errc::internal_error);  // the CA itself has expired
 
   PkeyPtr key = generate_p256_key();
   X509Ptr cert(X509_new());

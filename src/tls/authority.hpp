@@ -44,8 +44,9 @@ class Authority {
   // iPAddress), CN = the name when it fits in 64 bytes (else no subject, and the SAN is
   // critical), serverAuth, digitalSignature, CA:FALSE, authorityKeyIdentifier; see LeafOptions
   // for validity and the SSL_CTX hook. Errors: std::errc::invalid_argument for a name that is
-  // neither (empty, over 253 bytes, a wildcard, a character outside letters, digits, '-', '_'
-  // and '.'), Errc::internal_error when OpenSSL fails.
+  // neither (empty, over 253 bytes, a wildcard, an empty label, a character outside letters,
+  // digits, '-', '_' and '.') or a validity that is not positive; Errc::internal_error when
+  // OpenSSL fails or the CA has expired.
   Result<std::shared_ptr<const Leaf>> mint(std::string_view name,
                                            const LeafOptions& options = {}) const;
 

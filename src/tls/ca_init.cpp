@@ -68,8 +68,13 @@ void install(const fs::path& tmp, const fs::path& final, bool replace) {
       replace ? ::rename(tmp.c_str(), final.c_str())
               : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final.c_str(), RENAME_NOREPLACE);
   if (rc == 0) return;
-  const int err = errno;
+  int err = errno;
+  if (!replace && (err == EINVAL || err == ENOSYS)) {
+    // A file system without RENAME_NOREPLACE: link() refuses an existing name as well.
+    err = ::link(tmp.c_str(), final.c_str()) == 0 ? 0 : errno;
+  }
   ::unlink(tmp.c_str());
+  if (err == 0) return;
   if (err == EEXIST) throw CaError(final.string() + " already exists (use --force to replace it)");
   fail(final, "cannot create", err);
 }

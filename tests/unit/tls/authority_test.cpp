@@ -105,8 +105,8 @@ TEST(AuthorityLoad, RefusesAKeyOfAnotherCa) {
   const CaFixture f;
   const CaFiles other = create_ca(f.tmp.path() / "other", false).files;
   EXPECT_EQ(load_error(f.files.cert, other.key),
-            other.key.string() + ": " + f.files.cert.string() +
-                ": the key does not belong to the CA certificate");
+            other.key.string() + ": the key does not belong to the CA certificate in " +
+                f.files.cert.string());
 }
 
 TEST(AuthorityLoad, RefusesALeafCertificate) {
@@ -281,13 +281,23 @@ TEST(AuthorityMint, ALeafOfAnotherCaDoesNotVerify) {
 
 TEST(AuthorityMint, RefusesWhatIsNotAName) {
   const CaFixture f;
-  for (const std::string& name :
-       std::vector<std::string>{"", "*.example.com", "*", "a b.com", "a,DNS:evil.com", "evil.com\n",
-                                "[::1", "a/b", std::string(254, 'a'), std::string("nul\0x", 5)}) {
+  for (const std::string& name : std::vector<std::string>{
+           "", "*.example.com", "*", "a b.com", "a,DNS:evil.com", "evil.com\n", "[::1", "a/b", ".",
+           "a..b", ".a.com", "a.com.", std::string(254, 'a'), std::string("nul\0x", 5)}) {
     const auto minted = f.ca->mint(name);
     ASSERT_FALSE(minted) << "minted for \"" << name << "\"";
     EXPECT_EQ(minted.error(), std::make_error_code(std::errc::invalid_argument)) << name;
   }
+}
+
+TEST(AuthorityMint, RefusesAValidityThatIsNotPositiveAndAnExpiredCa) {
+  const CaFixture f;
+  const auto zero = f.ca->mint("example.com", leaf_options(std::chrono::seconds(0), Clock::now()));
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error(), std::make_error_code(std::errc::invalid_argument));
+  const auto late = f.ca->mint("example.com", leaf_options(24h, not_after(f.ca->certificate())));
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error(), make_error_code(Errc::internal_error));
 }
 
 TEST(AuthorityMint, HookRunsOnTheServerContext) {
