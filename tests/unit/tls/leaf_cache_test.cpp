@@ -23,9 +23,9 @@ using LeafResult = Result<std::shared_ptr<const Leaf>>;
 
 // One real CA for the whole suite: minting is what the cache saves, so the leaves are real.
 const std::shared_ptr<const Authority>& authority() {
-  static const sandgate::test::TempDir* tmp = new sandgate::test::TempDir();
+  static const sandgate::test::TempDir tmp;  // the CA is in memory once loaded
   static const std::shared_ptr<const Authority> ca = [] {
-    const CaFiles files = create_ca(tmp->path() / "ca", false).files;
+    const CaFiles files = create_ca(tmp.path() / "ca", false).files;
     return Authority::load(files.cert, files.key);
   }();
   return ca;
