@@ -311,6 +311,57 @@ TEST(AuthorityMint, HookRunsOnTheServerContext) {
   EXPECT_EQ(X509_cmp(SSL_CTX_get0_certificate(seen), (*minted)->certificate()), 0);
 }
 
+// A CA certificate for `key` named `cn`, signed by `issuer` (null: self-signed) with
+// `issuer_key`; no path length limit.
+X509Ptr make_ca(EVP_PKEY* key, const char* cn, X509* issuer, EVP_PKEY* issuer_key) {
+  X509Ptr cert(X509_new());
+  X509_set_version(cert.get(), X509_VERSION_3);
+  set_random_serial(cert.get());
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(cert.get()), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
+  X509* signer = issuer != nullptr ? issuer : cert.get();
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(signer));
+  set_validity(cert.get(), Clock::now() - 1h, Clock::now() + 48h);
+  X509_set_pubkey(cert.get(), key);
+  EXPECT_TRUE(add_extension(cert.get(), signer, NID_basic_constraints, "critical,CA:TRUE"));
+  EXPECT_TRUE(add_extension(cert.get(), signer, NID_key_usage, "critical,keyCertSign"));
+  EXPECT_TRUE(add_extension(cert.get(), signer, NID_subject_key_identifier, "hash"));
+  EXPECT_TRUE(sign(cert.get(), issuer_key));
+  return cert;
+}
+
+TEST(Authority, AnIntermediateCaIsSentWithEveryLeaf) {
+  const TempDir tmp;
+  const PkeyPtr root_key = generate_p256_key();
+  const X509Ptr root = make_ca(root_key.get(), "test root", nullptr, root_key.get());
+  const PkeyPtr mid_key = generate_p256_key();
+  const X509Ptr mid = make_ca(mid_key.get(), "test intermediate", root.get(), root_key.get());
+  const fs::path cert_file = tmp.path() / "ca.pem";
+  const fs::path key_file = tmp.path() / "ca.key";
+  test::write_text(cert_file, to_pem(mid.get()), 0644);
+  test::write_text(key_file, to_pem(mid_key.get()), 0600);
+
+  const auto ca = Authority::load(cert_file, key_file);
+  const auto leaf = ca->mint("example.com");
+  ASSERT_TRUE(leaf);
+  STACK_OF(X509)* chain = nullptr;
+  ASSERT_EQ(SSL_CTX_get0_chain_certs((*leaf)->server_context().get(), &chain), 1);
+  ASSERT_EQ(sk_X509_num(chain), 1);
+  EXPECT_EQ(X509_cmp(sk_X509_value(chain, 0), mid.get()), 0);
+  // Without the intermediate the leaf does not verify against the root; with it, it does.
+  EXPECT_NE(test::verify(root.get(), (*leaf)->certificate(), true), "");
+  EXPECT_EQ(test::verify(root.get(), (*leaf)->certificate(), true, chain), "");
+}
+
+TEST(Authority, ARootIsNotSent) {
+  const CaFixture f;
+  const auto leaf = f.ca->mint("example.com");
+  ASSERT_TRUE(leaf);
+  STACK_OF(X509)* chain = nullptr;
+  ASSERT_EQ(SSL_CTX_get0_chain_certs((*leaf)->server_context().get(), &chain), 1);
+  EXPECT_EQ(chain, nullptr);  // no chain at all: OpenSSL sends the leaf alone
+}
+
 TEST(Authority, ConstructorChecksTheCa) {
   const CaFixture f;
   const auto leaf = f.ca->mint("example.com");

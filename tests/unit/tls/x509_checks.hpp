@@ -18,12 +18,14 @@
 namespace sandgate::tls::test {
 
 // X509_verify_cert of `cert` against `anchor` as the only trust anchor, for TLS server use
-// (purpose sslserver) when `as_server`. Returns "" on success, else the verifier's reason.
-inline std::string verify(X509* anchor, X509* cert, bool as_server) {
+// (purpose sslserver) when `as_server`, with `untrusted` as intermediates. Returns "" on
+// success, else the verifier's reason.
+inline std::string verify(X509* anchor, X509* cert, bool as_server,
+                          STACK_OF(X509) * untrusted = nullptr) {
   std::unique_ptr<X509_STORE, OpenSslFree<X509_STORE_free>> store(X509_STORE_new());
   std::unique_ptr<X509_STORE_CTX, OpenSslFree<X509_STORE_CTX_free>> ctx(X509_STORE_CTX_new());
   if (!store || !ctx || X509_STORE_add_cert(store.get(), anchor) != 1 ||
-      X509_STORE_CTX_init(ctx.get(), store.get(), cert, nullptr) != 1) {
+      X509_STORE_CTX_init(ctx.get(), store.get(), cert, untrusted) != 1) {
     return "setup failed";
   }
   if (as_server) X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_SERVER);
