@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "app/ca_command.hpp"
 #include "app/decide_command.hpp"
 #include "common/version.hpp"
 #include "config/config.hpp"
@@ -16,6 +17,8 @@ constexpr const char* kUsage =
     "       sandgate decide --config FILE --sandbox ID TARGET\n"
     "                                          print one policy decision as JSON\n"
     "                                          (exit 0 allow, 3 deny, 2 error)\n"
+    "       sandgate ca init DIR [--force]     create the interception CA in DIR\n"
+    "                                          (exit 0 created, 1 refused or failed)\n"
     "       sandgate --version\n";
 
 int usage_error(const std::string& message) {
@@ -73,6 +76,22 @@ int main(int argc, char** argv) {
     const auto cfg = load(config_path);
     if (!cfg) return 2;
     return sandgate::app::run_decide(*cfg, sandbox, target);
+  }
+  if (args[0] == "ca") {
+    if (args.size() < 2 || args[1] != "init") return usage_error("ca: expected \"ca init DIR\"");
+    std::string dir;
+    bool force = false;
+    for (std::size_t i = 2; i < args.size(); ++i) {
+      if (args[i] == "--force") {
+        force = true;
+      } else if (dir.empty() && !args[i].starts_with("--")) {
+        dir = args[i];
+      } else {
+        return usage_error("ca init: unexpected argument \"" + args[i] + "\"");
+      }
+    }
+    if (dir.empty()) return usage_error("ca init needs a DIR");
+    return sandgate::app::run_ca_init(dir, force);
   }
   if (args[0] == "--config") {
     if (args.size() != 2) return usage_error("--config takes one FILE");
