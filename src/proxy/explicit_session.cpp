@@ -202,13 +202,24 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
     }
 
     const policy::Host host = policy::normalize_host(head->host);
-    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, head->port, mode);
-    if (!d.allowed) {
-      co_await s.deny(mode, host, head->port, d);
+    if (is_connect) {
+      policy::StreamFacts facts;
+      facts.mode = mode;
+      facts.sandbox = &s.sandbox;
+      facts.authority = &host;
+      facts.port = head->port;
+      const policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
+      if (v.action != policy::StreamAction::tunnel) {
+        co_await s.deny(mode, v.shown, head->port, v.decision, &host);
+      } else {
+        co_await open_stream(s, v, head->port, {});
+      }
       co_return;
     }
-    if (is_connect) {
-      co_await handle_connect(s, host, head->port);
+    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, head->port, mode);
+    if (!d.allowed) {
+      const std::string shown = host.display();
+      co_await s.deny(mode, shown, head->port, d, &host);
       co_return;
     }
     if (!co_await handle_http(s, *head, host, head->port)) co_return;

@@ -128,11 +128,13 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   if (!s.upstream) {
     Dialed dialed = co_await s.dial(host, port);
     if (dialed.error == Errc::network_denied) {
-      co_await s.deny(policy::EntryMode::http, host, port, dialed.denial, &dialed.denied_host);
+      const std::string shown = host.display();
+      co_await s.deny(policy::EntryMode::http, shown, port, dialed.denial, &dialed.denied_host);
       co_return false;
     }
     if (dialed.error != Errc::ok) {
-      co_await s.fail(policy::EntryMode::http, dialed.error, host.display(), port, {},
+      const std::string shown = host.display();
+      co_await s.fail(policy::EntryMode::http, dialed.error, shown, port, {},
                       telemetry::Phase::connect);
       co_return false;
     }

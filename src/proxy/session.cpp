@@ -3,6 +3,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 
 namespace sandgate::proxy {
 
@@ -100,13 +101,33 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
   metrics.bytes(telemetry::Direction::downstream, down);
 }
 
-asio::awaitable<void> Session::deny(policy::EntryMode mode, const policy::Host& host,
+namespace {
+bool speaks_http(policy::EntryMode mode) {
+  return mode == policy::EntryMode::http || mode == policy::EntryMode::connect;
+}
+}  // namespace
+
+void Session::reset_client() {
+  boost::system::error_code ignored;
+  client.set_option(asio::socket_base::linger(true, 0), ignored);
+  client.close(ignored);
+}
+
+asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view shown,
                                     std::uint16_t port, const policy::Decision& d,
-                                    const policy::Host* suggest_for) {
-  const std::string shown = host.display();
-  const std::string suggestion = policy::suggest_rule(d, suggest_for ? *suggest_for : host, port);
+                                    const policy::Host* suggest_for, std::string_view sni) {
+  record_denial(mode, shown, port, d, sni);
+  if (mode == policy::EntryMode::tls) {
+    co_await asio::async_write(client, asio::buffer(tls_access_denied_alert()), use_tuple);
+    co_return;
+  }
+  if (!speaks_http(mode)) {
+    reset_client();
+    co_return;
+  }
+  const std::string suggestion =
+      suggest_for ? policy::suggest_rule(d, *suggest_for, port) : std::string();
   const std::string_view reason = policy::reason_name(d.reason);
-  record_denial(mode, shown, port, d);
 
   std::string suggestion_line;
   if (!suggestion.empty()) {
@@ -153,6 +174,11 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
 asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
                                     std::uint16_t port, std::string_view message,
                                     telemetry::Phase phase) {
+  if (!speaks_http(mode)) {
+    record_failure(mode, code, host, port, 0, phase);
+    reset_client();
+    co_return;
+  }
   record_failure(mode, code, host, port, static_cast<int>(http_status(code)), phase);
 
   ErrorInfo info;

@@ -11,6 +11,7 @@
 #include "common/errc.hpp"
 #include "http/request_head.hpp"
 #include "policy/policy.hpp"
+#include "policy/stream.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/responses.hpp"
 #include "proxy/runtime.hpp"
@@ -98,13 +99,20 @@ struct Session : std::enable_shared_from_this<Session> {
   // How an exchange ended that `seen` says ended by itself: as shutdown once abort() was
   // called, as a timeout once the watchdog fired.
   telemetry::Ended ended(telemetry::Ended seen) const;
-  // Refusal by policy: audit line, metrics, 403 with the denial contract.
-  asio::awaitable<void> deny(policy::EntryMode mode, const policy::Host& host, std::uint16_t port,
-                             const policy::Decision& d, const policy::Host* suggest_for = nullptr);
-  // Any other failure with its own code: audit line, metrics, and the error response.
+  // The one reporter of a refusal by policy, for every entry mode: audit line, metrics, then
+  // the signal the client understands: the 403 with the denial contract (http, connect; its
+  // suggestion made for `suggest_for`), a TLS alert (tls), a reset (tcp). `shown`: the
+  // destination as logged; `sni` when a ClientHello was read.
+  asio::awaitable<void> deny(policy::EntryMode mode, std::string_view shown, std::uint16_t port,
+                             const policy::Decision& d, const policy::Host* suggest_for,
+                             std::string_view sni = {});
+  // The same for any other failure with its own code: the error response (http, connect),
+  // or a reset (tls, tcp).
   asio::awaitable<void> fail(policy::EntryMode mode, Errc code, std::string_view host = {},
                              std::uint16_t port = 0, std::string_view message = {},
                              telemetry::Phase phase = telemetry::Phase::unset);
+  // Closes the client connection with a TCP reset, so it fails at once instead of timing out.
+  void reset_client();
 
   // Base audit record with the fields every line of this session shares.
   telemetry::AuditRecord record(policy::EntryMode mode) const;
@@ -119,8 +127,11 @@ asio::awaitable<std::optional<http::RequestHead>> next_request(Session& s, bool 
 asio::awaitable<void> serve_explicit(tcp::socket client, WorkerDeps deps);
 asio::awaitable<void> serve_transparent(tcp::socket client, WorkerDeps deps);
 
-// CONNECT: dial, 200, inspect the first client bytes (SNI, nested CONNECT), relay.
-asio::awaitable<void> handle_connect(Session& s, const policy::Host& host, std::uint16_t port);
+// Opens a stream that decide_stream allowed (StreamAction::tunnel), for every entry mode:
+// dial, CONNECT's 200, then relay through the tunnel's gate when v.gated. Failures and
+// refusals reach the client as its entry mode understands them (Session::deny, fail).
+asio::awaitable<void> open_stream(Session& s, const policy::StreamVerdict& v, std::uint16_t port,
+                                  std::string_view sni);
 
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.

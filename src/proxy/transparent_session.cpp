@@ -14,6 +14,7 @@
 #include <cstring>
 #include <span>
 
+#include "policy/stream.hpp"
 #include "proxy/first_bytes.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/session.hpp"
@@ -92,66 +93,24 @@ asio::awaitable<Opening> read_opening(Session& s, std::uint16_t port) {
   }
 }
 
-// Closes the client connection with a TCP reset, so it fails at once instead of timing out.
-void reset_client(Session& s) {
-  boost::system::error_code ignored;
-  s.client.set_option(asio::socket_base::linger(true, 0), ignored);
-  s.client.close(ignored);
-}
-
-// Refuses a stream connection: audit line, then a TLS alert (TLS) or a TCP reset (anything
-// else), so the client fails at once instead of timing out.
-asio::awaitable<void> refuse_stream(Session& s, policy::EntryMode mode, std::string_view host,
-                                    std::uint16_t port, const policy::Decision& d,
-                                    std::string_view sni = {}) {
-  s.record_denial(mode, host, port, d, sni);
-  if (mode == policy::EntryMode::tls) {
-    co_await asio::async_write(s.client, asio::buffer(tls_access_denied_alert()), use_tuple);
-    co_return;
+policy::Opening to_opening(StreamStart kind) {
+  switch (kind) {
+    case StreamStart::need_more:
+      return policy::Opening::silent;
+    case StreamStart::tls:
+      return policy::Opening::tls;
+    case StreamStart::tls_malformed:
+      return policy::Opening::tls_malformed;
+    case StreamStart::http:
+      return policy::Opening::http;
+    case StreamStart::proxy_request:
+      return policy::Opening::proxy_request;
+    case StreamStart::other:
+      return policy::Opening::other;
+    case StreamStart::undecidable:
+      return policy::Opening::undecidable;
   }
-  reset_client(s);
-}
-
-// A failure after an allow (DNS, connect): audit line and metrics, then a reset.
-void fail_stream(Session& s, policy::EntryMode mode, Errc code, std::string_view host,
-                 std::uint16_t port, telemetry::Phase phase = telemetry::Phase::unset) {
-  s.record_failure(mode, code, host, port, 0, phase);
-  reset_client(s);
-}
-
-// Dials the decided host and relays the connection, starting with the bytes already read.
-// `gated`: the client has sent nothing yet (a silent opening), so its first bytes go through
-// the stream gate before any of them is relayed.
-asio::awaitable<void> tunnel(Session& s, policy::EntryMode mode, const policy::Host& host,
-                             std::uint16_t port, std::string_view sni, bool gated = false) {
-  auto& shared = *s.deps.shared;
-  const std::string shown = host.display();
-  Dialed dialed = co_await s.dial(host, port);
-  if (dialed.error == Errc::network_denied) {
-    co_await refuse_stream(s, mode, shown, port, dialed.denial, sni);
-    co_return;
-  }
-  if (dialed.error != Errc::ok) {
-    fail_stream(s, mode, dialed.error, shown, port, telemetry::Phase::connect);
-    co_return;
-  }
-  s.upstream.emplace(std::move(dialed.socket), std::string(), dialed.address);
-  tcp::socket& upstream = s.upstream->socket;
-  s.active_tunnel = shared.metrics->active_tunnel();
-
-  // The bytes read to classify the connection go first. The relay keeps the session.
-  auto gate = gated ? std::make_shared<StreamGate>(s, host, port) : nullptr;
-  start_relay(
-      s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
-      [session = s.shared_from_this(), gate, mode, shown, port,
-       dialed_ip = dialed.address.to_string(), sni = std::string(sni)](const RelayStats& stats) {
-        if (gate == nullptr) {
-          session->record_tunnel(mode, shown, port, dialed_ip, stats, sni);
-          return;
-        }
-        const policy::EntryMode seen = gate->sni().empty() ? mode : policy::EntryMode::tls;
-        session->record_tunnel(seen, shown, port, dialed_ip, stats, gate->sni(), gate->denial());
-      });
+  return policy::Opening::undecidable;
 }
 
 // HTTP/1 requests, each decided on its own Host and the original port, forwarded like the
@@ -169,7 +128,8 @@ asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
       d = s.snap->policy->decide(s.sandbox, host, port, policy::EntryMode::http);
     }
     if (!d.allowed) {
-      co_await s.deny(policy::EntryMode::http, host, port, d);
+      const std::string shown = host.display();
+      co_await s.deny(policy::EntryMode::http, shown, port, d, &host);
       co_return;
     }
     if (!co_await handle_http(s, *head, host, port)) co_return;
@@ -195,19 +155,17 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
 
   boost::system::error_code ec;
   const auto peer = s.client.remote_endpoint(ec);
-  const std::string* sandbox = ec ? nullptr : s.snap->sandbox_for(to_policy(peer.address()));
-  if (sandbox == nullptr) {
-    policy::Decision d;
-    d.reason = policy::Reason::unknown_sandbox;
-    co_await refuse_stream(s, policy::EntryMode::tcp, literal_shown, port, d);
+  policy::StreamFacts facts;
+  facts.sandbox = ec ? nullptr : s.snap->sandbox_for(to_policy(peer.address()));
+  facts.original = original_ip;
+  facts.port = port;
+  if (facts.sandbox == nullptr) {
+    const policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
+    co_await s.deny(v.mode, v.shown, port, v.decision, nullptr);
     co_return;
   }
-  if (!s.pending.held()) {
-    fail_stream(s, policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
-    co_return;
-  }
-  if (s.bind_sandbox(*sandbox) != Errc::ok) {
-    fail_stream(s, policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
+  if (!s.pending.held() || s.bind_sandbox(*facts.sandbox) != Errc::ok) {
+    co_await s.fail(policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
     co_return;
   }
 
@@ -216,68 +174,26 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   if (opening.closed) co_return;
   s.snap = shared.current();  // decide on the newest policy
   const FirstBytes& first = opening.first;
-  const bool silent = first.kind == StreamStart::need_more;
-  if (first.kind == StreamStart::http || first.kind == StreamStart::proxy_request) {
-    co_await serve_http(s, port);
-    co_return;
-  }
-  const auto mode = first.kind == StreamStart::tls || first.kind == StreamStart::tls_malformed
-                        ? policy::EntryMode::tls
-                        : policy::EntryMode::tcp;
-  if (first.kind == StreamStart::tls_malformed || first.kind == StreamStart::undecidable) {
-    policy::Decision d;
-    d.reason = first.kind == StreamStart::tls_malformed ? policy::Reason::tls_malformed
-                                                        : policy::Reason::unrecognized_protocol;
-    co_await refuse_stream(s, mode, literal_shown, port, d);
-    co_return;
-  }
-  if (first.hello.sni) {
-    const std::string& sni = *first.hello.sni;
-    const policy::Host host = policy::normalize_host(sni);
-    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
-    if (!d.allowed) {
-      const std::string shown = host.is_valid() ? host.display() : sni;
-      co_await refuse_stream(s, mode, shown, port, d, sni);
+  facts.sandbox = &s.sandbox;
+  facts.opening = to_opening(first.kind);
+  facts.sni = first.hello.sni ? &*first.hello.sni : nullptr;
+  const std::vector<std::string> names = facts.opening == policy::Opening::tls && facts.sni
+                                             ? std::vector<std::string>()
+                                             : shared.dns_memory.names_for(s.sandbox, original_ip);
+  facts.dns_names = names;
+  const policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
+  const std::string_view sni = facts.sni ? std::string_view(*facts.sni) : std::string_view();
+  switch (v.action) {
+    case policy::StreamAction::serve_http:
+      co_await serve_http(s, port);
       co_return;
-    }
-    co_await tunnel(s, mode, host, port, sni);
-    co_return;
-  }
-
-  // No name in the bytes: the names this sandbox was told resolve to this address, newest
-  // first; the first one allowed on this port wins. Without any, the address itself is
-  // decided (an allow_cidrs range may open it).
-  std::optional<policy::Decision> first_denial;
-  policy::Host denied_host;
-  const std::vector<std::string> names = shared.dns_memory.names_for(s.sandbox, original_ip);
-  for (const std::string& name : names) {
-    const policy::Host host = policy::normalize_host(name);
-    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, port, mode);
-    if (d.allowed) {
-      co_await tunnel(s, mode, host, port, {}, silent);
+    case policy::StreamAction::refuse:
+      co_await s.deny(v.mode, v.shown, port, v.decision, nullptr, sni);
       co_return;
-    }
-    if (!first_denial) {
-      first_denial = d;
-      denied_host = host;
-    }
+    case policy::StreamAction::tunnel:
+      co_await open_stream(s, v, port, sni);
+      co_return;
   }
-  policy::Decision d = s.snap->policy->decide(s.sandbox, literal, port, mode);
-  if (d.allowed) {
-    co_await tunnel(s, mode, literal, port, {}, silent);
-    co_return;
-  }
-  if (first_denial) {
-    const std::string shown = denied_host.display();
-    co_await refuse_stream(s, mode, shown, port, *first_denial);
-    co_return;
-  }
-  // Nothing names it. Metadata, loop and protocol refusals keep their stronger reasons.
-  if (d.reason != policy::Reason::always_denied_address && d.reason != policy::Reason::proxy_loop &&
-      d.reason != policy::Reason::unrecognized_protocol) {
-    d.reason = policy::Reason::unnamed_destination;
-  }
-  co_await refuse_stream(s, mode, literal_shown, port, d);
 }
 
 }  // namespace sandgate::proxy

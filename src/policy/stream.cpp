@@ -1,0 +1,100 @@
+#include "policy/stream.hpp"
+
+#include <optional>
+
+namespace sandgate::policy {
+
+namespace {
+
+StreamVerdict refused(Reason reason, EntryMode mode, std::string shown, Host host = {}) {
+  StreamVerdict v;
+  v.decision.reason = reason;
+  v.mode = mode;
+  v.dial = std::move(host);
+  v.shown = std::move(shown);
+  return v;
+}
+
+StreamVerdict decided(Decision d, EntryMode mode, const Host& host, bool gated) {
+  StreamVerdict v;
+  v.action = d.allowed ? StreamAction::tunnel : StreamAction::refuse;
+  v.decision = std::move(d);
+  v.mode = mode;
+  v.dial = host;
+  v.shown = host.display();
+  v.gated = gated;
+  return v;
+}
+
+Host literal_of(const IpAddress& address) {
+  Host h;
+  h.kind = Host::Kind::address;
+  h.address = address;
+  return h;
+}
+
+}  // namespace
+
+StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
+  if (f.mode == EntryMode::connect) {
+    const Host& host = *f.authority;
+    const std::string sandbox = f.sandbox ? *f.sandbox : std::string();
+    return decided(policy.decide(sandbox, host, f.port, EntryMode::connect), EntryMode::connect,
+                   host, true);
+  }
+
+  const Host literal = literal_of(f.original);
+  const std::string literal_shown = literal.display();
+  const bool tls = f.opening == Opening::tls || f.opening == Opening::tls_malformed;
+  const EntryMode mode = tls ? EntryMode::tls : EntryMode::tcp;
+  if (f.sandbox == nullptr) return refused(Reason::unknown_sandbox, EntryMode::tcp, literal_shown);
+  const std::string& sandbox = *f.sandbox;
+  switch (f.opening) {
+    case Opening::http:
+    case Opening::proxy_request: {
+      StreamVerdict v;
+      v.decision.allowed = true;
+      v.action = StreamAction::serve_http;
+      v.mode = EntryMode::http;
+      return v;
+    }
+    case Opening::tls_malformed:
+      return refused(Reason::tls_malformed, mode, literal_shown);
+    case Opening::undecidable:
+      return refused(Reason::unrecognized_protocol, mode, literal_shown);
+    case Opening::tls:
+      if (f.sni != nullptr) {
+        const Host host = normalize_host(*f.sni);
+        StreamVerdict v = decided(policy.decide(sandbox, host, f.port, mode), mode, host, false);
+        if (!host.is_valid()) v.shown = *f.sni;
+        return v;
+      }
+      break;
+    case Opening::silent:
+    case Opening::other:
+      break;
+  }
+
+  // No name in the bytes: the sandbox's DNS answers for the address, newest first.
+  const bool gated = f.opening == Opening::silent;
+  std::optional<StreamVerdict> first_denial;
+  for (const std::string& name : f.dns_names) {
+    const Host host = normalize_host(name);
+    StreamVerdict v = decided(policy.decide(sandbox, host, f.port, mode), mode, host, gated);
+    if (v.action == StreamAction::tunnel) return v;
+    if (!first_denial) first_denial = std::move(v);
+  }
+  StreamVerdict v = decided(policy.decide(sandbox, literal, f.port, mode), mode, literal, gated);
+  if (v.action == StreamAction::tunnel || first_denial) {
+    return v.action == StreamAction::tunnel ? v : *first_denial;
+  }
+  // Nothing names it. Metadata, loop and protocol refusals keep their stronger reasons.
+  const Reason r = v.decision.reason;
+  if (r != Reason::always_denied_address && r != Reason::proxy_loop &&
+      r != Reason::unrecognized_protocol) {
+    v.decision.reason = Reason::unnamed_destination;
+  }
+  return v;
+}
+
+}  // namespace sandgate::policy

@@ -1,0 +1,366 @@
+// decide_stream: one table of stream facts (entry mode, what the first bytes were, SNI, the
+// sandbox's DNS answers for the dialled address, the address, the port) to one verdict, with
+// no sockets. The transparent and CONNECT sessions only carry these verdicts out.
+#include "policy/stream.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace sandgate::policy {
+namespace {
+
+RuleSource rule(const char* text, const char* origin = "sandboxes.web.allow") {
+  return {*parse_host_pattern(text), origin};
+}
+
+std::shared_ptr<const Policy> make_policy() {
+  SandboxSpec web;
+  web.id = "web";
+  web.allow = {rule("origin.test"), rule("origin.test:8080"), rule("other.test:8080")};
+  web.deny = {rule("bad.origin.test", "sandboxes.web.deny")};
+  web.ports = {80, 443, 8080};  // for the ranges; the names' rules give their own ports
+  web.allow_cidrs = {{*parse_cidr("198.18.0.0/15"), "sandboxes.web.allow_cidrs"},
+                     {*parse_cidr("127.0.0.0/8"), "sandboxes.web.allow_cidrs"}};
+  std::vector<Endpoint> self = {{*parse_ip_literal("127.0.0.1"), 15001}};
+  return std::make_shared<const Policy>(std::vector<SandboxSpec>{web}, self);
+}
+
+struct Row {
+  const char* name;
+  EntryMode mode;
+  bool known_sandbox;
+  Opening opening;
+  const char* sni;  // null: none
+  std::vector<std::string> dns_names;
+  const char* original;  // the address dialled (transparent) or the CONNECT authority's host
+  std::uint16_t port;
+  StreamAction action;
+  Reason reason;
+  EntryMode logged_as;
+  const char* shown;  // "" for serve_http
+  bool gated;
+};
+
+void PrintTo(const Row& row, std::ostream* os) {
+  *os << row.name;
+}
+
+class DecideStream : public testing::TestWithParam<Row> {};
+
+TEST_P(DecideStream, OneVerdictPerStream) {
+  static const auto policy = make_policy();
+  const Row& row = GetParam();
+  const std::string sandbox = "web";
+  const std::string sni = row.sni ? row.sni : "";
+  const Host authority = normalize_host(row.original);
+  StreamFacts f;
+  f.mode = row.mode;
+  f.sandbox = row.known_sandbox ? &sandbox : nullptr;
+  f.opening = row.opening;
+  f.sni = row.sni ? &sni : nullptr;
+  f.dns_names = row.dns_names;
+  f.port = row.port;
+  if (row.mode == EntryMode::connect) {
+    f.authority = &authority;
+  } else {
+    f.original = *parse_ip_literal(row.original);
+  }
+  const StreamVerdict v = decide_stream(*policy, f);
+  EXPECT_EQ(v.action, row.action);
+  EXPECT_EQ(v.decision.allowed, row.action != StreamAction::refuse);
+  if (row.action != StreamAction::serve_http) {
+    EXPECT_EQ(reason_name(v.decision.reason), reason_name(row.reason));
+    EXPECT_EQ(v.shown, row.shown);
+  }
+  EXPECT_EQ(mode_name(v.mode), mode_name(row.logged_as));
+  if (row.action == StreamAction::tunnel) {
+    EXPECT_EQ(v.dial.display(), row.shown);
+    EXPECT_EQ(v.gated, row.gated);
+  }
+}
+
+using enum Opening;
+using A = StreamAction;
+using R = Reason;
+using M = EntryMode;
+
+INSTANTIATE_TEST_SUITE_P(Transparent, DecideStream,
+                         testing::Values(Row{"unknown_source",
+                                             M::tcp,
+                                             false,
+                                             tls,
+                                             "origin.test",
+                                             {},
+                                             "198.18.0.9",
+                                             443,
+                                             A::refuse,
+                                             R::unknown_sandbox,
+                                             M::tcp,
+                                             "198.18.0.9",
+                                             false},
+                                         Row{"http_is_served_request_by_request",
+                                             M::tcp,
+                                             true,
+                                             http,
+                                             nullptr,
+                                             {},
+                                             "198.18.0.9",
+                                             80,
+                                             A::serve_http,
+                                             R::allowed_by_rule,
+                                             M::http,
+                                             "",
+                                             false},
+                                         Row{"proxy_request_is_served_and_refused_there",
+                                             M::tcp,
+                                             true,
+                                             proxy_request,
+                                             nullptr,
+                                             {},
+                                             "198.18.0.9",
+                                             80,
+                                             A::serve_http,
+                                             R::allowed_by_rule,
+                                             M::http,
+                                             "",
+                                             false},
+                                         Row{"malformed_tls",
+                                             M::tcp,
+                                             true,
+                                             tls_malformed,
+                                             nullptr,
+                                             {"origin.test"},
+                                             "198.18.0.9",
+                                             443,
+                                             A::refuse,
+                                             R::tls_malformed,
+                                             M::tls,
+                                             "198.18.0.9",
+                                             false},
+                                         Row{"undecidable",
+                                             M::tcp,
+                                             true,
+                                             undecidable,
+                                             nullptr,
+                                             {"origin.test"},
+                                             "198.18.0.9",
+                                             443,
+                                             A::refuse,
+                                             R::unrecognized_protocol,
+                                             M::tcp,
+                                             "198.18.0.9",
+                                             false},
+                                         Row{"sni_allowed",
+                                             M::tcp,
+                                             true,
+                                             tls,
+                                             "origin.test",
+                                             {},
+                                             "203.0.113.5",
+                                             443,
+                                             A::tunnel,
+                                             R::allowed_by_rule,
+                                             M::tls,
+                                             "origin.test",
+                                             false},
+                                         Row{"sni_wins_over_dns_names",
+                                             M::tcp,
+                                             true,
+                                             tls,
+                                             "nope.example",
+                                             {"origin.test"},
+                                             "203.0.113.5",
+                                             443,
+                                             A::refuse,
+                                             R::no_matching_rule,
+                                             M::tls,
+                                             "nope.example",
+                                             false},
+                                         Row{"sni_denied_by_rule",
+                                             M::tcp,
+                                             true,
+                                             tls,
+                                             "bad.origin.test",
+                                             {},
+                                             "203.0.113.5",
+                                             443,
+                                             A::refuse,
+                                             R::denied_by_rule,
+                                             M::tls,
+                                             "bad.origin.test",
+                                             false},
+                                         Row{"sni_invalid_is_shown_as_sent",
+                                             M::tcp,
+                                             true,
+                                             tls,
+                                             "bad name",
+                                             {},
+                                             "203.0.113.5",
+                                             443,
+                                             A::refuse,
+                                             R::invalid_host,
+                                             M::tls,
+                                             "bad name",
+                                             false},
+                                         Row{"tls_without_sni_uses_dns_names",
+                                             M::tcp,
+                                             true,
+                                             tls,
+                                             nullptr,
+                                             {"origin.test"},
+                                             "203.0.113.5",
+                                             443,
+                                             A::tunnel,
+                                             R::allowed_by_rule,
+                                             M::tls,
+                                             "origin.test",
+                                             false},
+                                         Row{"first_allowed_dns_name_wins",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {"nope.example", "other.test", "origin.test"},
+                                             "203.0.113.5",
+                                             8080,
+                                             A::tunnel,
+                                             R::allowed_by_rule,
+                                             M::tcp,
+                                             "other.test",
+                                             false},
+                                         Row{"silent_opening_is_gated",
+                                             M::tcp,
+                                             true,
+                                             silent,
+                                             nullptr,
+                                             {"origin.test"},
+                                             "203.0.113.5",
+                                             8080,
+                                             A::tunnel,
+                                             R::allowed_by_rule,
+                                             M::tcp,
+                                             "origin.test",
+                                             true},
+                                         Row{"denied_dns_name_is_reported",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {"nope.example"},
+                                             "203.0.113.5",
+                                             8080,
+                                             A::refuse,
+                                             R::no_matching_rule,
+                                             M::tcp,
+                                             "nope.example",
+                                             false},
+                                         Row{"an_allowed_address_beats_denied_names",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {"nope.example"},
+                                             "198.18.0.9",
+                                             8080,
+                                             A::tunnel,
+                                             R::allowed_by_cidr,
+                                             M::tcp,
+                                             "198.18.0.9",
+                                             false},
+                                         Row{"no_name_no_range_is_unnamed",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {},
+                                             "203.0.113.5",
+                                             8080,
+                                             A::refuse,
+                                             R::unnamed_destination,
+                                             M::tcp,
+                                             "203.0.113.5",
+                                             false},
+                                         Row{"metadata_keeps_its_reason",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {},
+                                             "169.254.169.254",
+                                             8080,
+                                             A::refuse,
+                                             R::always_denied_address,
+                                             M::tcp,
+                                             "169.254.169.254",
+                                             false},
+                                         Row{"own_listener_keeps_its_reason",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {},
+                                             "127.0.0.1",
+                                             15001,
+                                             A::refuse,
+                                             R::proxy_loop,
+                                             M::tcp,
+                                             "127.0.0.1",
+                                             false},
+                                         Row{"nameless_bytes_on_443_are_unrecognized",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {"origin.test"},
+                                             "203.0.113.5",
+                                             443,
+                                             A::refuse,
+                                             R::unrecognized_protocol,
+                                             M::tcp,
+                                             "origin.test",
+                                             false}));
+
+INSTANTIATE_TEST_SUITE_P(Connect, DecideStream,
+                         testing::Values(Row{"allowed_is_gated",
+                                             M::connect,
+                                             true,
+                                             silent,
+                                             nullptr,
+                                             {},
+                                             "origin.test",
+                                             443,
+                                             A::tunnel,
+                                             R::allowed_by_rule,
+                                             M::connect,
+                                             "origin.test",
+                                             true},
+                                         Row{"denied",
+                                             M::connect,
+                                             true,
+                                             silent,
+                                             nullptr,
+                                             {},
+                                             "bad.origin.test",
+                                             443,
+                                             A::refuse,
+                                             R::denied_by_rule,
+                                             M::connect,
+                                             "bad.origin.test",
+                                             false},
+                                         Row{"loop",
+                                             M::connect,
+                                             true,
+                                             silent,
+                                             nullptr,
+                                             {},
+                                             "127.0.0.1",
+                                             15001,
+                                             A::refuse,
+                                             R::proxy_loop,
+                                             M::connect,
+                                             "127.0.0.1",
+                                             false}));
+
+}  // namespace
+}  // namespace sandgate::policy
