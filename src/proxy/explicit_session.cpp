@@ -201,8 +201,8 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       co_return;
     }
 
-    const policy::Host host = policy::normalize_host(head->host);
     if (is_connect) {
+      const policy::Host host = policy::normalize_host(head->host);
       policy::StreamFacts facts;
       facts.mode = mode;
       facts.sandbox = &s.sandbox;
@@ -216,13 +216,7 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       }
       co_return;
     }
-    const policy::Decision d = s.snap->policy->decide(s.sandbox, host, head->port, mode);
-    if (!d.allowed) {
-      const std::string shown = host.display();
-      co_await s.deny(mode, shown, head->port, d, &host);
-      co_return;
-    }
-    if (!co_await handle_http(s, *head, host, head->port)) co_return;
+    if (!co_await forward_request(s, *head, head->port)) co_return;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "http/request_head.hpp"
+#include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
 #include "proxy/upstream.hpp"
 
@@ -114,6 +115,26 @@ bool upstream_reusable(UpstreamConn& up) {
 }
 
 }  // namespace
+
+asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::uint16_t port) {
+  const policy::Host host = policy::normalize_host(head.host);
+  const std::string method(head.msg().method_string());
+  ProxiedRequest request;
+  request.method = method;
+  request.scheme = "http";
+  request.host = &host;
+  request.port = port;
+  request.path = head.path_and_query;
+  request.fields = &head.msg().base();
+  request.connect_to_origin = head.form == http::RequestHead::Form::authority;
+  const FilterResult result = filter_request(s, request);
+  if (!result.next) {
+    const std::string shown = host.display();
+    co_await s.deny(policy::EntryMode::http, shown, port, result.denial, &host);
+    co_return false;
+  }
+  co_return co_await handle_http(s, head, host, port);
+}
 
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port) {

@@ -133,6 +133,12 @@ asio::awaitable<void> serve_transparent(tcp::socket client, WorkerDeps deps);
 asio::awaitable<void> open_stream(Session& s, const policy::StreamVerdict& v, std::uint16_t port,
                                   std::string_view sni);
 
+// One plain HTTP request of a client connection (explicit absolute form, or transparent):
+// through the request filters (policy::decide_request first), then forwarded by handle_http.
+// `port`: the request's port (the transparent listener: the port the sandbox dialled).
+// Returns true when the connection may carry another request.
+asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::uint16_t port);
+
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.
 // `head`: the validated head of this request; its parser is taken to read the body.

@@ -119,20 +119,7 @@ asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
   for (bool first = true;; first = false) {
     auto request = co_await next_request(s, first);
     if (!request) co_return;
-    http::RequestHead* head = &*request;
-    const policy::Host host = policy::normalize_host(head->host);
-    policy::Decision d;
-    if (head->form == http::RequestHead::Form::authority) {
-      d.reason = policy::Reason::nested_proxy;  // CONNECT to whatever listens there
-    } else {
-      d = s.snap->policy->decide(s.sandbox, host, port, policy::EntryMode::http);
-    }
-    if (!d.allowed) {
-      const std::string shown = host.display();
-      co_await s.deny(policy::EntryMode::http, shown, port, d, &host);
-      co_return;
-    }
-    if (!co_await handle_http(s, *head, host, port)) co_return;
+    if (!co_await forward_request(s, *request, port)) co_return;
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "policy/request.hpp"
+
 namespace sandgate::policy {
 namespace {
 
@@ -361,6 +363,48 @@ INSTANTIATE_TEST_SUITE_P(Connect, DecideStream,
                                              M::connect,
                                              "127.0.0.1",
                                              false}));
+
+}  // namespace
+}  // namespace sandgate::policy
+
+namespace sandgate::policy {
+namespace {
+
+// decide_request: each request on its own host and port; a CONNECT where origin requests
+// belong is a nested proxy request whatever its target.
+TEST(DecideRequest, EachRequestOnItsOwnHostAndPort) {
+  const auto policy = make_policy();
+  const Host origin = normalize_host("origin.test");
+  const Host bad = normalize_host("bad.origin.test");
+  const Host nope = normalize_host("nope.example");
+  struct Case {
+    const Host* host;
+    std::uint16_t port;
+    bool connect;
+    bool allowed;
+    Reason reason;
+  };
+  const Case cases[] = {
+      {&origin, 80, false, true, Reason::allowed_by_rule},
+      {&origin, 8080, false, true, Reason::allowed_by_rule},
+      {&origin, 9999, false, false, Reason::port_not_allowed},
+      {&bad, 80, false, false, Reason::denied_by_rule},
+      {&nope, 80, false, false, Reason::no_matching_rule},
+      {&origin, 80, true, false, Reason::nested_proxy},
+  };
+  for (const Case& c : cases) {
+    RequestFacts f;
+    f.sandbox = "web";
+    f.host = c.host;
+    f.port = c.port;
+    f.method = c.connect ? "CONNECT" : "GET";
+    f.path = "/";
+    f.connect_to_origin = c.connect;
+    const Decision d = decide_request(*policy, f);
+    EXPECT_EQ(d.allowed, c.allowed) << c.host->display() << ":" << c.port;
+    EXPECT_EQ(reason_name(d.reason), reason_name(c.reason)) << c.host->display() << ":" << c.port;
+  }
+}
 
 }  // namespace
 }  // namespace sandgate::policy

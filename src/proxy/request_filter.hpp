@@ -1,0 +1,48 @@
+#pragma once
+
+#include <boost/beast/http/fields.hpp>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "policy/host.hpp"
+#include "policy/policy.hpp"
+
+namespace sandgate::proxy {
+
+struct Session;
+
+// One request as every filter sees it, with no wire details: the HTTP/1.1 codec produces it
+// today, the HTTP/2 codec of intercepted streams will produce the same.
+struct ProxiedRequest {
+  std::string_view method;
+  std::string_view scheme;   // "http"; "https" once intercepted
+  const policy::Host* host;  // the authority's host, normalised
+  std::uint16_t port = 0;
+  std::string_view path;                         // path and query
+  boost::beast::http::fields* fields = nullptr;  // editable (credential injection)
+  bool connect_to_origin = false;  // a CONNECT where origin requests belong (transparent)
+};
+
+// What a filter decided: go on to the next one, or refuse the request by policy.
+struct FilterResult {
+  bool next = true;
+  policy::Decision denial;  // when !next
+};
+
+// One step of the chain every request goes through before it is forwarded (the decision;
+// then method and path rules, credential injection). Stateless: one instance serves every
+// worker.
+class RequestFilter {
+ public:
+  virtual ~RequestFilter() = default;
+  virtual FilterResult on_request(const Session& s, ProxiedRequest& r) const = 0;
+};
+
+// The request filters, in order.
+std::span<const RequestFilter* const> request_filters();
+
+// Runs the chain; the first filter that refuses ends it.
+FilterResult filter_request(const Session& s, ProxiedRequest& r);
+
+}  // namespace sandgate::proxy
