@@ -3,14 +3,17 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <boost/json/array.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
 #include "support/metrics_text.hpp"
@@ -281,6 +284,86 @@ token = ")" + kToken1 +
   EXPECT_TRUE(reopened) << "no line reached the new audit file";
   EXPECT_NE(read_file(log + ".1").find("first.test"), std::string::npos);
   EXPECT_EQ(read_file(log).find("first.test"), std::string::npos);
+}
+
+// A daemon killed outright (a crash, the OOM killer) comes back on the same ports at once,
+// though its connections left sockets in TIME_WAIT behind.
+TEST(ProxyLifecycle, AKilledDaemonRestartsOnTheSamePortsAtOnce) {
+  HttpOrigin origin;
+  const std::string tables = R"(
+[dns.hosts]
+"origin.test" = ["127.0.0.1"]
+
+[sandboxes.sb1]
+token = ")" + kToken1 + R"("
+allow = ["origin.test:)" + std::to_string(origin.port()) +
+                             R"("]
+allow_cidrs = ["127.0.0.0/8"]
+)";
+  std::uint16_t explicit_port = 0;
+  std::uint16_t admin_port = 0;
+  {
+    SandgateProcess first(SandgateOptions{tables});
+    explicit_port = first.explicit_port();
+    admin_port = first.admin_port();
+    EXPECT_TRUE(GoodRequestSucceeds(first, origin, "origin.test", "sb1", kToken1));
+    first.kill_now();
+  }
+  SandgateOptions again{tables};
+  again.explicit_listen = "127.0.0.1:" + std::to_string(explicit_port);
+  again.admin_listen = "127.0.0.1:" + std::to_string(admin_port);
+  again.ready_timeout = 3000ms;
+  const auto start = std::chrono::steady_clock::now();
+  SandgateProcess second(again);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3000ms);
+  EXPECT_EQ(second.explicit_port(), explicit_port);
+  EXPECT_TRUE(GoodRequestSucceeds(second, origin, "origin.test", "sb1", kToken1));
+}
+
+// Rotation under load: the file is renamed and reopened (SIGUSR1) three times while denials
+// stream in; every one of them has its line in one of the files, whole.
+TEST(ProxyLifecycle, RotationUnderLoadLosesNoLine) {
+  SandgateOptions options;
+  options.audit_to_file = true;
+  options.workers = 2;
+  options.tables = R"(
+[sandboxes.sb1]
+token = ")" + kToken1 +
+                   R"("
+)";
+  SandgateProcess daemon(options);
+  const std::string log = daemon.dir().file("audit.log");
+  constexpr int kRequests = 600;
+  std::atomic<int> sent{0};
+  std::thread load([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      RawClient c(daemon.explicit_port());
+      c.send(proxy_get("load-" + std::to_string(i) + ".test:80", "/", "sb1", kToken1));
+      c.read_response();
+      ++sent;
+    }
+  });
+  for (int r = 1; r <= 3; ++r) {
+    ASSERT_TRUE(eventually([&] { return sent >= r * kRequests / 4; }, 20000ms));
+    ASSERT_EQ(::rename(log.c_str(), (log + "." + std::to_string(r)).c_str()), 0);
+    ::kill(daemon.pid(), SIGUSR1);
+  }
+  load.join();
+  const auto count = [&] {
+    std::set<std::string> hosts;
+    for (const std::string& file : {log, log + ".1", log + ".2", log + ".3"}) {
+      const std::string text = read_file(file);
+      for (std::size_t at = 0, eol; (eol = text.find('\n', at)) != std::string::npos;
+           at = eol + 1) {  // whole lines only: the last may still be being written
+        const std::string line = text.substr(at, eol - at);
+        const auto o = parse_object(line);
+        EXPECT_TRUE(o) << "a torn line in " << file << ": " << line;
+        if (o) hosts.insert(json_string(*o, "destination.address").value_or(""));
+      }
+    }
+    return hosts.size();
+  };
+  EXPECT_TRUE(eventually([&] { return count() == kRequests; }, 5000ms)) << count();
 }
 
 }  // namespace

@@ -203,6 +203,16 @@ bool SandgateProcess::alive() {
   return false;
 }
 
+void SandgateProcess::kill_now() {
+  if (pid_ <= 0 || !alive()) return;
+  stopped_by_us_ = true;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  exit_code_ = 128 + SIGKILL;
+}
+
 int SandgateProcess::stop(std::chrono::milliseconds grace) {
   if (pid_ <= 0) return exit_code_;
   stopped_by_us_ = true;

@@ -66,6 +66,8 @@ class SandgateProcess {
   bool alive();
   // Stops the daemon with SIGTERM and returns its exit code (128 + signal if killed).
   int stop(std::chrono::milliseconds grace = std::chrono::milliseconds(3000));
+  // SIGKILL, as a crash or the OOM killer would, and reaps it (the test's doing, no failure).
+  void kill_now();
 
   // The audit log: raw text, and every complete line parsed (a line that is not a JSON object
   // is reported as a test failure).
