@@ -130,8 +130,6 @@ class Relay : public std::enable_shared_from_this<Relay> {
     d.done = true;
     d.pipe.close();
     if (up_.done && down_.done && done_) {
-      if (ended_ == telemetry::Ended::unset && watchdog_.expired())
-        ended_ = telemetry::Ended::timeout;
       asio::post(up_.from->get_executor(), [self = shared_from_this()] {
         const RelayDone done = std::move(self->done_);
         try {

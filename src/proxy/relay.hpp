@@ -15,8 +15,8 @@ namespace sandgate::proxy {
 struct RelayStats {
   std::uint64_t up = 0;    // client -> upstream
   std::uint64_t down = 0;  // upstream -> client
-  // What ended it first: a side's close (FIN) or reset, the idle deadline, a gate's refusal;
-  // unset when the sockets were closed under it (shutdown).
+  // What ended it first: a side's close (FIN) or reset, a gate's refusal; unset when the
+  // sockets were cancelled or closed under it (the idle deadline, shutdown: Session::ended).
   telemetry::Ended ended = telemetry::Ended::unset;
 };
 

@@ -81,8 +81,6 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
   r.bytes_down = stats.down;
   r.ended = ended(stats.ended);
   r.phase = telemetry::Phase::body;
-  const std::uint64_t up = stats.up;
-  const std::uint64_t down = stats.down;
   r.duration = std::chrono::steady_clock::now() - started;
   if (denial != nullptr) {
     r.event = code_name(Errc::network_denied);
@@ -97,8 +95,8 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
     metrics.connection(to_metrics_mode(mode), telemetry::Outcome::allowed);
   }
   deps.shared->audit->write(r);
-  metrics.bytes(telemetry::Direction::upstream, up);
-  metrics.bytes(telemetry::Direction::downstream, down);
+  metrics.bytes(telemetry::Direction::upstream, stats.up);
+  metrics.bytes(telemetry::Direction::downstream, stats.down);
 }
 
 namespace {
