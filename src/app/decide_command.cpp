@@ -9,10 +9,12 @@
 namespace sandgate::app {
 
 int run_decide(const config::Config& cfg, const std::string& sandbox, const std::string& target) {
+  // The daemon's own parser: what it refuses as a request target or Host (400), decide refuses.
   const auto parsed = policy::parse_target(target);
   if (!parsed) {
     std::cerr << "sandgate decide: cannot parse target \"" << target
-              << "\" (expected host, host:port or a http(s) URL)\n";
+              << "\" (expected host, host:port, [IPv6]:port or a http(s) URL, as a client "
+                 "would send it)\n";
     return 2;
   }
   if (!cfg.find_sandbox(sandbox)) {
