@@ -5,6 +5,7 @@
 
 #include "policy/host.hpp"
 #include "policy/policy.hpp"
+#include "telemetry/audit_log.hpp"
 
 namespace sandgate::app {
 
@@ -39,7 +40,10 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
   out["reason"] = policy::reason_name(d.reason);
   out["rule"] = d.rule;
   out["sandbox"] = sandbox;
-  out["host"] = host.display();
+  // Shown as the audit log shows it: a long host keeps its rightmost labels, marked "…".
+  const telemetry::ShownHost shown = telemetry::shown_host(host.display());
+  out["host"] = shown.text;
+  if (shown.shortened) out["host_shortened"] = true;
   out["host_kind"] = host.is_name() ? "name" : host.is_address() ? "address" : "invalid";
   out["port"] = port;
   if (host.is_address()) out["address_class"] = policy::class_name(d.address_class);

@@ -102,7 +102,8 @@ Host normalize_host(std::string_view raw) {
   if (!problem && looks_like_ipv4(name)) problem = "numeric host that is not a valid IPv4 address";
   if (problem) {
     host.kind = Host::Kind::invalid;
-    host.name.assign(raw.substr(0, std::min<std::size_t>(raw.size(), 300)));
+    // Whole: whoever shows it shortens it keeping the labels on the right (shown_host).
+    host.name.assign(raw);
     host.invalid_reason = problem;
     return host;
   }

@@ -14,7 +14,8 @@ namespace sandgate::policy {
 struct Host {
   enum class Kind { name, address, invalid };
   Kind kind = Kind::invalid;
-  std::string name;   // kind == name: the normalised name; kind == invalid: the raw input
+  std::string name;   // kind == name: the normalised name; kind == invalid: the raw input,
+                      // whole (logs shorten it keeping its rightmost labels)
   IpAddress address;  // kind == address
   std::string_view invalid_reason;  // kind == invalid: a static string
 

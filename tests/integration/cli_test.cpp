@@ -577,6 +577,32 @@ TEST_P(CliLoopbackLiteral, AllowedByCidr) {
 INSTANTIATE_TEST_SUITE_P(Spellings, CliLoopbackLiteral, ::testing::ValuesIn(loopback_spellings()),
                          [](const auto& row) { return row.param.name; });
 
+// A name padded past 300 bytes is shown by its rightmost labels, marked shortened, as the
+// audit log shows it (issue 9 item 5): padding cannot hide who owns the name.
+TEST(CliDecideLongHost, KeepsTheRegisteredDomain) {
+  std::string padded;
+  for (int i = 0; i < 8; ++i) padded += std::string(60, 'p') + ".";
+  padded += "x.evil.example";
+  const RunResult r =
+      run_sandgate({"decide", "--config", "policy.toml", "--sandbox", "dev", padded});
+  EXPECT_EQ(r.exit_code, 3) << describe(r);
+  std::string kept;  // the whole labels in the last 297 bytes
+  for (int i = 0; i < 4; ++i) kept += std::string(60, 'p') + ".";
+  kept += "x.evil.example";
+  const json::object expected{
+      {"decision", "deny"},
+      {"reason", "invalid_host"},
+      {"rule", ""},
+      {"sandbox", "dev"},
+      {"host", "\xE2\x80\xA6" + kept},
+      {"host_shortened", true},
+      {"host_kind", "invalid"},
+      {"port", 443},
+      {"detail", "host name longer than 253 characters"},
+  };
+  EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
+}
+
 // Drop-ins are found next to the config file, not in the working directory.
 TEST(CliDropIns, ResolvedAgainstTheConfigFile) {
   const RunResult r = run_sandgate({"decide", "--config", testdata() + "/policy.toml", "--sandbox",
