@@ -83,7 +83,7 @@ Result<RequestTarget> parse_request_target(std::string_view target, bool is_conn
     return fail(Errc::unsupported_target);
   }
   out.form = TargetForm::absolute;
-  out.authority = Authority{url->host, url->port, url->ip_literal};
+  out.authority = Authority{url->host, url->written_port, url->ip_literal};
   out.path_and_query = url->rest;
   return out;
 }

@@ -166,6 +166,7 @@ std::optional<Target> parse_target(std::string_view text) {
   if (!authority) return std::nullopt;
   target.host = authority->host;
   target.ip_literal = authority->ip_literal;
+  target.written_port = authority->port;
   target.port = authority->port ? authority->port : default_port;
   return target;
 }

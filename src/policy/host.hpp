@@ -53,11 +53,12 @@ std::optional<Authority> parse_authority(std::string_view text);
 // (any case) is http or https and supplies the default port (80, 443). A URL with userinfo is
 // refused, like any authority parse_authority refuses.
 struct Target {
-  std::string_view scheme;            // as written ("HTTP"); empty for a bare authority
-  std::string_view host;              // raw, brackets stripped from IPv6
-  std::optional<std::uint16_t> port;  // absent when not given and no scheme default
-  bool ip_literal = false;            // written in brackets
-  std::string_view rest;              // after the authority: "/path?query", "?q", or empty
+  std::string_view scheme;                    // as written ("HTTP"); empty for a bare authority
+  std::string_view host;                      // raw, brackets stripped from IPv6
+  std::optional<std::uint16_t> port;          // absent when not given and no scheme default
+  std::optional<std::uint16_t> written_port;  // as written: absent when the text has none
+  bool ip_literal = false;                    // written in brackets
+  std::string_view rest;                      // after the authority: "/path?query", "?q", or empty
 };
 std::optional<Target> parse_target(std::string_view text);
 
