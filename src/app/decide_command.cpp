@@ -5,14 +5,17 @@
 
 #include "policy/host.hpp"
 #include "policy/policy.hpp"
+#include "telemetry/audit_log.hpp"
 
 namespace sandgate::app {
 
 int run_decide(const config::Config& cfg, const std::string& sandbox, const std::string& target) {
+  // The daemon's own parser: what it refuses as a request target or Host (400), decide refuses.
   const auto parsed = policy::parse_target(target);
   if (!parsed) {
     std::cerr << "sandgate decide: cannot parse target \"" << target
-              << "\" (expected host, host:port or a http(s) URL)\n";
+              << "\" (expected host, host:port, [IPv6]:port or a http(s) URL, as a client "
+                 "would send it)\n";
     return 2;
   }
   if (!cfg.find_sandbox(sandbox)) {
@@ -37,7 +40,10 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
   out["reason"] = policy::reason_name(d.reason);
   out["rule"] = d.rule;
   out["sandbox"] = sandbox;
-  out["host"] = host.display();
+  // Shown as the audit log shows it: a long host keeps its rightmost labels, marked "…".
+  const telemetry::ShownHost shown = telemetry::shown_host(host.display());
+  out["host"] = shown.text;
+  if (shown.shortened) out["host_shortened"] = true;
   out["host_kind"] = host.is_name() ? "name" : host.is_address() ? "address" : "invalid";
   out["port"] = port;
   if (host.is_address()) out["address_class"] = policy::class_name(d.address_class);

@@ -11,19 +11,19 @@ std::optional<AnswerCache::Hit> AnswerCache::find(const std::string& name, Clock
     erase(it);
     return std::nullopt;
   }
-  return Hit{it->second.addresses,
-             std::chrono::duration_cast<std::chrono::seconds>(it->second.expires - now),
-             it->second.negative};
+  const Entry& e = it->second;
+  return Hit{e.addresses, std::chrono::duration_cast<std::chrono::seconds>(e.expires - now),
+             e.negative, e.nxdomain, e.soa};
 }
 
 void AnswerCache::put(const std::string& name, std::vector<policy::IpAddress> addresses,
-                      std::chrono::seconds ttl, Clock::time_point now) {
-  store(name, Entry{std::move(addresses), false, {}, {}}, ttl, now);
+                      std::chrono::seconds ttl, Clock::time_point now, std::optional<Soa> soa) {
+  store(name, Entry{std::move(addresses), false, false, std::move(soa), {}, {}}, ttl, now);
 }
 
 void AnswerCache::put_negative(const std::string& name, std::chrono::seconds ttl,
-                               Clock::time_point now) {
-  store(name, Entry{{}, true, {}, {}}, ttl, now);
+                               Clock::time_point now, bool nxdomain, std::optional<Soa> soa) {
+  store(name, Entry{{}, true, nxdomain, std::move(soa), {}, {}}, ttl, now);
 }
 
 void AnswerCache::store(const std::string& name, Entry entry, std::chrono::seconds ttl,

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dns/message.hpp"
 #include "policy/ip_address.hpp"
 
 namespace sandgate::dns {
@@ -23,15 +24,19 @@ class AnswerCache {
     std::vector<policy::IpAddress> addresses;  // empty for a negative entry
     std::chrono::seconds ttl_left{0};
     bool negative = false;
+    bool nxdomain = false;   // negative: the name does not exist (else: NODATA)
+    std::optional<Soa> soa;  // as stored; its ttl not yet counted down
   };
 
   explicit AnswerCache(std::size_t max_entries) : max_entries_(max_entries) {}
 
   std::optional<Hit> find(const std::string& name, Clock::time_point now);
   // A ttl of zero or less stores nothing (and forgets any older entry for the name).
+  // `soa`: of the family that had no records, if one had none.
   void put(const std::string& name, std::vector<policy::IpAddress> addresses,
-           std::chrono::seconds ttl, Clock::time_point now);
-  void put_negative(const std::string& name, std::chrono::seconds ttl, Clock::time_point now);
+           std::chrono::seconds ttl, Clock::time_point now, std::optional<Soa> soa = {});
+  void put_negative(const std::string& name, std::chrono::seconds ttl, Clock::time_point now,
+                    bool nxdomain = false, std::optional<Soa> soa = {});
 
   std::size_t size() const { return entries_.size(); }
 
@@ -40,6 +45,8 @@ class AnswerCache {
   struct Entry {
     std::vector<policy::IpAddress> addresses;
     bool negative = false;
+    bool nxdomain = false;
+    std::optional<Soa> soa;
     Clock::time_point expires;
     ExpiryIndex::iterator by_expiry;  // points back at this entry's key
   };

@@ -122,7 +122,9 @@ void AresChannel::on_query_done(void* arg, int status, int /*timeouts*/, unsigne
                                 int alen) {
   const std::unique_ptr<Callback> done(static_cast<Callback*>(arg));
   std::span<const unsigned char> reply;
-  if (status == ARES_SUCCESS && abuf != nullptr && alen > 0) {
+  const bool has_reply =
+      status == ARES_SUCCESS || status == ARES_ENOTFOUND || status == ARES_ENODATA;
+  if (has_reply && abuf != nullptr && alen > 0) {
     reply = {abuf, static_cast<std::size_t>(alen)};
   }
   try {

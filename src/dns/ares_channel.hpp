@@ -28,7 +28,8 @@ class AresChannel : public std::enable_shared_from_this<AresChannel> {
     std::chrono::milliseconds per_try_timeout{1000};
     int tries = 2;
   };
-  // `status` is an ARES_* code; `reply` is the raw DNS message when status == ARES_SUCCESS.
+  // `status` is an ARES_* code; `reply` is the raw DNS message when status is ARES_SUCCESS,
+  // ARES_ENOTFOUND (NXDOMAIN) or ARES_ENODATA (no answer), so a negative reply's SOA can be read.
   using Callback = std::function<void(int status, std::span<const unsigned char> reply)>;
 
   // Throws std::runtime_error when c-ares cannot start or rejects the servers.

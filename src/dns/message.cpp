@@ -115,7 +115,7 @@ void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
 
 // Header with QR=1, RA=1, the query's id, opcode and RD, and the given counts.
 void put_header(std::vector<std::uint8_t>& out, const Header& h, Rcode rcode, bool tc,
-                std::size_t qd, std::size_t an, std::size_t ar) {
+                std::size_t qd, std::size_t an, std::size_t ar, std::size_t ns = 0) {
   put16(out, h.id);
   std::uint16_t flags = 0x8000;  // QR
   flags |= static_cast<std::uint16_t>((h.opcode & 0x0F) << 11);
@@ -126,7 +126,7 @@ void put_header(std::vector<std::uint8_t>& out, const Header& h, Rcode rcode, bo
   put16(out, flags);
   put16(out, qd);
   put16(out, an);
-  put16(out, 0);  // NSCOUNT
+  put16(out, ns);
   put16(out, ar);
 }
 
@@ -155,6 +155,48 @@ std::vector<std::uint8_t> start_response(const Query& q, Rcode rcode, bool tc, s
   put_header(out, q.header, rcode, tc, 1, an, q.has_opt ? 1 : 0);
   out.insert(out.end(), q.question.begin(), q.question.end());
   return out;
+}
+
+// Appends a name given as text (labels joined by '.', no trailing dot; "" for the root) in
+// uncompressed wire form. False, with `out` unchanged, for an empty or over-long label or name.
+bool put_name(std::vector<std::uint8_t>& out, std::string_view text) {
+  const std::size_t start = out.size();
+  std::size_t at = 0;
+  while (!text.empty() && at <= text.size()) {
+    const std::size_t dot = std::min(text.find('.', at), text.size());
+    const std::size_t len = dot - at;
+    if (len == 0 || len > 63) {
+      out.resize(start);
+      return false;
+    }
+    out.push_back(static_cast<std::uint8_t>(len));
+    out.insert(out.end(), text.begin() + static_cast<std::ptrdiff_t>(at),
+               text.begin() + static_cast<std::ptrdiff_t>(dot));
+    at = dot + 1;
+  }
+  out.push_back(0);
+  if (out.size() - start > kMaxNameWireBytes) {
+    out.resize(start);
+    return false;
+  }
+  return true;
+}
+
+// The SOA resource record in wire form, or empty when a name cannot be encoded.
+std::vector<std::uint8_t> soa_record(const Soa& soa) {
+  std::vector<std::uint8_t> rdata;
+  if (!put_name(rdata, soa.mname) || !put_name(rdata, soa.rname)) return {};
+  for (const std::uint32_t v : {soa.serial, soa.refresh, soa.retry, soa.expire, soa.minimum}) {
+    put32(rdata, v);
+  }
+  std::vector<std::uint8_t> rr;
+  if (!put_name(rr, soa.zone)) return {};
+  put16(rr, kTypeSoa);
+  put16(rr, kClassIn);
+  put32(rr, soa.ttl);
+  put16(rr, rdata.size());
+  rr.insert(rr.end(), rdata.begin(), rdata.end());
+  return rr;
 }
 
 bool family_matches(const Query& q, const policy::IpAddress& a) {
@@ -228,6 +270,21 @@ std::vector<std::uint8_t> build_answer(const Query& q, std::span<const policy::I
     put16(out, a.size());
     out.insert(out.end(), a.bytes.begin(), a.bytes.begin() + static_cast<std::ptrdiff_t>(a.size()));
   }
+  if (q.has_opt) put_opt(out, std::nullopt);
+  return out;
+}
+
+std::vector<std::uint8_t> build_negative(const Query& q, Rcode rcode, const Soa* soa,
+                                         std::size_t max_bytes) {
+  std::vector<std::uint8_t> rr = soa ? soa_record(*soa) : std::vector<std::uint8_t>{};
+  const std::size_t size =
+      kHeaderBytes + q.question.size() + rr.size() + (q.has_opt ? kOptFixedBytes : 0);
+  if (size > max_bytes) rr.clear();  // the negative answer still fits; the SOA is a hint
+  std::vector<std::uint8_t> out;
+  out.reserve(size);
+  put_header(out, q.header, rcode, false, 1, 0, q.has_opt ? 1 : 0, rr.empty() ? 0 : 1);
+  out.insert(out.end(), q.question.begin(), q.question.end());
+  out.insert(out.end(), rr.begin(), rr.end());
   if (q.has_opt) put_opt(out, std::nullopt);
   return out;
 }

@@ -93,6 +93,29 @@ std::size_t udp_limit(const Query& q);
 std::vector<std::uint8_t> build_answer(const Query& q, std::span<const policy::IpAddress> addresses,
                                        std::uint32_t ttl, std::size_t max_bytes);
 
+inline constexpr std::uint16_t kTypeSoa = 6;
+
+// The SOA record of a negative upstream answer (RFC 2308), as sandgate passes it on so that a
+// client can cache the negative answer. Names are text: labels joined by '.', no trailing dot.
+struct Soa {
+  std::string zone;   // the record's owner: the zone apex
+  std::string mname;  // primary server
+  std::string rname;  // responsible mailbox
+  std::uint32_t serial = 0, refresh = 0, retry = 0, expire = 0, minimum = 0;
+  std::uint32_t ttl = 0;  // the TTL to send it with
+};
+
+// The SOA in the authority section of an upstream reply (compressed names expanded by
+// c-ares), when its owner is `qname` or a parent of it (any other is not this name's zone and
+// is ignored); its ttl is min(record TTL, MINIMUM) (RFC 2308 §5). Nullopt when there is none,
+// the reply is malformed, or a name holds bytes that would need escaping.
+std::optional<Soa> authority_soa(std::span<const std::uint8_t> reply, std::string_view qname);
+
+// A negative answer, NXDOMAIN (Rcode::nxdomain) or NODATA (Rcode::noerror, no answers), with
+// `soa` in the authority section when given and when it fits in `max_bytes` (else without it).
+std::vector<std::uint8_t> build_negative(const Query& q, Rcode rcode, const Soa* soa,
+                                         std::size_t max_bytes);
+
 // REFUSED. When the query had an OPT record, the response carries one with an Extended DNS
 // Error (INFO-CODE `info_code`, Blocked unless told) whose EXTRA-TEXT is `text`, cut short so
 // the message fits in `max_bytes`.

@@ -29,8 +29,6 @@ using std::chrono::steady_clock;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-constexpr int kTypeA = 1;
-constexpr int kTypeAaaa = 28;
 constexpr int kMaxAddressesPerFamily = 64;  // more are dropped; nobody dials the 65th
 constexpr std::size_t kMaxNameLength = 253;
 
@@ -44,6 +42,7 @@ struct FamilyResult {
   int status = ARES_ETIMEOUT;  // until done
   std::vector<IpAddress> addresses;
   seconds min_ttl = seconds::max();
+  std::optional<Soa> soa;  // a negative reply's (ARES_ENOTFOUND, ARES_ENODATA)
 };
 
 void add_unique(std::vector<IpAddress>& out, const IpAddress& a) {
@@ -54,10 +53,19 @@ seconds record_ttl(int ttl) {
   return seconds(std::max(ttl, 0));
 }
 
-FamilyResult parse_family(int type, int status, std::span<const unsigned char> reply) {
+bool is_negative(int status) {
+  return status == ARES_ENOTFOUND || status == ARES_ENODATA;
+}
+
+FamilyResult parse_family(int type, int status, std::span<const unsigned char> reply,
+                          const std::string& name) {
   FamilyResult r;
   r.done = true;
   r.status = status;
+  if (is_negative(status)) {
+    r.soa = authority_soa(reply, name);
+    return r;
+  }
   if (status != ARES_SUCCESS) return r;
   const int len = static_cast<int>(reply.size());
   int count = kMaxAddressesPerFamily;
@@ -80,12 +88,11 @@ FamilyResult parse_family(int type, int status, std::span<const unsigned char> r
       r.min_ttl = std::min(r.min_ttl, record_ttl(rec.ttl));
     }
   }
-  if (r.status == ARES_SUCCESS && r.addresses.empty()) r.status = ARES_ENODATA;
+  if (r.status == ARES_SUCCESS && r.addresses.empty()) {  // e.g. only a CNAME to nowhere
+    r.status = ARES_ENODATA;
+    r.soa = authority_soa(reply, name);
+  }
   return r;
-}
-
-bool is_negative(int status) {
-  return status == ARES_ENOTFOUND || status == ARES_ENODATA;
 }
 
 // A status the server meant: the same question would get the same reply until the TTL ends.
@@ -102,7 +109,18 @@ struct Outcome {
   Cache cache = Cache::no;
 };
 
-Outcome combine(const FamilyResult& a, const FamilyResult& aaaa, seconds max_ttl) {
+// A negative reply's SOA as sent on: its TTL bounded by sandgate's own negative TTL.
+std::optional<Soa> bounded(std::optional<Soa> soa, seconds negative_ttl) {
+  if (soa) {
+    soa->ttl = static_cast<std::uint32_t>(
+        std::min<std::int64_t>(soa->ttl, std::max<std::int64_t>(0, negative_ttl.count())));
+  }
+  return soa;
+}
+
+// Negative answers are values here (Answer::negative); resolve() turns them into errors.
+Outcome combine(const FamilyResult& a, const FamilyResult& aaaa, seconds max_ttl,
+                seconds negative_ttl) {
   Answer answer;
   answer.ttl = max_ttl;
   for (const FamilyResult* r : {&a, &aaaa}) {
@@ -112,9 +130,18 @@ Outcome combine(const FamilyResult& a, const FamilyResult& aaaa, seconds max_ttl
   }
   const bool definitive = is_definitive(a.status) && is_definitive(aaaa.status);
   if (!answer.addresses.empty()) {
+    // The family without records, if one: its SOA lets a client cache that NODATA.
+    answer.soa = bounded(is_negative(a.status) ? a.soa : aaaa.soa, negative_ttl);
     return {std::move(answer), definitive ? Outcome::Cache::positive : Outcome::Cache::no};
   }
-  if (definitive) return {make_error_code(Errc::upstream_dns_failed), Outcome::Cache::negative};
+  if (definitive) {
+    answer.negative = a.status == ARES_ENOTFOUND || aaaa.status == ARES_ENOTFOUND
+                          ? Answer::Negative::nxdomain
+                          : Answer::Negative::nodata;
+    answer.soa = bounded(a.soa ? a.soa : aaaa.soa, negative_ttl);
+    answer.ttl = answer.soa ? seconds(answer.soa->ttl) : negative_ttl;
+    return {std::move(answer), Outcome::Cache::negative};
+  }
   if (a.status == ARES_ENOTFOUND || aaaa.status == ARES_ENOTFOUND) {
     return {make_error_code(Errc::upstream_dns_failed)};
   }
@@ -122,6 +149,17 @@ Outcome combine(const FamilyResult& a, const FamilyResult& aaaa, seconds max_ttl
     return {make_error_code(Errc::upstream_timeout)};
   }
   return {make_error_code(Errc::upstream_dns_failed)};  // SERVFAIL, REFUSED, bad reply, ...
+}
+
+// A negative answer or an error: no address to dial.
+bool failed(const Result<Answer>& r) {
+  return !r || r->negative != Answer::Negative::none;
+}
+
+// resolve()'s contract: a negative answer is Errc::upstream_dns_failed.
+Result<Answer> as_error(Result<Answer> r) {
+  if (r && r->negative != Answer::Negative::none) return make_error_code(Errc::upstream_dns_failed);
+  return r;
 }
 
 std::optional<IpAddress> parse_literal(const std::string& name) {
@@ -199,13 +237,15 @@ class Resolver::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  static asio::awaitable<Result<Answer>> resolve(std::shared_ptr<Impl> self, std::string name);
+  // `negative_as_error`: resolve()'s contract; else lookup()'s.
+  static asio::awaitable<Result<Answer>> resolve(std::shared_ptr<Impl> self, std::string name,
+                                                 bool negative_as_error);
 
   std::optional<Result<Answer>> answer_now(const std::string& name) {
     auto local = answer_locally(name);
     if (local) {
       ++stats_.lookups;
-      if (!*local) ++stats_.failures;
+      if (failed(*local)) ++stats_.failures;
     }
     return local;
   }
@@ -242,11 +282,11 @@ class Resolver::Impl {
 };
 
 asio::awaitable<Result<Answer>> Resolver::Impl::resolve(std::shared_ptr<Impl> self,
-                                                        std::string name) {
+                                                        std::string name, bool negative_as_error) {
   ++self->stats_.lookups;
   if (auto local = self->answer_locally(name)) {
-    if (!*local) ++self->stats_.failures;
-    co_return std::move(*local);
+    if (failed(*local)) ++self->stats_.failures;
+    co_return negative_as_error ? as_error(std::move(*local)) : std::move(*local);
   }
   const auto started = steady_clock::now();
   const std::shared_ptr<Flight> flight = self->join_or_start(name);
@@ -258,30 +298,42 @@ asio::awaitable<Result<Answer>> Resolver::Impl::resolve(std::shared_ptr<Impl> se
       co_return canceled();
     }
     // Deadline: return what arrived in time, without caching a half answer.
-    self->settle(*flight, combine(flight->a, flight->aaaa, self->opts_.max_ttl).result);
+    self->settle(
+        *flight,
+        combine(flight->a, flight->aaaa, self->opts_.max_ttl, self->opts_.negative_ttl).result);
   }
   Result<Answer> result = *flight->result;
-  if (!result) ++self->stats_.failures;
+  if (failed(result)) ++self->stats_.failures;
   if (self->owner_ != nullptr && self->owner_->on_lookup) {
-    self->owner_->on_lookup(steady_clock::now() - started, result.has_value());
+    self->owner_->on_lookup(steady_clock::now() - started, !failed(result));
   }
-  co_return result;
+  co_return negative_as_error ? as_error(std::move(result)) : result;
 }
 
 std::optional<Result<Answer>> Resolver::Impl::answer_locally(const std::string& name) {
   if (shut_down_) return Result<Answer>(canceled());
   if (const auto it = hosts_.find(name); it != hosts_.end()) {
     if (it->second.empty()) return Result<Answer>(make_error_code(Errc::upstream_dns_failed));
-    return Answer{it->second, opts_.max_ttl, false};
+    return Answer{it->second, opts_.max_ttl, false, Answer::Negative::none, std::nullopt};
   }
-  if (const auto literal = parse_literal(name)) return Answer{{*literal}, opts_.max_ttl, false};
+  if (const auto literal = parse_literal(name)) {
+    return Answer{{*literal}, opts_.max_ttl, false, Answer::Negative::none, std::nullopt};
+  }
   if (name.empty() || name.size() > kMaxNameLength || name.find('\0') != std::string::npos) {
     return Result<Answer>(make_error_code(Errc::upstream_dns_failed));
   }
   if (auto hit = cache_.find(name, now())) {
     ++stats_.cache_hits;
-    if (hit->negative) return Result<Answer>(make_error_code(Errc::upstream_dns_failed));
-    return Answer{std::move(hit->addresses), hit->ttl_left, true};
+    Answer answer{std::move(hit->addresses), hit->ttl_left, true, Answer::Negative::none, {}};
+    if (hit->negative) {
+      answer.negative = hit->nxdomain ? Answer::Negative::nxdomain : Answer::Negative::nodata;
+    }
+    answer.soa = std::move(hit->soa);
+    if (answer.soa) {  // counts down with the entry
+      answer.soa->ttl = static_cast<std::uint32_t>(std::min<std::int64_t>(
+          answer.soa->ttl, std::max<std::int64_t>(0, hit->ttl_left.count())));
+    }
+    return answer;
   }
   return std::nullopt;
 }
@@ -306,14 +358,17 @@ void Resolver::Impl::on_reply(Flight& flight, int type, int status,
     settle(flight, canceled());
     return;
   }
-  (type == kTypeA ? flight.a : flight.aaaa) = parse_family(type, status, reply);
+  (type == kTypeA ? flight.a : flight.aaaa) = parse_family(type, status, reply, flight.name);
   if (!flight.a.done || !flight.aaaa.done) return;
-  Outcome outcome = combine(flight.a, flight.aaaa, opts_.max_ttl);
+  Outcome outcome = combine(flight.a, flight.aaaa, opts_.max_ttl, opts_.negative_ttl);
   // Cached even when the deadline already settled the flight: the next lookup profits.
   if (outcome.cache == Outcome::Cache::positive) {
-    cache_.put(flight.name, outcome.result->addresses, outcome.result->ttl, now());
+    cache_.put(flight.name, outcome.result->addresses, outcome.result->ttl, now(),
+               outcome.result->soa);
   } else if (outcome.cache == Outcome::Cache::negative) {
-    cache_.put_negative(flight.name, opts_.negative_ttl, now());
+    cache_.put_negative(flight.name, outcome.result->ttl, now(),
+                        outcome.result->negative == Answer::Negative::nxdomain,
+                        outcome.result->soa);
   }
   settle(flight, std::move(outcome.result));
 }
@@ -335,11 +390,23 @@ Resolver::~Resolver() {
   impl_->shutdown();
 }
 
+// Not coroutines themselves: the awaitable holds impl_, never this, so it may outlive the
+// Resolver even before it starts.
 asio::awaitable<Result<Answer>> Resolver::resolve(std::string name) {
-  return Impl::resolve(impl_, std::move(name));
+  return Impl::resolve(impl_, std::move(name), true);
 }
 
 std::optional<Result<Answer>> Resolver::answer_now(const std::string& name) {
+  auto local = impl_->answer_now(name);
+  if (local) *local = as_error(std::move(*local));
+  return local;
+}
+
+asio::awaitable<Result<Answer>> Resolver::lookup(std::string name) {
+  return Impl::resolve(impl_, std::move(name), false);
+}
+
+std::optional<Result<Answer>> Resolver::lookup_now(const std::string& name) {
   return impl_->answer_now(name);
 }
 

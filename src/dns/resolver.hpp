@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/errc.hpp"
+#include "dns/message.hpp"
 #include "policy/ip_address.hpp"
 
 namespace sandgate::dns {
@@ -26,7 +27,8 @@ struct ResolverOptions {
   std::chrono::milliseconds timeout{5000};
   // Cache bound: an answer is kept for min(record TTL, max_ttl).
   std::chrono::seconds max_ttl{300};
-  // NXDOMAIN and "no addresses" are cached this long (0 disables negative caching).
+  // NXDOMAIN and "no addresses" are cached this long at most (0 disables negative caching),
+  // and shorter when the reply's SOA says so (min of its TTL and MINIMUM, RFC 2308).
   std::chrono::seconds negative_ttl{5};
   // Static answers, checked before anything else; never cached, never expire (reported with
   // ttl = max_ttl). Keys are compared after lowercasing and dropping one trailing dot. An empty
@@ -40,9 +42,18 @@ struct ResolverOptions {
 
 // Addresses for one name: IPv4 first, then IPv6, each in server order, no duplicates.
 struct Answer {
+  // Set only by lookup() and lookup_now(): upstream said, for both families, that the name does
+  // not exist (NXDOMAIN), or that it exists without A or AAAA records (NODATA). `addresses`
+  // is empty then and `ttl` is how much longer the negative answer may be used.
+  enum class Negative { none, nxdomain, nodata };
+
   std::vector<policy::IpAddress> addresses;
   std::chrono::seconds ttl{0};  // how much longer the answer may be used
   bool from_cache = false;
+  Negative negative = Negative::none;
+  // The SOA of the negative reply (both families negative), or of the family that had no
+  // records when the other had some; its ttl already counts down with the cache entry.
+  std::optional<Soa> soa;
 };
 
 // Counters for metrics; monotonic over the Resolver's life.
@@ -75,6 +86,13 @@ class Resolver {
   // family answered in time, its addresses are returned), std::errc::operation_canceled (the
   // Resolver was destroyed, or the awaiting coroutine was cancelled).
   boost::asio::awaitable<Result<Answer>> resolve(std::string name);
+
+  // Like resolve(), but a definitive negative answer (NXDOMAIN, or NODATA for both families)
+  // is a value with Answer::negative set, not an error: for the DNS listener, which passes it
+  // on as such. Other failures are the same errors as resolve()'s.
+  boost::asio::awaitable<Result<Answer>> lookup(std::string name);
+  // lookup()'s answer_now().
+  std::optional<Result<Answer>> lookup_now(const std::string& name);
 
   // What resolve() would return without asking upstream (static hosts, literals, invalid
   // names, the cache, positive or negative), or nullopt when only an upstream query can

@@ -17,10 +17,6 @@ bool is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-bool is_host_char(char c) {
-  return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_';
-}
-
 // RFC 3986 unreserved / sub-delims / ":" / "@" / "/" / "?" / "%", plus the characters
 // WHATWG-URL clients leave unescaped in paths and queries (see the header).
 bool is_target_char(char c) {
@@ -38,50 +34,11 @@ bool has_valid_escapes(std::string_view s) {
   return true;
 }
 
-std::optional<std::uint16_t> parse_port(std::string_view digits) {
-  if (digits.empty() || digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), is_digit)) {
-    return std::nullopt;
-  }
-  unsigned value = 0;
-  for (const char c : digits) value = value * 10 + static_cast<unsigned>(c - '0');
-  if (value == 0 || value > 65535) return std::nullopt;
-  return static_cast<std::uint16_t>(value);
-}
-
 Result<RequestTarget> fail(Errc e) {
   return make_error_code(e);
 }
 
 }  // namespace
-
-std::optional<Authority> parse_authority(std::string_view text) {
-  Authority out;
-  std::string_view rest;
-  if (!text.empty() && text.front() == '[') {
-    const std::size_t close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    out.host = text.substr(1, close - 1);
-    out.ip_literal = true;
-    rest = text.substr(close + 1);
-    const bool v6_chars = std::all_of(out.host.begin(), out.host.end(),
-                                      [](char c) { return is_hex(c) || c == ':' || c == '.'; });
-    if (out.host.size() < 2 || !v6_chars || out.host.find(':') == std::string_view::npos) {
-      return std::nullopt;
-    }
-  } else {
-    const std::size_t colon = text.find(':');
-    out.host = text.substr(0, colon);
-    rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon);
-    if (out.host.empty() || !std::all_of(out.host.begin(), out.host.end(), is_host_char)) {
-      return std::nullopt;
-    }
-  }
-  if (rest.empty()) return out;
-  if (rest.front() != ':') return std::nullopt;
-  out.port = parse_port(rest.substr(1));
-  if (!out.port) return std::nullopt;
-  return out;
-}
 
 bool same_authority(const Authority& a, const Authority& b, std::uint16_t default_port) {
   return a.ip_literal == b.ip_literal && boost::beast::iequals(a.host, b.host) &&
@@ -118,23 +75,16 @@ Result<RequestTarget> parse_request_target(std::string_view target, bool is_conn
     return out;
   }
 
-  // Absolute form. Only http: an https:// target would ask the proxy to originate TLS on the
-  // client's behalf, which clients do through CONNECT instead.
-  constexpr std::string_view kHttp = "http://";
-  if (target.size() < kHttp.size() ||
-      !boost::beast::iequals(target.substr(0, kHttp.size()), kHttp)) {
+  // Absolute form, through the same parser as `sandgate decide`. Only http: an https://
+  // target would ask the proxy to originate TLS on the client's behalf, which clients do
+  // through CONNECT instead. Anything without a scheme is no absolute form either.
+  const auto url = policy::parse_target(target);
+  if (!url || url->scheme.empty() || !boost::beast::iequals(url->scheme, "http")) {
     return fail(Errc::unsupported_target);
   }
-  const std::string_view rest = target.substr(kHttp.size());
-  const std::size_t authority_end = rest.find_first_of("/?");
-  const std::string_view authority_text = rest.substr(0, authority_end);
-  if (authority_text.find('@') != std::string_view::npos) return fail(Errc::unsupported_target);
-  const auto authority = parse_authority(authority_text);
-  if (!authority) return fail(Errc::unsupported_target);
   out.form = TargetForm::absolute;
-  out.authority = *authority;
-  out.path_and_query =
-      authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
+  out.authority = Authority{url->host, url->written_port, url->ip_literal};
+  out.path_and_query = url->rest;
   return out;
 }
 

@@ -5,24 +5,17 @@
 #include <string_view>
 
 #include "common/errc.hpp"
+#include "policy/host.hpp"
 
 namespace sandgate::http {
 
 // The four request-target forms of RFC 9112 §3.2.
 enum class TargetForm { absolute, authority, origin, asterisk };
 
-// host [":" port] as it appears in a request-target or a Host field value. Views into the input.
-struct Authority {
-  std::string_view host;              // brackets stripped for an IPv6 literal; raw otherwise
-  std::optional<std::uint16_t> port;  // absent when the text has no ":port"
-  bool ip_literal = false;            // written in brackets
-};
-
-// Strict authority syntax, narrower than RFC 3986 on purpose: no userinfo, no empty or zero
-// port, and the host is either a bracketed IPv6 literal (hex digits, ':' and '.'; no zone id)
-// or made of letters, digits, '-', '.' and '_' only. Percent-encoded and sub-delim hosts are
-// refused: nothing a DNS lookup could use needs them, and they invite parser differentials.
-std::optional<Authority> parse_authority(std::string_view text);
+// host [":" port] as it appears in a request-target or a Host field value, and its strict
+// syntax: the policy's, which `sandgate decide` shares (policy/host.hpp).
+using policy::Authority;
+using policy::parse_authority;
 
 // Whether two authorities name the same host and port: hosts compared case-insensitively and
 // character for character otherwise (no normalisation), a missing port meaning default_port.

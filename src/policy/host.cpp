@@ -1,7 +1,7 @@
 #include "policy/host.hpp"
 
 #include <algorithm>
-#include <charconv>
+#include <iterator>
 
 namespace sandgate::policy {
 
@@ -37,14 +37,44 @@ const char* name_problem(std::string_view name) {
   return nullptr;
 }
 
-std::optional<std::uint16_t> parse_port(std::string_view s) {
-  if (s.empty() || s.size() > 5) return std::nullopt;
-  unsigned value = 0;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc{} || ptr != s.data() + s.size() || value == 0 || value > 65535) {
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool is_hex(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+bool is_host_char(char c) {
+  return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_';
+}
+bool is_v6_char(char c) {
+  return is_hex(c) || c == ':' || c == '.';
+}
+
+// 1-65535 in plain decimal digits (no sign, no spaces); leading zeros allowed up to 5 digits.
+std::optional<std::uint16_t> parse_port(std::string_view digits) {
+  if (digits.empty() || digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), is_digit)) {
     return std::nullopt;
   }
+  unsigned value = 0;
+  for (const char c : digits) value = value * 10 + static_cast<unsigned>(c - '0');
+  if (value == 0 || value > 65535) return std::nullopt;
   return static_cast<std::uint16_t>(value);
+}
+
+// RFC 3986 scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
+bool is_scheme(std::string_view s) {
+  if (s.empty() || !is_alpha(s.front())) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return is_alpha(c) || is_digit(c) || c == '+' || c == '-' || c == '.';
+  });
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [](char x, char y) { return lower(x) == lower(y); });
 }
 
 }  // namespace
@@ -72,7 +102,8 @@ Host normalize_host(std::string_view raw) {
   if (!problem && looks_like_ipv4(name)) problem = "numeric host that is not a valid IPv4 address";
   if (problem) {
     host.kind = Host::Kind::invalid;
-    host.name.assign(raw.substr(0, std::min<std::size_t>(raw.size(), 300)));
+    // Whole: whoever shows it shortens it keeping the labels on the right (shown_host).
+    host.name.assign(raw);
     host.invalid_reason = problem;
     return host;
   }
@@ -81,55 +112,62 @@ Host normalize_host(std::string_view raw) {
   return host;
 }
 
+std::optional<Authority> parse_authority(std::string_view text) {
+  Authority out;
+  std::string_view rest;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    out.host = text.substr(1, close - 1);
+    out.ip_literal = true;
+    rest = text.substr(close + 1);
+    if (out.host.size() < 2 || !std::all_of(out.host.begin(), out.host.end(), is_v6_char) ||
+        out.host.find(':') == std::string_view::npos) {
+      return std::nullopt;
+    }
+  } else {
+    const std::size_t colon = text.find(':');
+    out.host = text.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon);
+    if (out.host.empty() || !std::all_of(out.host.begin(), out.host.end(), is_host_char)) {
+      return std::nullopt;
+    }
+  }
+  if (rest.empty()) return out;
+  if (rest.front() != ':') return std::nullopt;
+  out.port = parse_port(rest.substr(1));
+  if (!out.port) return std::nullopt;
+  return out;
+}
+
 std::optional<Target> parse_target(std::string_view text) {
   Target target;
   std::optional<std::uint16_t> default_port;
-  if (const auto scheme_end = text.find("://"); scheme_end != std::string_view::npos) {
-    std::string scheme;
-    for (char c : text.substr(0, scheme_end)) scheme.push_back(lower(c));
-    if (scheme == "http") {
+  if (const auto scheme_end = text.find("://");
+      scheme_end != std::string_view::npos && is_scheme(text.substr(0, scheme_end))) {
+    target.scheme = text.substr(0, scheme_end);
+    if (iequals(target.scheme, "http")) {
       default_port = 80;
-    } else if (scheme == "https") {
+    } else if (iequals(target.scheme, "https")) {
       default_port = 443;
     } else {
       return std::nullopt;
     }
     text.remove_prefix(scheme_end + 3);
-    text = text.substr(0, text.find_first_of("/?#"));
-    if (text.find('@') != std::string_view::npos) return std::nullopt;
-  }
-  if (text.empty()) return std::nullopt;
-
-  std::string_view host = text;
-  std::string_view port;
-  if (text.front() == '[') {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    host = text.substr(1, close - 1);
-    const std::string_view rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return std::nullopt;
-      port = rest.substr(1);
-      if (port.empty()) return std::nullopt;
-    }
-  } else if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
-    // More than one colon without brackets: a bare IPv6 literal, no port.
-    if (text.find(':') != colon) {
-      if (!parse_ip_literal(text)) return std::nullopt;
-    } else {
-      host = text.substr(0, colon);
-      port = text.substr(colon + 1);
-      if (port.empty()) return std::nullopt;
+    const std::size_t authority_end = text.find_first_of("/?#");
+    if (authority_end != std::string_view::npos) {
+      target.rest = text.substr(authority_end);
+      text = text.substr(0, authority_end);
     }
   }
-  if (host.empty()) return std::nullopt;
-  target.host.assign(host);
-  if (!port.empty()) {
-    target.port = parse_port(port);
-    if (!target.port) return std::nullopt;
-  } else {
-    target.port = default_port;
-  }
+  // Userinfo has no place in a target ('@' is no host character either; refused by name).
+  if (text.find('@') != std::string_view::npos) return std::nullopt;
+  const auto authority = parse_authority(text);
+  if (!authority) return std::nullopt;
+  target.host = authority->host;
+  target.ip_literal = authority->ip_literal;
+  target.written_port = authority->port;
+  target.port = authority->port ? authority->port : default_port;
   return target;
 }
 

@@ -3,16 +3,20 @@
 namespace sandgate::proxy {
 
 AuditBursts::Admit AuditBursts::admit(std::string_view sandbox, std::string_view code,
-                                      Clock::time_point now) {
+                                      Clock::time_point now, std::uint64_t lines_per_window) {
   std::lock_guard lock(mutex_);
   auto [it, opened] = windows_.try_emplace(Key{std::string(sandbox), std::string(code)});
   Window& w = it->second;
   if (!opened && now < w.ends) {
+    if (w.written < lines_per_window) {
+      ++w.written;
+      return {true, 0};
+    }
     ++w.suppressed;
     return {};
   }
   Admit out{true, opened ? 0 : w.suppressed};
-  w = Window{now + kWindow, 0};
+  w = Window{now + kWindow, 1, 0};
   return out;
 }
 

@@ -12,11 +12,13 @@
 namespace sandgate::proxy {
 
 // Collapses a burst of one kind of audit line from one sandbox (a sandbox over its DNS query
-// budget sends thousands of queries a second) into its first line and one summary line: the
-// first event of a (sandbox, code) opens a window of kWindow and is written; the rest until
-// the window ends are counted, not written. When the window ends (found by the next event,
-// or by the periodic take_ended() sweep) the count is handed back once to be written as the
-// summary. Pure apart from the mutex: the caller passes the time. Shared by every worker.
+// budget sends thousands of queries a second, or asks for thousands of denied names) into its
+// first lines and one summary line: the first event of a (sandbox, code) opens a window of
+// kWindow and is written, and so are the next ones up to the caller's `lines_per_window`; the
+// rest until the window ends are counted, not written. When the window ends (found by the
+// next event, or by the periodic take_ended() sweep) the count is handed back once to be
+// written as the summary. Pure apart from the mutex: the caller passes the time. Shared by
+// every worker.
 class AuditBursts {
  public:
   using Clock = std::chrono::steady_clock;
@@ -28,7 +30,8 @@ class AuditBursts {
     // Lines left out of the window that just ended, to summarise before this line; 0: none.
     std::uint64_t ended_suppressed = 0;
   };
-  Admit admit(std::string_view sandbox, std::string_view code, Clock::time_point now);
+  Admit admit(std::string_view sandbox, std::string_view code, Clock::time_point now,
+              std::uint64_t lines_per_window = 1);
 
   // A window that ended with lines left out of it.
   struct Summary {
@@ -42,6 +45,7 @@ class AuditBursts {
  private:
   struct Window {
     Clock::time_point ends;
+    std::uint64_t written = 0;
     std::uint64_t suppressed = 0;
   };
   using Key = std::pair<std::string, std::string>;

@@ -33,6 +33,11 @@ constexpr std::size_t kMaxQueryBytes = 4096;
 constexpr std::size_t kMaxUdpInFlight = 2 * config::kMaxDnsQueriesPerSandbox;
 // event.reason of the line that summarises a burst of lines left out (AuditBursts).
 constexpr std::string_view kBurstSummary = "burst_summary";
+// Audit lines of one kind (refusals of names, malformed queries, upstream failures) written
+// per sandbox and 5-second AuditBursts window; beyond it they are counted and summarised. High
+// enough that a reviewer sees every distinct name a normal build asks for; low enough that a
+// sandbox asking for thousands of denied names a second writes at most 10 lines a second.
+constexpr std::uint64_t kLinesPerWindow = 50;
 // Audit reason for an allowed name asked with a type other than A or AAAA. Not a policy
 // Reason: the policy decides names, this listener decides record types.
 constexpr std::string_view kTypeNotAllowed = "query_type_not_allowed";
@@ -62,7 +67,32 @@ telemetry::AuditRecord base_record(const Peer& peer, std::string_view sandbox) {
   return r;
 }
 
-// A refusal: audit line, metrics, REFUSED with the EDE text.
+// Writes a line of a kind that comes in floods through AuditBursts: the first
+// `lines_per_window` of a burst per (sandbox, code), with the summary of the burst before it
+// when one just ended; the others are counted in sandgate_audit_lines_suppressed_total.
+void write_bursty(const WorkerDeps& deps, telemetry::AuditRecord r,
+                  std::uint64_t lines_per_window = 1) {
+  Shared& shared = *deps.shared;
+  const auto admit =
+      shared.audit_bursts.admit(r.sandbox_id, r.event, AuditBursts::Clock::now(), lines_per_window);
+  if (admit.ended_suppressed != 0) {
+    telemetry::AuditRecord summary = r;
+    summary.host = {};
+    summary.source_port = 0;
+    summary.reason = kBurstSummary;
+    summary.rule = {};
+    summary.suppressed_lines = admit.ended_suppressed;
+    shared.audit->write(summary);
+  }
+  if (admit.write) {
+    shared.audit->write(r);
+  } else {
+    shared.metrics->audit_suppressed();
+  }
+}
+
+// A refusal: audit line (at most kLinesPerWindow per sandbox and burst window), metrics (every
+// one), REFUSED with the EDE text.
 Bytes refuse(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox,
              const dns::Query& q, std::size_t limit, std::string_view name, std::string_view reason,
              std::string_view rule, std::string_view detail) {
@@ -71,7 +101,7 @@ Bytes refuse(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox,
   r.host = name;
   r.reason = reason;
   r.rule = rule;
-  deps.shared->audit->write(r);
+  write_bursty(deps, r, kLinesPerWindow);
   deps.shared->metrics->denial(reason);
   deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::denied);
   std::string text(code_name(Errc::network_denied));
@@ -79,13 +109,14 @@ Bytes refuse(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox,
   return dns::build_refusal(q, text, limit);
 }
 
-// A failure with its own code (malformed query, upstream failure): audit line and metrics.
+// A failure with its own code (malformed query, upstream failure): audit line (limited like a
+// refusal's) and metrics.
 void record_failure(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox, Errc code,
                     std::string_view name = {}) {
   telemetry::AuditRecord r = base_record(peer, sandbox);
   r.event = code_name(code);
   r.host = name;
-  deps.shared->audit->write(r);
+  write_bursty(deps, r, kLinesPerWindow);
   deps.shared->metrics->error(code);
   deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::error);
 }
@@ -114,6 +145,14 @@ std::optional<Bytes> answer_from(const WorkerDeps& deps, const Peer& peer, const
     record_failure(deps, peer, sandbox, code, shown);
     return dns::build_error(q, dns::Rcode::servfail);
   }
+  // Upstream's own negative answer, passed on as such (with its SOA, so the client caches it):
+  // an answer, not a failure.
+  if (answer->negative != dns::Answer::Negative::none) {
+    deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::allowed);
+    const auto rcode = answer->negative == dns::Answer::Negative::nxdomain ? dns::Rcode::nxdomain
+                                                                           : dns::Rcode::noerror;
+    return dns::build_negative(q, rcode, answer->soa ? &*answer->soa : nullptr, limit);
+  }
   std::vector<policy::IpAddress> given;
   for (const auto& a : answer->addresses) {
     if (a.is_v4() == (q.qtype == dns::kTypeA)) given.push_back(a);
@@ -123,6 +162,9 @@ std::optional<Bytes> answer_from(const WorkerDeps& deps, const Peer& peer, const
     deps.shared->dns_memory.remember(sandbox, name, given, std::chrono::seconds(ttl));
   }
   deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::allowed);
+  if (given.empty() && answer->soa) {  // NODATA for this family; the other has addresses
+    return dns::build_negative(q, dns::Rcode::noerror, &*answer->soa, limit);
+  }
   return dns::build_answer(q, given, ttl, limit);
 }
 
@@ -168,7 +210,7 @@ Step decide_query(std::span<const std::uint8_t> message, const Peer& peer, bool 
                   "only A and AAAA are answered");
   }
   // The policy may change while a lookup runs; the answer is for the decision made here.
-  if (auto now = deps.resolver->answer_now(host.name)) {
+  if (auto now = deps.resolver->lookup_now(host.name)) {
     return answer_from(deps, peer, q, limit, host.name, shown, std::string(sandbox), *now);
   }
   return NeedsUpstream{std::move(q), limit, host.name, std::move(shown), std::string(sandbox)};
@@ -206,26 +248,6 @@ class QuerySlot {
   std::size_t* worker_;
 };
 
-// Writes a line of a kind that comes in floods, once per burst (see AuditBursts), with the
-// summary of the burst before it when one just ended.
-void write_bursty(const WorkerDeps& deps, telemetry::AuditRecord r) {
-  Shared& shared = *deps.shared;
-  const auto admit = shared.audit_bursts.admit(r.sandbox_id, r.event, AuditBursts::Clock::now());
-  if (admit.ended_suppressed != 0) {
-    telemetry::AuditRecord summary = r;
-    summary.host = {};
-    summary.source_port = 0;
-    summary.reason = kBurstSummary;
-    summary.suppressed_lines = admit.ended_suppressed;
-    shared.audit->write(summary);
-  }
-  if (admit.write) {
-    shared.audit->write(r);
-  } else {
-    shared.metrics->audit_suppressed();
-  }
-}
-
 // A query over its sandbox's budget: REFUSED with an EDE naming the code, audited per burst.
 Bytes refuse_busy(const WorkerDeps& deps, const Peer& peer, const NeedsUpstream& u) {
   telemetry::AuditRecord r = base_record(peer, u.sandbox);
@@ -241,7 +263,7 @@ Bytes refuse_busy(const WorkerDeps& deps, const Peer& peer, const NeedsUpstream&
 
 asio::awaitable<std::optional<Bytes>> ask_upstream(const NeedsUpstream& u, const Peer& peer,
                                                    WorkerDeps deps) {
-  const Result<dns::Answer> answer = co_await deps.resolver->resolve(u.name);
+  const Result<dns::Answer> answer = co_await deps.resolver->lookup(u.name);
   co_return answer_from(deps, peer, u.q, u.limit, u.name, u.shown, u.sandbox, answer);
 }
 

@@ -176,6 +176,8 @@ std::string_view path_only(std::string_view target) {
   return target.substr(0, target.find_first_of("?#"));
 }
 
+constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026
+
 }  // namespace
 
 std::string_view ended_name(Ended e) {
@@ -220,6 +222,30 @@ std::string_view phase_name(Phase p) {
   return "";
 }
 
+ShownHost shown_host(std::string_view host) {
+  ShownHost out;
+  out.original_bytes = host.size();
+  if (host.size() <= kMaxShownHostBytes) {
+    out.text.assign(host);
+    return out;
+  }
+  const std::size_t keep = kMaxShownHostBytes - kEllipsis.size();
+  std::string_view tail = host.substr(host.size() - keep);
+  const bool at_label_start = host[host.size() - keep - 1] == '.';
+  if (const std::size_t dot = tail.find('.');
+      !at_label_start && dot != std::string_view::npos && dot + 1 < tail.size()) {
+    tail.remove_prefix(dot + 1);  // drop the partial label on the left
+  } else {
+    while (!tail.empty() && (static_cast<unsigned char>(tail.front()) & 0xC0U) == 0x80U) {
+      tail.remove_prefix(1);  // not in the middle of a UTF-8 sequence
+    }
+  }
+  out.text.reserve(kEllipsis.size() + tail.size());
+  out.text.append(kEllipsis).append(tail);
+  out.shortened = true;
+  return out;
+}
+
 std::string format_audit_line(const AuditRecord& r) {
   JsonLine line;
   const auto now = std::chrono::system_clock::now();
@@ -236,14 +262,19 @@ std::string format_audit_line(const AuditRecord& r) {
   if (r.duration.count() > 0) line.num("duration", r.duration.count());
   line.close();
 
+  const ShownHost host = shown_host(r.host);
   if (!r.sandbox_id.empty() || !r.original_destination.empty() || r.suppressed_lines != 0 ||
-      r.ended != Ended::unset) {
+      host.shortened || r.ended != Ended::unset) {
     line.open("labels");
     if (!r.sandbox_id.empty()) line.str("sandbox_id", r.sandbox_id);
     if (!r.original_destination.empty()) {
       line.str("original_destination", r.original_destination);
     }
     if (r.suppressed_lines != 0) line.num("suppressed_lines", r.suppressed_lines);
+    if (host.shortened) {
+      line.raw("host_shortened", "true");
+      line.num("host_bytes", host.original_bytes);
+    }
     if (r.ended != Ended::unset) line.str("termination", ended_name(r.ended));
     if (r.phase != Phase::unset) line.str("termination_phase", phase_name(r.phase));
     line.close();
@@ -257,8 +288,8 @@ std::string format_audit_line(const AuditRecord& r) {
 
   line.open("destination");
   if (!r.host.empty()) {
-    line.str("address", r.host);
-    if (!is_ip_literal(r.host)) line.str("domain", r.host);
+    line.str("address", host.text);
+    if (!is_ip_literal(r.host)) line.str("domain", host.text);
   }
   if (!r.destination_ip.empty()) line.str("ip", r.destination_ip);
   if (r.port != 0) line.num("port", r.port);
@@ -298,7 +329,7 @@ std::string format_audit_line(const AuditRecord& r) {
   if (!r.tls_sni.empty()) {
     line.open("tls");
     line.open("client");
-    line.str("server_name", r.tls_sni);
+    line.str("server_name", shown_host(r.tls_sni).text);  // "…" marks a shortened one
     line.close();
     line.close();
   }

@@ -51,8 +51,10 @@ struct AuditRecord {
   std::string_view sandbox_id;  // labels.sandbox_id; empty when unauthenticated
   std::string_view source_ip;   // source.ip
   std::uint16_t source_port = 0;
-  std::string_view protocol;        // network.protocol: http | connect | tls | tcp | dns
-  std::string_view host;            // destination.address, plus destination.domain if a name
+  std::string_view protocol;  // network.protocol: http | connect | tls | tcp | dns
+  // destination.address, plus destination.domain if a name; shown by shown_host(), with
+  // labels.host_shortened and labels.host_bytes when it had to be shortened
+  std::string_view host;
   std::uint16_t port = 0;           // destination.port
   std::string_view destination_ip;  // destination.ip: the address dialled, empty if none
   std::string_view reason;          // event.reason
@@ -77,6 +79,20 @@ struct AuditRecord {
 // Every string field is cut to this many bytes (on a UTF-8 boundary) so a hostile host or
 // path cannot bloat the log.
 inline constexpr std::size_t kMaxAuditFieldBytes = 1024;
+
+// A host longer than this (no valid name is: at most 253 bytes) is shown shortened, in the
+// audit log and by `sandgate decide`.
+inline constexpr std::size_t kMaxShownHostBytes = 300;
+
+// How a host is shown: itself, or, when longer than kMaxShownHostBytes, "…" (U+2026) followed
+// by its rightmost whole labels that fit, so that padding a name on the left cannot hide the
+// labels that say who owns it. A tail with no dot is cut on a UTF-8 boundary instead.
+struct ShownHost {
+  std::string text;
+  bool shortened = false;
+  std::size_t original_bytes = 0;
+};
+ShownHost shown_host(std::string_view host);
 
 // Builds one ECS JSON line with Boost.JSON, ending in '\n'. Empty optional fields are
 // omitted; invalid UTF-8 becomes U+FFFD so every line parses as JSON.

@@ -336,9 +336,9 @@ std::vector<DecideRow> decide_rows() {
        R"({"decision":"deny","reason":"invalid_host","rule":"",
            "host":"example.0x1f","host_kind":"invalid","port":443,
            "detail":"numeric host that is not a valid IPv4 address"})"},
-      {"Ipv6ZoneId", "dev", "[fe80::1%eth0]",
+      {"BracketsWithoutAnAddress", "dev", "[1:2]",
        R"({"decision":"deny","reason":"invalid_host","rule":"",
-           "host":"fe80::1%eth0","host_kind":"invalid","port":443,
+           "host":"1:2","host_kind":"invalid","port":443,
            "detail":"invalid character in host name"})"},
       {"LabelStartsWithDash", "dev", "-bad.example",
        R"({"decision":"deny","reason":"invalid_host","rule":"",
@@ -515,12 +515,12 @@ std::vector<LoopbackSpelling> loopback_spellings() {
       {"Url", "https://127.1/x", "127.0.0.1"},
       {"V4Mapped", "[::ffff:127.0.0.1]", "[::ffff:127.0.0.1]"},
       {"V4MappedHex", "[::ffff:7f00:1]", "[::ffff:127.0.0.1]"},
-      {"V4CompatibleBare", "::127.0.0.1", "[::7f00:1]", true},
-      {"Nat64", "64:ff9b::7f00:1", "[64:ff9b::7f00:1]"},
+      {"V4Compatible", "[::127.0.0.1]", "[::7f00:1]", true},
+      {"Nat64", "[64:ff9b::7f00:1]", "[64:ff9b::7f00:1]"},
       {"Nat64Bracketed", "[64:ff9b::127.0.0.1]", "[64:ff9b::7f00:1]"},
-      {"SixToFour", "2002:7f00:1::", "[2002:7f00:1::]", true},
+      {"SixToFour", "[2002:7f00:1::]", "[2002:7f00:1::]", true},
       // Teredo: client address 80ff:fffe inverted is 7f00:0001; server 65.54.227.120.
-      {"Teredo", "2001:0:4136:e378:8000:63bf:80ff:fffe", "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+      {"Teredo", "[2001:0:4136:e378:8000:63bf:80ff:fffe]", "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
        true},
   };
 }
@@ -582,6 +582,32 @@ TEST_P(CliLoopbackLiteral, AllowedByCidr) {
 INSTANTIATE_TEST_SUITE_P(Spellings, CliLoopbackLiteral, ::testing::ValuesIn(loopback_spellings()),
                          [](const auto& row) { return row.param.name; });
 
+// A name padded past 300 bytes is shown by its rightmost labels, marked shortened, as the
+// audit log shows it (issue 9 item 5): padding cannot hide who owns the name.
+TEST(CliDecideLongHost, KeepsTheRegisteredDomain) {
+  std::string padded;
+  for (int i = 0; i < 8; ++i) padded += std::string(60, 'p') + ".";
+  padded += "x.evil.example";
+  const RunResult r =
+      run_sandgate({"decide", "--config", "policy.toml", "--sandbox", "dev", padded});
+  EXPECT_EQ(r.exit_code, 3) << describe(r);
+  std::string kept;  // the whole labels in the last 297 bytes
+  for (int i = 0; i < 4; ++i) kept += std::string(60, 'p') + ".";
+  kept += "x.evil.example";
+  const json::object expected{
+      {"decision", "deny"},
+      {"reason", "invalid_host"},
+      {"rule", ""},
+      {"sandbox", "dev"},
+      {"host", "\xE2\x80\xA6" + kept},
+      {"host_shortened", true},
+      {"host_kind", "invalid"},
+      {"port", 443},
+      {"detail", "host name longer than 253 characters"},
+  };
+  EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
+}
+
 // Drop-ins are found next to the config file, not in the working directory.
 TEST(CliDropIns, ResolvedAgainstTheConfigFile) {
   const RunResult r = run_sandgate({"decide", "--config", testdata() + "/policy.toml", "--sandbox",
@@ -608,7 +634,8 @@ void PrintTo(const UsageRow& row, std::ostream* os) {
   *os << row.name;
 }
 
-const std::string kTargetHelp = "(expected host, host:port or a http(s) URL)";
+const std::string kTargetHelp =
+    "(expected host, host:port, [IPv6]:port or a http(s) URL, as a client would send it)";
 
 std::vector<UsageRow> usage_rows() {
   const std::vector<std::string> decide = {"decide", "--config", "policy.toml"};
@@ -653,6 +680,21 @@ std::vector<UsageRow> usage_rows() {
        false},
       {"UnclosedBracket", with({"--sandbox", "dev", "[::1"}),
        "sandgate decide: cannot parse target \"[::1\" " + kTargetHelp + "\n", false},
+      // What the daemon refuses with 400 (issue 9 item 4): decide refuses it too, never
+      // answering "allow" for a spelling no client can get through.
+      {"NameInBrackets", with({"--sandbox", "dev", "[github.com]:443"}),
+       "sandgate decide: cannot parse target \"[github.com]:443\" " + kTargetHelp + "\n", false},
+      {"NameInBracketsUrl", with({"--sandbox", "dev", "https://[github.com]/"}),
+       "sandgate decide: cannot parse target \"https://[github.com]/\" " + kTargetHelp + "\n",
+       false},
+      {"BareIpv6", with({"--sandbox", "lan", "::1"}),
+       "sandgate decide: cannot parse target \"::1\" " + kTargetHelp + "\n", false},
+      {"Ipv6ZoneId", with({"--sandbox", "dev", "[fe80::1%eth0]"}),
+       "sandgate decide: cannot parse target \"[fe80::1%eth0]\" " + kTargetHelp + "\n", false},
+      {"PercentEncodedName", with({"--sandbox", "dev", "github%2ecom"}),
+       "sandgate decide: cannot parse target \"github%2ecom\" " + kTargetHelp + "\n", false},
+      {"SpaceInHost", with({"--sandbox", "dev", "github.com :443"}),
+       "sandgate decide: cannot parse target \"github.com :443\" " + kTargetHelp + "\n", false},
       {"NonexistentConfig",
        {"decide", "--config", "missing.toml", "--sandbox", "dev", "x.com"},
        "missing.toml: cannot read file: No such file or directory\nmissing.toml: 1 error(s)\n",

@@ -35,10 +35,11 @@ using Bytes = std::vector<std::uint8_t>;
 
 // What dig printed, picked apart.
 struct DigResult {
-  std::string status;                // "NOERROR", "REFUSED", ...
-  std::string flags;                 // "qr rd ra"
-  std::string ede;                   // the EDE line's text, "" when none
-  std::vector<std::string> answers;  // "allowed.test. 120 IN A 192.0.2.10", whitespace squeezed
+  std::string status;                  // "NOERROR", "REFUSED", ...
+  std::string flags;                   // "qr rd ra"
+  std::string ede;                     // the EDE line's text, "" when none
+  std::vector<std::string> answers;    // "allowed.test. 120 IN A 192.0.2.10", whitespace squeezed
+  std::vector<std::string> authority;  // the AUTHORITY SECTION's records, the same way
   std::string raw;
 };
 
@@ -155,6 +156,21 @@ unsigned ancount_of(const Bytes& r) {
   return r.size() >= 8 ? static_cast<unsigned>(r[6] << 8 | r[7]) : 0u;
 }
 
+// A name in wire form (uncompressed labels, then the root).
+Bytes name_bytes(const std::string& name) {
+  Bytes out;
+  std::size_t at = 0;
+  while (at <= name.size()) {
+    const std::size_t dot = std::min(name.find('.', at), name.size());
+    out.push_back(static_cast<std::uint8_t>(dot - at));
+    out.insert(out.end(), name.begin() + static_cast<std::ptrdiff_t>(at),
+               name.begin() + static_cast<std::ptrdiff_t>(dot));
+    at = dot + 1;
+  }
+  out.push_back(0);
+  return out;
+}
+
 class ProxyDns : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -162,6 +178,11 @@ class ProxyDns : public ::testing::Test {
     upstream_.add_record("allowed.test", "2001:db8::10", 120);
     upstream_.add_record("v4only.test", "192.0.2.11", 60);
     upstream_.set_reply("servfail.test", FakeDnsServer::Reply::servfail);
+    // Negative answers with the zone's SOA: gone.allowed.test does not exist,
+    // empty.allowed.test has no address records, v4only.test none of type AAAA.
+    upstream_.set_soa("allowed.test", 300, 3);
+    upstream_.set_soa("v4only.test", 60, 30);
+    upstream_.set_reply("empty.allowed.test", FakeDnsServer::Reply::answer);
     SandgateOptions options;
     options.workers = 2;
     options.listeners = "dns = [\"127.0.0.1:0\"]\n";
@@ -221,15 +242,18 @@ deny = ["blocked.allowed.test"]
     if (std::regex_search(r.out, m, std::regex(R"(; EDE: 15 \(Blocked\): \((.*)\)\n)"))) {
       out.ede = m[1];
     }
-    const auto section = r.out.find(";; ANSWER SECTION:\n");
-    if (section != std::string::npos) {
-      std::size_t at = section + 19;
+    const auto read_section = [&r](const std::string& title, std::vector<std::string>& into) {
+      const auto section = r.out.find(title);
+      if (section == std::string::npos) return;
+      std::size_t at = section + title.size();
       while (at < r.out.size() && r.out[at] != '\n') {
         const std::size_t end = r.out.find('\n', at);
-        out.answers.push_back(squeeze(r.out.substr(at, end - at)));
+        into.push_back(squeeze(r.out.substr(at, end - at)));
         at = end + 1;
       }
-    }
+    };
+    read_section(";; ANSWER SECTION:\n", out.answers);
+    read_section(";; AUTHORITY SECTION:\n", out.authority);
     return out;
   }
 
@@ -286,6 +310,100 @@ TEST_F(ProxyDns, MissingFamilyIsNoData) {
   const DigResult r = dig("v4only.test", "AAAA");
   EXPECT_EQ(r.status, "NOERROR") << r.raw;
   EXPECT_TRUE(r.answers.empty()) << r.raw;
+  // With the SOA of the AAAA reply, its TTL bounded by sandgate's negative TTL (5 s).
+  EXPECT_EQ(r.authority,
+            std::vector<std::string>{"v4only.test. 5 IN SOA ns1.v4only.test. "
+                                     "hostmaster.v4only.test. 2026120101 7200 3600 1209600 30"})
+      << r.raw;
+}
+
+// Issue 9 item 7: upstream's NXDOMAIN and NODATA reach the sandbox as such (not SERVFAIL, which
+// tools retry), with the zone's SOA so that the client can cache them (RFC 2308): TTL
+// min(SOA TTL, MINIMUM, 5 s). Answers, not failures: no audit line, no error counted.
+TEST_F(ProxyDns, UpstreamNxdomainAndNodataPassThroughWithTheirSoa) {
+  const std::string soa =
+      "allowed.test. 3 IN SOA ns1.allowed.test. hostmaster.allowed.test. "
+      "2026120101 7200 3600 1209600 3";
+  for (const auto& transport : {"+notcp", "+tcp"}) {
+    SCOPED_TRACE(transport);
+    const DigResult gone = dig("gone.allowed.test", "A", {transport});
+    EXPECT_EQ(gone.status, "NXDOMAIN") << gone.raw;
+    EXPECT_TRUE(gone.answers.empty()) << gone.raw;
+    ASSERT_EQ(gone.authority.size(), 1u) << gone.raw;
+    // A second ask may come from the worker's negative cache: its TTL has counted down.
+    EXPECT_EQ(gone.authority[0].substr(0, 14), "allowed.test. ") << gone.raw;
+    EXPECT_NE(gone.authority[0].find(" IN SOA ns1.allowed.test. hostmaster.allowed.test. "),
+              std::string::npos)
+        << gone.raw;
+
+    const DigResult empty = dig("empty.allowed.test", "AAAA", {transport});
+    EXPECT_EQ(empty.status, "NOERROR") << empty.raw;
+    EXPECT_TRUE(empty.answers.empty()) << empty.raw;
+    EXPECT_EQ(empty.authority.size(), 1u) << empty.raw;
+  }
+  const DigResult fresh = dig("gone2.allowed.test", "AAAA");
+  EXPECT_EQ(fresh.status, "NXDOMAIN") << fresh.raw;
+  EXPECT_EQ(fresh.authority, std::vector<std::string>{soa}) << fresh.raw;
+  const std::string metrics = daemon_->metrics_text();
+  EXPECT_EQ(metrics.find("sandgate_errors_total{code=\"UPSTREAM_DNS_FAILED\"} 1"),
+            std::string::npos)
+      << metrics;
+  expect_still_answering();
+  for (const auto& line : daemon_->audit_lines()) {
+    EXPECT_NE(json_string(line, "event.code"), "UPSTREAM_DNS_FAILED")
+        << boost::json::serialize(line);
+  }
+}
+
+// Issue 9 item 7: a sandbox asking for thousands of denied names writes a bounded number of
+// audit lines: the first 50 per 5-second window, then one summary with how many were left out
+// (also counted in sandgate_audit_lines_suppressed_total). Every query is still refused with
+// its EDE and counted in sandgate_denials_total.
+TEST_F(ProxyDns, DenialsOfManyNamesAreAuditedAtABoundedRate) {
+  constexpr int kQueries = 300;
+  const auto started = std::chrono::steady_clock::now();
+  int refused = 0;
+  for (int i = 0; i < kQueries; ++i) {
+    const auto reply =
+        udp_exchange(port_, raw_query(static_cast<std::uint16_t>(i), 1,
+                                      name_bytes("n" + std::to_string(i) + ".evil.test")));
+    if (reply && reply->size() >= 4 && ((*reply)[3] & 0x0F) == 5) ++refused;
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(refused, kQueries);
+  // The flood spans this many 5-second windows at most (one, unless the machine is slow).
+  const auto windows = static_cast<std::size_t>(took / 5s) + 1;
+
+  const auto summary = daemon_->wait_audit(
+      [](const boost::json::object& o) {
+        return json_string(o, "event.code") == "SANDBOX_NETWORK_DENIED" &&
+               json_string(o, "event.reason") == "burst_summary";
+      },
+      10s);
+  ASSERT_TRUE(summary) << daemon_->audit_text().substr(0, 2000);
+  EXPECT_EQ(json_string(*summary, "labels.sandbox_id"), "sb1");
+  EXPECT_EQ(json_string(*summary, "network.protocol"), "dns");
+  std::size_t written = 0;
+  std::int64_t left_out = 0;
+  for (const auto& line : daemon_->audit_lines()) {
+    if (json_string(line, "event.code") != "SANDBOX_NETWORK_DENIED") continue;
+    if (json_string(line, "event.reason") == "burst_summary") {
+      left_out += json_int(line, "labels.suppressed_lines").value_or(0);
+    } else {
+      EXPECT_EQ(json_string(line, "event.reason"), "no_matching_rule");
+      ++written;
+    }
+  }
+  EXPECT_GE(written, 50u);
+  EXPECT_LE(written, 50u * windows);
+  EXPECT_EQ(written + static_cast<std::size_t>(left_out), static_cast<std::size_t>(kQueries));
+  const std::string metrics = daemon_->metrics_text();
+  EXPECT_EQ(metric_value(metrics, "sandgate_audit_lines_suppressed_total"),
+            static_cast<double>(left_out));
+  EXPECT_NE(metrics.find("sandgate_denials_total{reason=\"no_matching_rule\"} " +
+                         std::to_string(kQueries)),
+            std::string::npos);
+  EXPECT_EQ(upstream_.total_queries(), 0u);
 }
 
 TEST_F(ProxyDns, DeniedNameRefusedWithExtendedErrorAndNeverSentUpstream) {
@@ -488,20 +606,6 @@ sockaddr_in address_of(const char* ip, std::uint16_t port) {
   a.sin_port = htons(port);
   ::inet_pton(AF_INET, ip, &a.sin_addr);
   return a;
-}
-
-Bytes name_bytes(const std::string& name) {
-  Bytes out;
-  std::size_t at = 0;
-  while (at <= name.size()) {
-    const std::size_t dot = std::min(name.find('.', at), name.size());
-    out.push_back(static_cast<std::uint8_t>(dot - at));
-    out.insert(out.end(), name.begin() + static_cast<std::ptrdiff_t>(at),
-               name.begin() + static_cast<std::ptrdiff_t>(dot));
-    at = dot + 1;
-  }
-  out.push_back(0);
-  return out;
 }
 
 // Floods the listener from `source` with A queries for fresh names under slow.test, over

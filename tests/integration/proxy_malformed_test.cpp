@@ -187,6 +187,27 @@ TEST_F(ProxyMalformed, UserinfoInTheTargetIsUnsupported) {
       "UNSUPPORTED_REQUEST_TARGET");
 }
 
+// Issue 9 item 5: a name padded past 300 bytes is refused as invalid_host, and its audit line
+// keeps the labels on the right (who owns the name), marked as shortened.
+TEST_F(ProxyMalformed, APaddedNameIsAuditedByItsRegisteredDomain) {
+  std::string padded;
+  for (int i = 0; i < 9; ++i) padded += std::string(60, 'p') + ".";
+  padded += "x.evil.example";
+  RawClient c(daemon_->explicit_port());
+  ASSERT_TRUE(c.send(proxy_connect(padded + ":443", kId, kToken)));
+  const auto r = c.read_response(3000ms, ResponseTo::connect);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(IsSandgateError(*r, 403, "SANDBOX_NETWORK_DENIED", false));
+  const auto line = daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "invalid_host");
+  ASSERT_TRUE(AuditLineIs(line, "SANDBOX_NETWORK_DENIED", "invalid_host", kId));
+  const std::string domain = json_string(*line, "destination.domain").value_or("");
+  EXPECT_TRUE(domain.starts_with("\xE2\x80\xA6") && domain.ends_with(".x.evil.example")) << domain;
+  EXPECT_LE(domain.size(), 300u);
+  EXPECT_EQ(json_string(*line, "destination.address"), domain);
+  const auto shortened = line->at("labels").as_object().if_contains("host_shortened");
+  EXPECT_TRUE(shortened && *shortened == true);
+}
+
 TEST_F(ProxyMalformed, ConnectWithoutAPortIsUnsupported) {
   expect_rejected("CONNECT host only",
                   "CONNECT origin.test HTTP/1.1\r\nHost: origin.test\r\n" + auth() + "\r\n", 400,

@@ -67,7 +67,39 @@ std::vector<std::uint8_t> header(const std::uint8_t* query, unsigned rcode, unsi
   return out;
 }
 
+// Appends the SOA of `zone` (a suffix of the question name, or the name itself) to a negative
+// reply: owner and names as compression pointers into the question, NSCOUNT set to 1.
+void append_soa(std::vector<std::uint8_t>& out, const Question& q, const std::string& zone,
+                std::uint32_t ttl, std::uint32_t minimum) {
+  std::size_t offset = kHeaderSize;
+  std::string rest = q.name;
+  while (rest != zone) {
+    const std::size_t dot = rest.find('.');
+    offset += dot + 1;
+    rest = rest.substr(dot + 1);
+  }
+  const unsigned pointer = 0xc000 | static_cast<unsigned>(offset);
+  put16(out, pointer);
+  put16(out, 6);  // SOA
+  put16(out, 1);  // IN
+  put32(out, ttl);
+  put16(out, 1 + 3 + 2 + 1 + 10 + 2 + 20);
+  out.push_back(3);
+  out.insert(out.end(), {'n', 's', '1'});
+  put16(out, pointer);
+  out.push_back(10);
+  for (const char c : std::string("hostmaster")) out.push_back(static_cast<std::uint8_t>(c));
+  put16(out, pointer);
+  for (const std::uint32_t v : {2026120101U, 7200U, 3600U, 1209600U, minimum}) put32(out, v);
+  out[9] = 1;  // NSCOUNT
+}
+
 }  // namespace
+
+void FakeDnsServer::set_soa(const std::string& zone, std::uint32_t ttl, std::uint32_t minimum) {
+  const std::lock_guard lock(mutex_);
+  soa_[zone] = {ttl, minimum};
+}
 
 FakeDnsServer::FakeDnsServer()
     : socket_(io_, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
@@ -157,6 +189,18 @@ std::vector<std::uint8_t> FakeDnsServer::respond(const std::uint8_t* query, std:
   if (!q) return {};
   const std::lock_guard lock(mutex_);
   ++counts_[{q->name, q->type}];
+  // The SOA negative replies carry: the longest zone set for the name or a parent of it.
+  const auto with_soa = [&](std::vector<std::uint8_t> out) {
+    const std::pair<const std::string, std::pair<std::uint32_t, std::uint32_t>>* best = nullptr;
+    for (const auto& zone : soa_) {
+      if ((q->name == zone.first || q->name.ends_with("." + zone.first)) &&
+          (best == nullptr || zone.first.size() > best->first.size())) {
+        best = &zone;
+      }
+    }
+    if (best != nullptr) append_soa(out, *q, best->first, best->second.first, best->second.second);
+    return out;
+  };
 
   const auto it = table_.find(q->name);
   Entry below_entry;
@@ -168,7 +212,7 @@ std::vector<std::uint8_t> FakeDnsServer::respond(const std::uint8_t* query, std:
     if (!below_entry.reply) {
       auto out = header(query, 3, 0);
       out.insert(out.end(), query + kHeaderSize, query + q->end);
-      return out;
+      return with_soa(std::move(out));
     }
   }
   const Entry& entry = it == table_.end() ? below_entry : it->second;
@@ -226,6 +270,7 @@ std::vector<std::uint8_t> FakeDnsServer::respond(const std::uint8_t* query, std:
     put16(out, static_cast<unsigned>(rec->rdata.size()));
     out.insert(out.end(), rec->rdata.begin(), rec->rdata.end());
   }
+  if (rcode == 3 || (rcode == 0 && answers.empty())) return with_soa(std::move(out));
   return out;
 }
 

@@ -54,6 +54,11 @@ class FakeDnsServer {
   // are treated: a wildcard whose server never answers, for instance.
   void set_reply_below(const std::string& zone, Reply reply);
 
+  // Negative replies (NXDOMAIN, and NOERROR without answers) for `zone` and every name below it
+  // carry the zone's SOA in the authority section, its names compressed as real servers send
+  // them: owner `zone`, mname "ns1.<zone>", rname "hostmaster.<zone>", the given TTL and MINIMUM.
+  void set_soa(const std::string& zone, std::uint32_t ttl, std::uint32_t minimum);
+
   // Questions received (answered or not), per name and type, or per name over all types.
   std::size_t queries(const std::string& name, std::uint16_t qtype) const;
   std::size_t queries(const std::string& name) const;
@@ -83,6 +88,7 @@ class FakeDnsServer {
   mutable std::mutex mutex_;  // guards table_ and counts_
   std::map<std::string, Entry> table_;
   std::map<std::string, Reply> below_;  // zone -> reply for names under it
+  std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> soa_;  // zone -> ttl, minimum
   std::map<std::pair<std::string, std::uint16_t>, std::size_t> counts_;
 
   std::thread thread_;  // last: starts after everything above exists

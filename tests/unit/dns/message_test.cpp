@@ -271,6 +271,45 @@ TEST(DnsMessageTest, NoDataWhenFamilyMissing) {
   EXPECT_EQ(r.size(), kHeaderBytes + q.question.size());
 }
 
+// Issue 9 item 7: NXDOMAIN and NODATA with the zone's SOA, which authority_soa reads back.
+TEST(DnsMessageTest, NegativeAnswerCarriesTheSoa) {
+  QuerySpec s;
+  s.name = wire_name("www.example.com");
+  s.opt = true;
+  const Query q = parse_ok(make_query(s));
+  const Soa soa{
+      "example.com", "ns1.example.com", "hostmaster.example.com", 7, 7200, 3600, 1209600, 60, 30};
+  const Bytes r = build_negative(q, Rcode::nxdomain, &soa, 512);
+  EXPECT_EQ(at16(r, 2), 0x8183u);  // QR RD RA, NXDOMAIN
+  EXPECT_EQ(at16(r, 4), 1u);
+  EXPECT_EQ(at16(r, 6), 0u);
+  EXPECT_EQ(at16(r, 8), 1u);   // the SOA
+  EXPECT_EQ(at16(r, 10), 1u);  // OPT
+  const auto back = authority_soa(r, "www.example.com");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->zone, "example.com");
+  EXPECT_EQ(back->mname, "ns1.example.com");
+  EXPECT_EQ(back->rname, "hostmaster.example.com");
+  EXPECT_EQ(back->serial, 7u);
+  EXPECT_EQ(back->minimum, 60u);
+  EXPECT_EQ(back->ttl, 30u);  // min(TTL 30, MINIMUM 60)
+  // Not the name's zone: ignored. The root zone is every name's.
+  EXPECT_FALSE(authority_soa(r, "www.example.org"));
+  EXPECT_FALSE(authority_soa(r, "wwwexample.com"));
+  Soa root = soa;
+  root.zone = "";
+  EXPECT_TRUE(authority_soa(build_negative(q, Rcode::noerror, &root, 512), "www.example.com"));
+  // Every prefix of the reply is refused, never read past.
+  for (std::size_t n = 0; n < r.size() - 11; ++n) {  // the OPT after the SOA is not read
+    EXPECT_FALSE(authority_soa(std::span(r).first(n), "www.example.com")) << n;
+  }
+  // NODATA; no room for the SOA: the negative answer without it.
+  const Bytes nodata = build_negative(q, Rcode::noerror, &soa, kHeaderBytes + 30);
+  EXPECT_EQ(at16(nodata, 2) & 0xF, 0u);
+  EXPECT_EQ(at16(nodata, 8), 0u);
+  EXPECT_EQ(nodata.size(), kHeaderBytes + q.question.size() + 11);
+}
+
 TEST(DnsMessageTest, TruncatesWhenTooLarge) {
   const Query q = parse_ok(make_query(QuerySpec{}));
   std::vector<IpAddress> many;

@@ -83,6 +83,19 @@ class ResolverTest : public ::testing::Test {
     return slot;
   }
 
+  // lookup(): negative answers as values.
+  Result<Answer> lookup(Resolver& resolver, std::string name) {
+    auto slot = std::make_shared<std::optional<Result<Answer>>>();
+    asio::co_spawn(io_, resolver.lookup(std::move(name)),
+                   [slot](const std::exception_ptr& e, Result<Answer> r) {
+                     if (e) std::rethrow_exception(e);
+                     *slot = std::move(r);
+                   });
+    run_until([&] { return slot->has_value(); });
+    if (!slot->has_value()) throw std::runtime_error("lookup never finished");
+    return **slot;
+  }
+
   Result<Answer> resolve(Resolver& resolver, std::string name) {
     const auto slot = spawn(resolver, std::move(name));
     run_until([&] { return slot->has_value(); });
@@ -271,6 +284,61 @@ TEST_F(ResolverTest, NegativeAnswersCachedForNegativeTtl) {
   clock_->now += 1s;
   EXPECT_FALSE(resolve(*resolver, "missing.test").has_value());
   EXPECT_EQ(server_.queries("missing.test"), 4u);
+}
+
+// Issue 9 item 7: lookup() tells NXDOMAIN from NODATA and keeps the reply's SOA (its TTL
+// min(record TTL, MINIMUM, negative_ttl), counting down in the cache); resolve() still fails.
+TEST_F(ResolverTest, LookupReturnsNegativeAnswersWithTheirSoa) {
+  server_.set_soa("zone.test", 300, 4);
+  server_.set_reply("empty.zone.test", Reply::answer);  // exists, no records
+  server_.add_record("v4.zone.test", "192.0.2.9", 60);  // AAAA: NODATA
+  auto opts = options();
+  opts.negative_ttl = 10s;
+  auto resolver = make(opts);
+
+  const Result<Answer> gone = lookup(*resolver, "gone.zone.test");
+  ASSERT_TRUE(gone.has_value()) << gone.error().message();
+  EXPECT_EQ(gone->negative, Answer::Negative::nxdomain);
+  EXPECT_TRUE(gone->addresses.empty());
+  EXPECT_EQ(gone->ttl, 4s);
+  ASSERT_TRUE(gone->soa);
+  EXPECT_EQ(gone->soa->zone, "zone.test");  // expanded from compression pointers
+  EXPECT_EQ(gone->soa->mname, "ns1.zone.test");
+  EXPECT_EQ(gone->soa->rname, "hostmaster.zone.test");
+  EXPECT_EQ(gone->soa->serial, 2026120101u);
+  EXPECT_EQ(gone->soa->minimum, 4u);
+  EXPECT_EQ(gone->soa->ttl, 4u);
+  EXPECT_EQ(resolve(*resolver, "gone.zone.test").error(),
+            make_error_code(Errc::upstream_dns_failed));
+
+  clock_->now += 1s;
+  const Result<Answer> cached = lookup(*resolver, "gone.zone.test");
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_TRUE(cached->from_cache);
+  EXPECT_EQ(cached->negative, Answer::Negative::nxdomain);
+  ASSERT_TRUE(cached->soa);
+  EXPECT_EQ(cached->soa->ttl, 3u);
+  EXPECT_EQ(server_.queries("gone.zone.test"), 2u);  // one A, one AAAA, then the cache
+
+  const Result<Answer> empty = lookup(*resolver, "empty.zone.test");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(empty->negative, Answer::Negative::nodata);
+  ASSERT_TRUE(empty->soa);
+  EXPECT_EQ(empty->soa->zone, "zone.test");
+
+  const Result<Answer> v4 = lookup(*resolver, "v4.zone.test");
+  ASSERT_TRUE(v4.has_value());
+  EXPECT_EQ(v4->negative, Answer::Negative::none);
+  EXPECT_EQ(v4->addresses, ips({"192.0.2.9"}));
+  ASSERT_TRUE(v4->soa);  // of the AAAA reply
+  EXPECT_EQ(v4->soa->ttl, 4u);
+
+  // Without an SOA in the reply: still NXDOMAIN, sandgate's own negative TTL, no SOA.
+  const Result<Answer> bare = lookup(*resolver, "missing.test");
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->negative, Answer::Negative::nxdomain);
+  EXPECT_FALSE(bare->soa);
+  EXPECT_EQ(bare->ttl, 10s);
 }
 
 TEST_F(ResolverTest, ServerFailureIsNotCached) {

@@ -116,22 +116,25 @@ TEST_P(ParseTarget, Parses) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ParseTarget,
-    testing::Values(TargetRow{"example.com", true, "example.com", -1},
-                    TargetRow{"example.com:8443", true, "example.com", 8443},
-                    TargetRow{"https://example.com/x?y", true, "example.com", 443},
-                    TargetRow{"http://example.com", true, "example.com", 80},
-                    TargetRow{"HTTP://example.com:81/", true, "example.com", 81},
-                    TargetRow{"[::1]:22", true, "::1", 22}, TargetRow{"[::1]", true, "::1", -1},
-                    TargetRow{"::1", true, "::1", -1},
-                    TargetRow{"https://[2001:db8::1]/", true, "2001:db8::1", 443},
-                    TargetRow{"example.com:0", false, "", 0},
-                    TargetRow{"example.com:65536", false, "", 0},
-                    TargetRow{"example.com:", false, "", 0}, TargetRow{"", false, "", 0},
-                    TargetRow{"ftp://example.com", false, "", 0},
-                    TargetRow{"http://user@example.com/", false, "", 0},
-                    TargetRow{"[::1", false, "", 0}, TargetRow{"[::1]x", false, "", 0},
-                    TargetRow{"example.com:abc", false, "", 0},
-                    TargetRow{"example.com:443:", false, "", 0}, TargetRow{"a:b:c", false, "", 0}));
+    testing::Values(
+        TargetRow{"example.com", true, "example.com", -1},
+        TargetRow{"example.com:8443", true, "example.com", 8443},
+        TargetRow{"https://example.com/x?y", true, "example.com", 443},
+        TargetRow{"http://example.com", true, "example.com", 80},
+        TargetRow{"HTTP://example.com:81/", true, "example.com", 81},
+        TargetRow{"[::1]:22", true, "::1", 22}, TargetRow{"[::1]", true, "::1", -1},
+        TargetRow{"::1", false, "", 0}, TargetRow{"[allowed.test]:443", false, "", 0},
+        TargetRow{"https://[allowed.test]/", false, "", 0},
+        TargetRow{"[fe80::1%eth0]", false, "", 0}, TargetRow{"a%2eb", false, "", 0},
+        TargetRow{"a.b :443", false, "", 0}, TargetRow{"[1:2]", true, "1:2", -1},
+        TargetRow{"a.b/x://y", false, "", 0}, TargetRow{"https://a.b#f", true, "a.b", 443},
+        TargetRow{"https://[2001:db8::1]/", true, "2001:db8::1", 443},
+        TargetRow{"example.com:0", false, "", 0}, TargetRow{"example.com:65536", false, "", 0},
+        TargetRow{"example.com:", false, "", 0}, TargetRow{"", false, "", 0},
+        TargetRow{"ftp://example.com", false, "", 0},
+        TargetRow{"http://user@example.com/", false, "", 0}, TargetRow{"[::1", false, "", 0},
+        TargetRow{"[::1]x", false, "", 0}, TargetRow{"example.com:abc", false, "", 0},
+        TargetRow{"example.com:443:", false, "", 0}, TargetRow{"a:b:c", false, "", 0}));
 
 }  // namespace
 }  // namespace sandgate::policy

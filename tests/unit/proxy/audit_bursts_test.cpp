@@ -53,6 +53,22 @@ TEST(AuditBursts, WritesTheFirstLineOfABurstAndCountsTheRest) {
   }
 }
 
+// DNS denials (issue 9 item 7): the first lines_per_window lines of a window are written,
+// the rest counted and summarised when the window ends.
+TEST(AuditBursts, AWindowMayHoldSeveralLines) {
+  AuditBursts bursts;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(bursts.admit("a", "D", kT0 + std::chrono::milliseconds(i), 3).write) << i;
+  }
+  EXPECT_FALSE(bursts.admit("a", "D", kT0 + 3ms, 3).write);
+  EXPECT_FALSE(bursts.admit("a", "D", kT0 + 4ms, 3).write);
+  EXPECT_TRUE(bursts.admit("b", "D", kT0 + 5ms, 3).write);  // another sandbox's own budget
+  const auto next = bursts.admit("a", "D", kT0 + 5000ms, 3);
+  EXPECT_TRUE(next.write);
+  EXPECT_EQ(next.ended_suppressed, 2u);
+  EXPECT_TRUE(bursts.admit("a", "D", kT0 + 5001ms, 3).write);
+}
+
 TEST(AuditBursts, TakeEndedSummarisesEndedWindowsOnce) {
   AuditBursts bursts;
   bursts.admit("a", "X", kT0);

@@ -212,12 +212,71 @@ TEST(FormatAuditLine, TruncatesLongFields) {
   r.url_path = long_ascii;
   const std::string line = format_audit_line(r);
   const json::value v = parse_line(line);
-  EXPECT_EQ(v.at_pointer("/destination/address").as_string().size(), kMaxAuditFieldBytes);
+  // A host keeps its right end (see PaddedNameKeepsItsRegisteredDomain).
+  EXPECT_EQ(v.at_pointer("/destination/address").as_string(),
+            "\xE2\x80\xA6" + std::string(kMaxShownHostBytes - 3, 'a'));
   EXPECT_EQ(v.at_pointer("/url/path").as_string().size(), kMaxAuditFieldBytes);
   const json::string& reason = v.at_pointer("/event/reason").as_string();
   EXPECT_EQ(reason.size(), kMaxAuditFieldBytes);  // 512 whole characters
   EXPECT_EQ(reason.subview(0, 2), "\xC3\xA9");
   EXPECT_LT(line.size(), 5 * kMaxAuditFieldBytes);
+}
+
+// Issue 9 item 5: a name padded on the left past kMaxShownHostBytes is shown by its rightmost
+// whole labels, marked "…" and labels.host_shortened, never by its padding.
+TEST(ShownHost, KeepsTheRightmostWholeLabels) {
+  const std::string ell = "\xE2\x80\xA6";
+  struct Row {
+    std::string_view name;
+    std::string host;
+    std::string expected;
+    bool shortened;
+  };
+  std::string padded;
+  for (int i = 0; i < 10; ++i) padded += std::string(60, 'a' + i) + ".";
+  padded += "evil.example";  // 610 + 12 bytes
+  // The last labels that fit in 297 bytes: 4 x 61 of padding + "evil.example" = 256 bytes.
+  std::string kept;
+  for (int i = 6; i < 10; ++i) kept += std::string(60, 'a' + i) + ".";
+  kept += "evil.example";
+  std::string one_label(400, 'x');
+  std::string utf8;
+  for (int i = 0; i < 200; ++i) utf8 += "\xC3\xA9";  // 400 bytes, no dot
+  const std::vector<Row> rows = {
+      {"short name as is", "api.example.com", "api.example.com", false},
+      {"exactly the limit", std::string(kMaxShownHostBytes, 'a'),
+       std::string(kMaxShownHostBytes, 'a'), false},
+      {"padded name", padded, ell + kept, true},
+      {"boundary on a dot", std::string(400, 'a') + "." + std::string(296, 'b'),
+       ell + std::string(296, 'b'), true},
+      {"one long label", one_label, ell + std::string(297, 'x'), true},
+      {"no dot, UTF-8 boundary", utf8, ell + utf8.substr(utf8.size() - 296), true},
+  };
+  for (const Row& row : rows) {
+    const ShownHost shown = shown_host(row.host);
+    EXPECT_EQ(shown.text, row.expected) << row.name;
+    EXPECT_EQ(shown.shortened, row.shortened) << row.name;
+    EXPECT_EQ(shown.original_bytes, row.host.size()) << row.name;
+    EXPECT_LE(shown.text.size(), kMaxShownHostBytes) << row.name;
+  }
+}
+
+TEST(FormatAuditLine, PaddedNameKeepsItsRegisteredDomain) {
+  const std::string host = std::string(500, 'a') + ".x.evil.example";
+  AuditRecord r = denied_record();
+  r.host = host;
+  r.tls_sni = host;
+  const json::value v = parse_line(format_audit_line(r));
+  const std::string domain(v.at_pointer("/destination/domain").as_string());
+  EXPECT_EQ(domain, "\xE2\x80\xA6x.evil.example");
+  EXPECT_EQ(v.at_pointer("/destination/address").as_string(), domain);
+  EXPECT_EQ(v.at_pointer("/tls/client/server_name").as_string(), domain);
+  EXPECT_EQ(v.at_pointer("/labels/host_shortened"), true);
+  EXPECT_EQ(v.at_pointer("/labels/host_bytes").to_number<std::size_t>(), host.size());
+  // Not shortened: no marker.
+  const json::value plain = parse_line(format_audit_line(denied_record()));
+  EXPECT_FALSE(has(plain, "/labels/host_shortened"));
+  EXPECT_FALSE(has(plain, "/labels/host_bytes"));
 }
 
 TEST(FormatAuditLine, UrlPathDropsQueryAndFragment) {
@@ -360,8 +419,8 @@ TEST(AuditLog, ConcurrentWritesGiveWholeLines) {
       threads.emplace_back([&, t] {
         AuditRecord r = denied_record();
         r.sandbox_id = ids[static_cast<std::size_t>(t)];
-        const std::string long_host(900, static_cast<char>('a' + t));
-        r.host = long_host;  // lines of ~2 KiB make torn writes visible
+        const std::string long_path(900, static_cast<char>('a' + t));
+        r.url_path = long_path;  // lines of ~1.5 KiB make torn writes visible
         for (int i = 0; i < kPerThread; ++i) log.write(r);
       });
     }
@@ -375,7 +434,7 @@ TEST(AuditLog, ConcurrentWritesGiveWholeLines) {
   for (const std::string& line : lines) {
     const json::value v = parse_line(line);
     const std::string id(v.at_pointer("/labels/sandbox_id").as_string());
-    EXPECT_EQ(v.at_pointer("/destination/address").as_string(), std::string(900, id.back()));
+    EXPECT_EQ(v.at_pointer("/url/path").as_string(), std::string(900, id.back()));
     ++per_sandbox[id];
   }
   for (const std::string& id : ids) EXPECT_EQ(per_sandbox[id], kPerThread) << id;
