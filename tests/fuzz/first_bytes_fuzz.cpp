@@ -1,11 +1,15 @@
 // libFuzzer target for proxy::classify_first_bytes. Besides "no crash, no sanitizer report" it
 // checks what the sessions rely on: a decision never changes when more bytes arrive (every
-// prefix of the input is undecided or decided the same way), and nothing stays undecided past
-// the classifier's bound.
+// prefix of the input is undecided or decided the same way), nothing stays undecided past
+// the classifier's bound, and every head the strict parser accepts is recognised as HTTP (or
+// as a proxy request for the absolute and authority forms): a lenient server reads at least
+// what the strict one does.
 #include <cstdint>
 #include <cstdlib>
 #include <span>
+#include <string_view>
 
+#include "http/request_head.hpp"
 #include "proxy/first_bytes.hpp"
 
 namespace {
@@ -22,9 +26,10 @@ bool same(const FirstBytes& a, const FirstBytes& b) {
          a.hello.alpn == b.hello.alpn && a.hello.has_ech == b.hello.has_ech;
 }
 
-// The classifier's method characters.
+// RFC 9110 tchar: what a method is made of.
 bool is_method_char(std::uint8_t c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '-';
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
 }
 
 }  // namespace
@@ -57,6 +62,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Past the bound a stream is refused as undecidable, whatever follows.
     if (p.kind == StreamStart::need_more || p.kind == StreamStart::undecidable) continue;
     check(same(p, r));
+  }
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const sandgate::http::HeadLimits limits;
+  if (const auto end = sandgate::http::find_head_end(text, limits); end && *end > 0) {
+    if (const auto head = sandgate::http::parse_request_head(text.substr(0, *end), limits)) {
+      const bool proxy_form = head->form == sandgate::http::RequestHead::Form::absolute ||
+                              head->form == sandgate::http::RequestHead::Form::authority;
+      check(r.kind == (proxy_form ? StreamStart::proxy_request : StreamStart::http));
+    }
   }
   return 0;
 }
