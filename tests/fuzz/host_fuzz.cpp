@@ -2,6 +2,8 @@
 // parse_ip_literal, parse_target, parse_host_pattern, parse_cidr). Besides "no crash, no
 // sanitizer report" it checks that every normal form is a fixed point: normalising what
 // normalisation produced gives it back, and canonical text parses again to the same value.
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -96,6 +98,32 @@ void check_cidr(std::string_view text) {
   check(again && *again == *c);
 }
 
+// parse_ip_literal reads IPv4 as inet_aton does (header comment). Compared where the two are
+// meant to agree: digits, hex letters, 'x' and dots only, no trailing dot (browsers only) and no
+// bare "0x" part (0 for WHATWG, an error for glibc).
+void check_like_inet_aton(std::string_view in) {
+  if (in.empty() || in.size() > 64 || in.back() == '.') return;
+  if (!std::all_of(in.begin(), in.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+               c == 'x' || c == 'X' || c == '.';
+      })) {
+    return;
+  }
+  std::size_t start = 0;
+  while (start <= in.size()) {
+    const std::size_t dot = std::min(in.find('.', start), in.size());
+    const std::string_view part = in.substr(start, dot - start);
+    if (part == "0x" || part == "0X") return;
+    start = dot + 1;
+  }
+  const std::string text(in);
+  in_addr libc{};
+  const bool libc_ok = inet_aton(text.c_str(), &libc) != 0;
+  const auto ours = policy::parse_ip_literal(in);
+  check(libc_ok == ours.has_value());
+  if (ours) check(ours->is_v4() && ours->v4_value() == ntohl(libc.s_addr));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -105,6 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Every IPv4 spelling looks numeric, so it can never pass for a name.
     if (a->is_v4()) check(policy::looks_like_ipv4(in));
   }
+  check_like_inet_aton(in);
   check_host(in);
   check_target(in);
   check_pattern(in);
