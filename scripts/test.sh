@@ -20,23 +20,29 @@ fuzzers=(client_hello request_head dns_message first_bytes host config)
 # scratch directory, never into the source tree. A crash, a sanitizer report or a broken
 # invariant fails the stage; the input that did it is kept under build/fuzz/findings.
 run_fuzzers() {
-  local seconds=${SANDGATE_FUZZ_SECONDS:-20} scratch findings=build/fuzz/findings name
+  local seconds=${SANDGATE_FUZZ_SECONDS:-20} root=${PWD} scratch name
+  local findings=${PWD}/build/fuzz/findings
   scratch=$(mktemp -d)
   trap 'rm -rf "${scratch}"' RETURN
   for name in "${fuzzers[@]}"; do
     local args=(-max_total_time="${seconds}" -timeout=10 -print_final_stats=1
                 -artifact_prefix="${scratch}/${name}-")
-    [ -f "tests/fuzz/${name}.dict" ] && args+=(-dict="tests/fuzz/${name}.dict")
+    [ -f "tests/fuzz/${name}.dict" ] && args+=(-dict="${root}/tests/fuzz/${name}.dict")
     mkdir -p "${scratch}/${name}"
     echo "-- ${name}_fuzz for ${seconds} s"
-    if ! (cd "${scratch}" && TMPDIR="${scratch}" "${OLDPWD}/build/fuzz/tests/fuzz/${name}_fuzz" \
-            "${args[@]}" "${scratch}/${name}" "${OLDPWD}/tests/fuzz/corpus/${name}") \
+    # Run from the scratch directory (with TMPDIR there) so nothing lands in the tree.
+    if ! (cd "${scratch}" && TMPDIR="${scratch}" "${root}/build/fuzz/tests/fuzz/${name}_fuzz" \
+            "${args[@]}" "${scratch}/${name}" "${root}/tests/fuzz/corpus/${name}") \
           >"${scratch}/${name}.log" 2>&1; then
       tail -n 60 "${scratch}/${name}.log"
-      mkdir -p "${findings}"
-      cp "${scratch}/${name}"-* "${findings}/" 2>/dev/null || true
-      echo "${name}_fuzz failed; reproduce with build/fuzz/tests/fuzz/${name}_fuzz FILE," \
-           "the input is in ${findings}" >&2
+      if compgen -G "${scratch}/${name}-*" >/dev/null; then
+        mkdir -p "${findings}"
+        cp "${scratch}/${name}"-* "${findings}/"
+        echo "${name}_fuzz found a failing input, kept in ${findings}; reproduce with" \
+             "build/fuzz/tests/fuzz/${name}_fuzz FILE" >&2
+      else
+        echo "${name}_fuzz failed (see its output above)" >&2
+      fi
       return 1
     fi
     grep -E '^stat::(number_of_executed_units|new_units_added)' "${scratch}/${name}.log" || true
