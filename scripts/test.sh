@@ -2,14 +2,16 @@
 # Installs what sandgate needs, builds it, and runs every test: unit, integration (the real
 # binary on loopback and in private network namespaces), first in the normal build, then
 # under AddressSanitizer + UndefinedBehaviorSanitizer; then a short libFuzzer run of every
-# fuzz target and the proxy integration tests under ThreadSanitizer (both built with clang).
+# fuzz target and the proxy and threats integration tests under ThreadSanitizer (both built
+# with clang).
 # Run as root (namespaces need it).
 #
 # SANDGATE_PRESETS picks the stages, in order (default: all of "dev asan-ubsan fuzz tsan"):
 #   dev, asan-ubsan  build the whole tree with that preset and run every test
 #   fuzz             build the fuzz preset and run each target for SANDGATE_FUZZ_SECONDS
 #                    (default 20) on top of its seed corpus in tests/fuzz/corpus
-#   tsan             build the tsan preset and run proxy_integration_test under TSan
+#   tsan             build the tsan preset and run the proxy and threats integration tests
+#                    with the daemon under ThreadSanitizer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -60,11 +62,12 @@ for stage in ${SANDGATE_PRESETS:-dev asan-ubsan fuzz tsan}; do
       ;;
     tsan)
       cmake --preset tsan >/dev/null
-      cmake --build --preset tsan --target proxy_integration_test
-      # halt_on_error: the first race fails the run. The suppressions are documented in the
-      # file; the daemon (a child of the tests) inherits TSAN_OPTIONS.
+      cmake --build --preset tsan --target proxy_integration_test threats_integration_test
+      # The daemon under the proxy and threats suites (explicit, transparent and DNS
+      # listeners, reloads, shutdown). halt_on_error: the first race fails the run. The
+      # suppressions are documented in the file; the daemon inherits TSAN_OPTIONS.
       TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=${PWD}/tests/tsan.supp" \
-        ctest --preset tsan -L integration -R '^Proxy'
+        ctest --preset tsan -L integration -R '^(Proxy|Threats)'
       ;;
     *)
       cmake --preset "${stage}" >/dev/null
