@@ -1,7 +1,8 @@
 #include "http/request_target.hpp"
 
 #include <algorithm>
-#include <boost/beast/core/string.hpp>
+
+#include "common/ascii.hpp"
 
 namespace sandgate::http {
 
@@ -84,7 +85,7 @@ std::optional<Authority> parse_authority(std::string_view text) {
 }
 
 bool same_authority(const Authority& a, const Authority& b, std::uint16_t default_port) {
-  return a.ip_literal == b.ip_literal && boost::beast::iequals(a.host, b.host) &&
+  return a.ip_literal == b.ip_literal && iequals_ascii(a.host, b.host) &&
          a.port.value_or(default_port) == b.port.value_or(default_port);
 }
 
@@ -121,8 +122,7 @@ Result<RequestTarget> parse_request_target(std::string_view target, bool is_conn
   // Absolute form. Only http: an https:// target would ask the proxy to originate TLS on the
   // client's behalf, which clients do through CONNECT instead.
   constexpr std::string_view kHttp = "http://";
-  if (target.size() < kHttp.size() ||
-      !boost::beast::iequals(target.substr(0, kHttp.size()), kHttp)) {
+  if (target.size() < kHttp.size() || !iequals_ascii(target.substr(0, kHttp.size()), kHttp)) {
     return fail(Errc::unsupported_target);
   }
   const std::string_view rest = target.substr(kHttp.size());
