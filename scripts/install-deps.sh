@@ -13,6 +13,9 @@ packages=(
   prometheus-cpp-dev libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format ccache
+  # clang builds the fuzz and tsan presets; libclang-rt-14-dev holds libFuzzer and the
+  # sanitizer runtimes (a Recommends of clang-14 only, so it is named here).
+  clang libclang-rt-14-dev
   curl python3
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   prometheus

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <boost/asio/buffer.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 #include <limits>
 #include <vector>
+
+#include "common/ascii.hpp"
 
 namespace sandgate::http {
 
@@ -89,9 +90,9 @@ Result<Framing> check_framing(const std::vector<RawField>& fields) {
   std::vector<std::string_view> encodings;
   Framing out;
   for (const RawField& f : fields) {
-    if (boost::beast::iequals(f.name, "content-length")) lengths.push_back(f.value);
-    if (boost::beast::iequals(f.name, "transfer-encoding")) encodings.push_back(f.value);
-    if (boost::beast::iequals(f.name, "host")) ++out.host_fields;
+    if (iequals_ascii(f.name, "content-length")) lengths.push_back(f.value);
+    if (iequals_ascii(f.name, "transfer-encoding")) encodings.push_back(f.value);
+    if (iequals_ascii(f.name, "host")) ++out.host_fields;
   }
   if (!lengths.empty() && !encodings.empty()) return err(Errc::content_length_with_te);
   // Repeated Content-Length is refused even when the values agree: RFC 9110 §8.6 allows
@@ -118,8 +119,7 @@ Result<Framing> check_framing(const std::vector<RawField>& fields) {
   }
   // Only plain "chunked": a proxy that forwards "gzip, chunked" or "chunked, identity" relies on
   // the upstream agreeing on which coding frames the body.
-  if (encodings.size() > 1 ||
-      (encodings.size() == 1 && !boost::beast::iequals(encodings[0], "chunked"))) {
+  if (encodings.size() > 1 || (encodings.size() == 1 && !iequals_ascii(encodings[0], "chunked"))) {
     return err(Errc::bad_transfer_encoding);
   }
   out.chunked = encodings.size() == 1;
@@ -153,7 +153,7 @@ std::vector<std::string_view> connection_tokens(const beast_http::fields& f) {
 
 bool has_token(const std::vector<std::string_view>& tokens, std::string_view want) {
   return std::any_of(tokens.begin(), tokens.end(),
-                     [&](auto t) { return boost::beast::iequals(t, want); });
+                     [&](auto t) { return iequals_ascii(t, want); });
 }
 
 // Beast's message::keep_alive() reads only the first Connection field; this reads them all.
@@ -259,7 +259,7 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
     case TargetForm::authority:
       // Host is informational on CONNECT; a port-less Host may stand for the tunnel's port.
       if (host_field && (host_field->ip_literal != authority.ip_literal ||
-                         !boost::beast::iequals(host_field->host, authority.host) ||
+                         !iequals_ascii(host_field->host, authority.host) ||
                          (host_field->port && host_field->port != authority.port))) {
         return err(Errc::host_mismatch);
       }
@@ -279,8 +279,8 @@ void strip_hop_by_hop(beast_http::fields& f) {
   std::vector<std::string> named;  // copies: erasing invalidates views into f
   for (const std::string_view token : connection_tokens(f)) named.emplace_back(token);
   for (const std::string& name : named) {
-    if (boost::beast::iequals(name, "host") || boost::beast::iequals(name, "content-length") ||
-        boost::beast::iequals(name, "transfer-encoding")) {
+    if (iequals_ascii(name, "host") || iequals_ascii(name, "content-length") ||
+        iequals_ascii(name, "transfer-encoding")) {
       continue;
     }
     f.erase(name);

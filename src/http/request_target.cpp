@@ -1,7 +1,8 @@
 #include "http/request_target.hpp"
 
 #include <algorithm>
-#include <boost/beast/core/string.hpp>
+
+#include "common/ascii.hpp"
 
 namespace sandgate::http {
 
@@ -41,7 +42,7 @@ Result<RequestTarget> fail(Errc e) {
 }  // namespace
 
 bool same_authority(const Authority& a, const Authority& b, std::uint16_t default_port) {
-  return a.ip_literal == b.ip_literal && boost::beast::iequals(a.host, b.host) &&
+  return a.ip_literal == b.ip_literal && iequals_ascii(a.host, b.host) &&
          a.port.value_or(default_port) == b.port.value_or(default_port);
 }
 
@@ -79,7 +80,7 @@ Result<RequestTarget> parse_request_target(std::string_view target, bool is_conn
   // target would ask the proxy to originate TLS on the client's behalf, which clients do
   // through CONNECT instead. Anything without a scheme is no absolute form either.
   const auto url = policy::parse_target(target);
-  if (!url || url->scheme.empty() || !boost::beast::iequals(url->scheme, "http")) {
+  if (!url || url->scheme.empty() || !iequals_ascii(url->scheme, "http")) {
     return fail(Errc::unsupported_target);
   }
   out.form = TargetForm::absolute;

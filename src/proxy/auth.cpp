@@ -4,7 +4,8 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <boost/beast/core/string.hpp>
+
+#include "common/ascii.hpp"
 
 namespace sandgate::proxy {
 
@@ -37,7 +38,7 @@ std::optional<std::string> authenticate(const Snapshot& snap, std::string_view v
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   const auto space = value.find(' ');
-  if (space == std::string_view::npos || !boost::beast::iequals(value.substr(0, space), "basic")) {
+  if (space == std::string_view::npos || !iequals_ascii(value.substr(0, space), "basic")) {
     return std::nullopt;
   }
   std::string_view encoded = value.substr(space + 1);

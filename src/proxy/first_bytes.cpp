@@ -6,12 +6,17 @@ namespace sandgate::proxy {
 
 namespace {
 
-constexpr std::size_t kMaxMethodBytes = 20;  // longer than any registered method
 constexpr std::size_t kMaxSchemeBytes = 32;
 constexpr std::uint8_t kHandshakeRecord = 0x16;
 
 bool is_blank(char c) {
   return c == ' ' || c == '\t';
+}
+// RFC 9110 5.6.2: a method is any token, which is what sandgate's own request parser (and
+// servers such as Apache) accept; nginx forwards unknown ones too.
+bool is_tchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 bool is_letter(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
@@ -39,8 +44,8 @@ FirstBytes result(StreamStart kind, std::size_t skipped = 0) {
   return out;
 }
 
-// A request line as a lenient server reads it, starting at `text[at]`: a method of letters
-// and '-' (any case), blanks, a target, and somewhere later on the line "HTTP/" after a blank.
+// A request line as a lenient server reads it, starting at `text[at]`: a method (any token, any
+// case, any length), blanks, a target, and somewhere later on the line "HTTP/" after a blank.
 FirstBytes classify_text(std::string_view text) {
   const std::size_t at = std::min(text.find_first_not_of(" \t\r\n"), text.size());
   const auto more = [&] {
@@ -48,11 +53,9 @@ FirstBytes classify_text(std::string_view text) {
                                                    : StreamStart::need_more);
   };
   std::size_t i = at;
-  while (i < text.size() && i - at <= kMaxMethodBytes && (is_letter(text[i]) || text[i] == '-')) {
-    ++i;
-  }
-  if (i == text.size()) return i - at <= kMaxMethodBytes ? more() : result(StreamStart::other);
-  if (i == at || i - at > kMaxMethodBytes || !is_blank(text[i])) return result(StreamStart::other);
+  while (i < text.size() && is_tchar(text[i])) ++i;
+  if (i == text.size()) return more();
+  if (i == at || !is_blank(text[i])) return result(StreamStart::other);
   if (iequals(text.substr(at, i - at), "CONNECT")) return result(StreamStart::proxy_request, at);
 
   while (i < text.size() && is_blank(text[i])) ++i;

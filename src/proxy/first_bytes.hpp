@@ -12,7 +12,8 @@ namespace sandgate::proxy {
 // mode (the CONNECT tunnel's gate, the transparent listener, and the gate of a transparent
 // tunnel whose first bytes came late), so that no spelling is recognised by one and missed by
 // another. It reads bytes as a lenient server would (THREATS 27): leading whitespace and
-// empty lines are skipped, a method may be in any case, SP and HTAB both separate.
+// empty lines are skipped, a method may be any token (RFC 9110) in any case, SP and HTAB both
+// separate.
 enum class StreamStart {
   need_more,      // a prefix of something that may still be TLS or HTTP
   tls,            // a whole ClientHello (`hello` is filled in)

@@ -4,11 +4,11 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 #include <limits>
 #include <memory>
 
+#include "common/ascii.hpp"
 #include "http/request_head.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
@@ -177,7 +177,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   const std::string& origin_target = head.path_and_query;
   const std::string_view path_only =
       std::string_view(origin_target).substr(0, origin_target.find('?'));
-  const bool expect_continue = boost::beast::iequals(req[bhttp::field::expect], "100-continue");
+  const bool expect_continue = iequals_ascii(req[bhttp::field::expect], "100-continue");
   const bool request_chunked = req.chunked();
   http::strip_hop_by_hop(req.base());
   req.erase(bhttp::field::expect);

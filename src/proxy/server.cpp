@@ -273,9 +273,6 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       w.ioc.reset();
     });
   }
-  shared->ready = true;
-  std::cerr << boost::json::serialize(ready) << std::endl;
-
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   signals.add(SIGUSR1);
   // A reload swaps the snapshot; connections of sandboxes it no longer has are closed, on
@@ -327,6 +324,10 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   };
   summarise();
   signals.async_wait(on_signal);
+  // Ready only now: a SIGTERM or SIGHUP (or a drop-in written) after the "ready" line must
+  // find its handler in place, not kill the daemon or go unseen.
+  shared->ready = true;
+  std::cerr << boost::json::serialize(ready) << std::endl;
   main_ioc.run();
 
   // Shutdown: stop accepting and give open connections a bounded grace period; then close
