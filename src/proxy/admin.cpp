@@ -94,7 +94,9 @@ asio::awaitable<void> admin_accept_loop(tcp::acceptor& acceptor, std::shared_ptr
   const auto ex = acceptor.get_executor();
   boost::system::error_code ignored;
   const tcp::endpoint local = acceptor.local_endpoint(ignored);
-  const std::string listener = local.address().to_string() + ":" + std::to_string(local.port());
+  const std::string listener = (local.address().is_v6() ? "[" + local.address().to_string() + "]"
+                                                        : local.address().to_string()) +
+                               ":" + std::to_string(local.port());
   // Taken now, while descriptors are plenty; lives on this worker's thread with this loop.
   const auto reserve = std::make_shared<DescriptorReserve>();
   for (;;) {

@@ -175,9 +175,9 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
 
   // A peer that closed its socket makes write(2)/splice(2) fail with EPIPE; never a signal.
   ::signal(SIGPIPE, SIG_IGN);
-  // Before anything is opened: the connection limits need descriptors, and the soft limit
-  // we were started with is often 1024. Listeners, event loops, resolvers, DNS and the admin
-  // reserve take the fixed part.
+  // Before the listeners and the audit log are opened: the connection limits need
+  // descriptors, and the soft limit we were started with is often 1024. Listeners, event loops,
+  // resolvers, DNS and the admin reserve take the fixed part.
   raise_descriptor_limit(descriptors_needed(cfg->limits, 64 + 16 * std::size_t{n_workers}));
   auto shared = std::make_shared<Shared>();
   std::vector<policy::Endpoint> self;

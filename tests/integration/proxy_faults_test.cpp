@@ -98,6 +98,17 @@ std::size_t limit_leaving(pid_t pid, std::size_t free) {
   }
 }
 
+// UBSan's vptr check (the asan-ubsan preset) probes memory with pipe(2); out of descriptors
+// that fails, and it reports (and aborts on) a bad vptr that is not there.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_IF_SANITIZED() \
+  GTEST_SKIP() << "UBSan's vptr check needs free descriptors (pipe(2)); run without sanitizers"
+#else
+#define SKIP_IF_SANITIZED() \
+  do {                      \
+  } while (0)
+#endif
+
 bool set_nofile(pid_t pid, std::size_t limit) {
   const std::string n = std::to_string(limit);
   const auto r = run_command({"prlimit", "--pid", std::to_string(pid), "--nofile=" + n + ":" + n},
@@ -119,8 +130,9 @@ std::pair<std::string, std::string> nofile_limits(pid_t pid) {
 
 // Item 4. The audit log lives on a 64 KiB tmpfs, half taken by a filler file, mounted in the
 // daemon's own mount namespace. Refused requests fill it up; then the filler goes and more
-// follow (each to a host of its own). Every line in the file must be whole JSON, the lines after space returned must all
-// be there, and lines in the file + lines counted as failed = lines the daemon wrote.
+// follow (each to a host of its own). Every line in the file must be whole JSON, the lines after
+// space returned must all be there, and lines in the file + lines counted as failed = lines the
+// daemon wrote.
 TEST(ProxyFaults, FullDiskNeverTearsALineAndCountsExactlyTheLinesLost) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for unshare --mount and mount -t tmpfs";
   HttpOrigin origin;
@@ -253,6 +265,7 @@ TEST(ProxyFaults, SoftDescriptorLimitIsRaisedAndLimitsThatCannotFitAreSaid) {
 // counted and said, /healthz and /metrics keep answering, and the listener takes the
 // waiting connections once descriptors are free again.
 TEST(ProxyFaults, OutOfDescriptorsAcceptIsCountedSaidAndTheAdminListenerStillAnswers) {
+  SKIP_IF_SANITIZED();
   HttpOrigin origin;
   SandgateProcess daemon(SandgateOptions{tables(origin.port(), "header_timeout_ms = 30000\n")});
   ASSERT_TRUE(daemon.wait_no_connections());
@@ -287,6 +300,7 @@ TEST(ProxyFaults, OutOfDescriptorsAcceptIsCountedSaidAndTheAdminListenerStillAns
 // Item 6, dial: an upstream socket that cannot be opened for lack of descriptors is a local
 // overload (503, retryable, LOCAL_RESOURCES_EXHAUSTED), not the destination refusing.
 TEST(ProxyFaults, UpstreamSocketWithoutADescriptorIsLocalResourcesExhausted) {
+  SKIP_IF_SANITIZED();
   HttpOrigin origin;
   SandgateProcess daemon(SandgateOptions{tables(origin.port())});
   ASSERT_TRUE(daemon.wait_no_connections());
@@ -296,7 +310,7 @@ TEST(ProxyFaults, UpstreamSocketWithoutADescriptorIsLocalResourcesExhausted) {
   ASSERT_TRUE(
       c.send(proxy_get("origin.test:" + std::to_string(origin.port()), "/no-fd", "sb1", kToken)));
   const auto r = c.read_response();
-  ASSERT_TRUE(r);
+  ASSERT_TRUE(r) << daemon.stderr_text();
   EXPECT_TRUE(IsSandgateError(*r, 503, "LOCAL_RESOURCES_EXHAUSTED", true)) << r->body;
   const auto line = daemon.wait_audit_code("LOCAL_RESOURCES_EXHAUSTED");
   ASSERT_TRUE(line) << daemon.audit_text();
