@@ -494,11 +494,14 @@ std::uint64_t AuditLog::write_lines(std::string_view chunk, std::uint64_t lines)
 int AuditLog::write_all(std::string_view data, std::size_t& done) {
   while (done < data.size()) {
     std::size_t want = data.size() - done;
-    if (kind_ == Kind::polled) {
-      // POLLOUT promises room for PIPE_BUF bytes, not more: a larger write could block.
-      if (!wait_writable()) return ETIMEDOUT;
-      want = std::min<std::size_t>(want, PIPE_BUF);
+    if (kind_ != Kind::regular && want > PIPE_BUF) {
+      // Whole lines of at most PIPE_BUF bytes per write(2): a pipe takes such a write whole
+      // or not at all (EAGAIN), so a line is never left half-written in it (one longer than
+      // PIPE_BUF excepted); and POLLOUT promises room for PIPE_BUF bytes, not more.
+      const std::size_t last_nl = data.substr(done, PIPE_BUF).rfind('\n');
+      want = last_nl == std::string_view::npos ? PIPE_BUF : last_nl + 1;
     }
+    if (kind_ == Kind::polled && !wait_writable()) return ETIMEDOUT;
     const ssize_t n = ::write(fd_, data.data() + done, want);
     if (n > 0) {
       done += static_cast<std::size_t>(n);

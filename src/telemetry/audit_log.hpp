@@ -69,19 +69,20 @@ std::string format_audit_line(const AuditRecord& r);
 //   whole line it holds, so no fragment stays behind and the next line starts clean. The
 //   file is taken to be sandgate's own: a line another process appended during that one
 //   write would be cut with it.
-// - a pipe, FIFO, socket or terminal: what a reader has taken cannot be taken back. Writes
-//   continue where they stopped until the line is complete; only when the writer gives up
+// - a pipe, FIFO, socket or terminal: what a reader has taken cannot be taken back, so each
+//   write(2) is whole lines of at most PIPE_BUF bytes, which a pipe takes whole or not at
+//   all. Only a line longer than PIPE_BUF is written in pieces; if the writer gives up on it
 //   (the shutdown deadline, see flush_until(), with a reader that stopped reading) or the
-//   sink fails midway can the last line be left without its '\n', and then the next line
-//   written, if any, begins with a '\n' so it parses on its own.
+//   sink fails midway, it stays without its '\n', and the next line written, if any, begins
+//   with a '\n' so it parses on its own.
 // Lines the sink did not take are counted, exactly (write_failures()). Writing starts
 // failing and recovering are reported on stderr (rate-limited, not when the log itself is
 // stderr); the writer retries with each new line, so writing resumes by itself.
 //
 // Waiting on the sink never blocks for ever: a pipe, FIFO or terminal is written through a
 // non-blocking description of its own (re-opened through /proc/self/fd, so the flags of the
-// process's shared stdout are left alone), anything else (a socket) in pieces of at most
-// PIPE_BUF after poll(2) says it is writable. Regular files are written directly.
+// process's shared stdout are left alone), anything else (a socket) after poll(2) says it is
+// writable. Regular files are written directly, in chunks of up to kMaxWriteBytes.
 class AuditLog {
  public:
   static constexpr std::size_t kDefaultMaxQueuedLines = 16384;

@@ -82,6 +82,29 @@ bool has_event(const SandgateProcess& daemon, const std::string& event,
   return false;
 }
 
+// Whether every TCP socket the process holds is a listening one: no client or admin
+// connection is open any more, so its descriptor count is at rest.
+bool only_listening_sockets(pid_t pid) {
+  std::set<std::string> inodes;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    std::error_code ec;
+    const std::string target = fs::read_symlink(e.path(), ec).string();
+    if (target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  for (const char* table : {"tcp", "tcp6"}) {
+    std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/net/" + table));
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, state, queues, timer, retrans, uid, timeout, inode;
+      f >> sl >> local >> remote >> state >> queues >> timer >> retrans >> uid >> timeout >> inode;
+      if (inodes.count(inode) != 0 && state != "0A") return false;  // 0A = LISTEN
+    }
+  }
+  return true;
+}
+
 // The smallest RLIMIT_NOFILE under which the process can open exactly `free` more
 // descriptors (a new descriptor takes the lowest free number, which must be below the limit).
 std::size_t limit_leaving(pid_t pid, std::size_t free) {
@@ -201,7 +224,7 @@ TEST(ProxyFaults, FullDiskNeverTearsALineAndCountsExactlyTheLinesLost) {
 
 // Item 5. audit = "stdout" into a pipe the test never reads: refusals keep coming, and
 // SIGTERM still ends the process within its documented bound (5 s + 1 s + 1 s); the lines
-// the pipe did not take are counted, exactly.
+// the pipe did not take are counted, exactly, and none is left half in the pipe.
 TEST(ProxyFaults, StalledStdoutReaderDoesNotHoldShutdown) {
   HttpOrigin origin;
   SandgateOptions options{tables(origin.port())};
@@ -228,6 +251,7 @@ TEST(ProxyFaults, StalledStdoutReaderDoesNotHoldShutdown) {
   for (ssize_t n; (n = ::read(daemon.stdout_pipe(), buf, sizeof buf)) > 0;) {
     piped.append(buf, static_cast<std::size_t>(n));
   }
+  EXPECT_TRUE(piped.empty() || piped.back() == '\n') << "a line left half in the pipe";
   std::size_t whole = 0;
   std::size_t pos = 0;
   for (std::size_t nl; (nl = piped.find('\n', pos)) != std::string::npos; pos = nl + 1, ++whole) {
@@ -269,6 +293,7 @@ TEST(ProxyFaults, OutOfDescriptorsAcceptIsCountedSaidAndTheAdminListenerStillAns
   HttpOrigin origin;
   SandgateProcess daemon(SandgateOptions{tables(origin.port(), "header_timeout_ms = 30000\n")});
   ASSERT_TRUE(daemon.wait_no_connections());
+  ASSERT_TRUE(eventually([&] { return only_listening_sockets(daemon.pid()); }));
   ASSERT_TRUE(set_nofile(daemon.pid(), limit_leaving(daemon.pid(), 2)));
   std::vector<std::unique_ptr<RawClient>> waiting;
   for (int i = 0; i < 6; ++i)
@@ -304,6 +329,7 @@ TEST(ProxyFaults, UpstreamSocketWithoutADescriptorIsLocalResourcesExhausted) {
   HttpOrigin origin;
   SandgateProcess daemon(SandgateOptions{tables(origin.port())});
   ASSERT_TRUE(daemon.wait_no_connections());
+  ASSERT_TRUE(eventually([&] { return only_listening_sockets(daemon.pid()); }));
   // One descriptor left: the client's socket takes it, the upstream socket finds none.
   ASSERT_TRUE(set_nofile(daemon.pid(), limit_leaving(daemon.pid(), 1)));
   RawClient c(daemon.explicit_port());
