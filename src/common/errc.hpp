@@ -32,7 +32,10 @@ enum class Errc {
   upstream_protocol_error,  // UPSTREAM_PROTOCOL_ERROR
   credential_unavailable,   // CREDENTIAL_UNAVAILABLE
   too_many_dns_queries,     // TOO_MANY_DNS_QUERIES
-  internal_error,           // INTERNAL_ERROR
+  // LOCAL_RESOURCES_EXHAUSTED: sandgate itself ran out of descriptors or socket memory
+  // (EMFILE, ENFILE, ENOBUFS, ENOMEM) opening what the exchange needs; a local overload.
+  local_resources_exhausted,
+  internal_error,  // INTERNAL_ERROR; last (all_error_codes() counts up to it)
 };
 
 // Which party a failure is blamed on; metrics split on it.

@@ -11,6 +11,8 @@
 #include <boost/json.hpp>
 
 #include "common/version.hpp"
+#include "proxy/descriptors.hpp"
+#include "proxy/upstream.hpp"
 
 namespace sandgate::proxy {
 
@@ -65,7 +67,8 @@ bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_b
   return res;
 }
 
-asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> shared) {
+asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> shared,
+                                  std::shared_ptr<DescriptorReserve> reserve) {
   boost::beast::flat_buffer buffer;
   bhttp::request_parser<bhttp::string_body> parser;
   parser.header_limit(8192);
@@ -73,22 +76,51 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
   asio::steady_timer timer(socket.get_executor(), kAdminTimeout);
   auto read = co_await (bhttp::async_read(socket, buffer, parser, use_tuple) ||
                         timer.async_wait(use_tuple));
-  if (read.index() != 0 || std::get<0>(std::get<0>(read))) co_return;
-  auto res = respond(parser.get(), *shared);
-  timer.expires_after(kAdminTimeout);
-  co_await (bhttp::async_write(socket, res, use_tuple) || timer.async_wait(use_tuple));
+  if (read.index() == 0 && !std::get<0>(std::get<0>(read))) {
+    auto res = respond(parser.get(), *shared);
+    timer.expires_after(kAdminTimeout);
+    co_await (bhttp::async_write(socket, res, use_tuple) || timer.async_wait(use_tuple));
+  }
   boost::system::error_code ignored;
   socket.shutdown(tcp::socket::shutdown_both, ignored);
+  // Close first, so the reserve can have the descriptor this connection held.
+  socket.close(ignored);
+  reserve->take();
 }
 
 }  // namespace
 
 asio::awaitable<void> admin_accept_loop(tcp::acceptor& acceptor, std::shared_ptr<Shared> shared) {
+  const auto ex = acceptor.get_executor();
+  boost::system::error_code ignored;
+  const tcp::endpoint local = acceptor.local_endpoint(ignored);
+  const std::string listener = (local.address().is_v6() ? "[" + local.address().to_string() + "]"
+                                                        : local.address().to_string()) +
+                               ":" + std::to_string(local.port());
+  // Taken now, while descriptors are plenty; lives on this worker's thread with this loop.
+  const auto reserve = std::make_shared<DescriptorReserve>();
   for (;;) {
+    reserve->take();  // a no-op while held; else try to get it back
     auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
-    if (ec) continue;
-    asio::co_spawn(acceptor.get_executor(), serve_admin(std::move(socket), shared), asio::detached);
+    if (ec) {
+      report_accept_failure(*shared->metrics, ec, listener);
+      // Out of descriptors: free the reserved one and take the waiting connection with it
+      // at once, before another thread's accept or dial can have it.
+      if (is_local_exhaustion(ec) && reserve->release()) {
+        tcp::socket retry(ex);
+        acceptor.non_blocking(true, ignored);
+        acceptor.accept(retry, ec);
+        if (!ec) {
+          asio::co_spawn(ex, serve_admin(std::move(retry), shared, reserve), asio::detached);
+          continue;
+        }
+      }
+      asio::steady_timer pause(ex, kAcceptBackoff);  // never spin on a failing accept
+      co_await pause.async_wait(use_tuple);
+      continue;
+    }
+    asio::co_spawn(ex, serve_admin(std::move(socket), shared, reserve), asio::detached);
   }
 }
 

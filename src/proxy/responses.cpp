@@ -27,6 +27,8 @@ std::string_view default_message(Errc code) {
       return "the destination did not answer in time";
     case Errc::upstream_protocol_error:
       return "the destination sent an invalid HTTP response";
+    case Errc::local_resources_exhausted:
+      return "sandgate is out of descriptors or memory; retry later";
     default:
       return "the request was rejected";
   }

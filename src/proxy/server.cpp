@@ -20,6 +20,7 @@
 
 #include "common/version.hpp"
 #include "proxy/admin.hpp"
+#include "proxy/descriptors.hpp"
 #include "proxy/dns_listener.hpp"
 #include "proxy/host_addresses.hpp"
 #include "proxy/session.hpp"
@@ -28,7 +29,11 @@ namespace sandgate::proxy {
 
 namespace {
 
+// SIGTERM: open connections get kShutdownGrace, what is left kAbortGrace to unwind once
+// closed, then the audit log kAuditFlushGrace: the process exits within their sum.
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
+constexpr auto kAbortGrace = std::chrono::seconds(1);
+constexpr auto kAuditFlushGrace = std::chrono::seconds(1);
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
 using ServeFn = asio::awaitable<void> (*)(tcp::socket, WorkerDeps);
@@ -87,13 +92,21 @@ std::vector<std::string> denial_reasons() {
   return out;
 }
 
+std::string endpoint_text(const tcp::endpoint& ep) {
+  const auto a = ep.address();
+  return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+}
+
 asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, ServeFn serve, WorkerDeps deps) {
   const auto ex = acceptor.get_executor();
+  boost::system::error_code ignored;
+  const std::string listener = endpoint_text(acceptor.local_endpoint(ignored));
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
-    if (ec) {  // out of descriptors or memory: back off instead of spinning
-      asio::steady_timer pause(ex, std::chrono::milliseconds(50));
+    if (ec) {  // out of descriptors or memory: say so, and back off instead of spinning
+      report_accept_failure(*deps.shared->metrics, ec, listener);
+      asio::steady_timer pause(ex, kAcceptBackoff);
       co_await pause.async_wait(use_tuple);
       continue;
     }
@@ -152,11 +165,6 @@ class DropInWatch {
   alignas(inotify_event) std::array<char, 4096> events_;
 };
 
-std::string endpoint_text(const tcp::endpoint& ep) {
-  const auto a = ep.address();
-  return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
-}
-
 }  // namespace
 
 int run_server(std::shared_ptr<const config::Config> cfg) {
@@ -167,6 +175,10 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
 
   // A peer that closed its socket makes write(2)/splice(2) fail with EPIPE; never a signal.
   ::signal(SIGPIPE, SIG_IGN);
+  // Before the listeners and the audit log are opened: the connection limits need
+  // descriptors, and the soft limit we were started with is often 1024. Listeners, event loops,
+  // resolvers, DNS and the admin reserve take the fixed part.
+  raise_descriptor_limit(descriptors_needed(cfg->limits, 64 + 16 * std::size_t{n_workers}));
   auto shared = std::make_shared<Shared>();
   std::vector<policy::Endpoint> self;
   // Signals and the host address watch are handled on the main thread.
@@ -355,11 +367,18 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       s->abort();
     }
   });
-  wait_for_sessions(std::chrono::seconds(1));
+  wait_for_sessions(kAbortGrace);
   for (auto& w : workers) w->ioc->stop();
   for (auto& w : workers) w->thread.join();
   write_burst_summaries(*shared, AuditBursts::Clock::time_point::max());
-  shared->audit->flush();
+  // The audit log gets kAuditFlushGrace more, whatever its reader does: what a reader that
+  // stopped reading has not taken by then is dropped and counted.
+  shared->audit->flush_until(std::chrono::steady_clock::now() + kAuditFlushGrace);
+  if (const std::uint64_t lost = shared->audit->write_failures(); lost > 0) {
+    std::cerr << boost::json::serialize(
+                     boost::json::object{{"event", "audit_lines_lost"}, {"lines", lost}})
+              << std::endl;
+  }
   std::cerr << R"({"event":"stopped"})" << std::endl;
   return 0;
 }

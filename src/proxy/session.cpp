@@ -159,10 +159,11 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
   if (phase != telemetry::Phase::unset) {
     using telemetry::Ended;
     r.phase = phase;
-    r.ended = aborted                                 ? Ended::shutdown
-              : code == Errc::upstream_timeout        ? Ended::timeout
-              : code == Errc::upstream_connect_failed ? Ended::upstream_reset
-                                                      : Ended::unset;
+    r.ended = aborted                                   ? Ended::shutdown
+              : code == Errc::upstream_timeout          ? Ended::timeout
+              : code == Errc::upstream_connect_failed   ? Ended::upstream_reset
+              : code == Errc::local_resources_exhausted ? Ended::resources
+                                                        : Ended::unset;
   }
   deps.shared->audit->write(r);
   deps.shared->metrics->error(code);

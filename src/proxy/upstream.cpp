@@ -35,6 +35,13 @@ asio::awaitable<boost::system::error_code> connect_once(tcp::socket& socket, tcp
 
 }  // namespace
 
+bool is_local_exhaustion(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors                            // EMFILE
+         || ec == boost::system::errc::too_many_files_open_in_system  // ENFILE
+         || ec == asio::error::no_buffer_space                        // ENOBUFS
+         || ec == asio::error::no_memory;                             // ENOMEM
+}
+
 asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& snap,
                                      std::string_view sandbox, const policy::Host& host,
                                      std::uint16_t port) {
@@ -109,9 +116,15 @@ asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& sna
       out.socket.set_option(tcp::no_delay(true), ignored);
       co_return out;
     }
-    if (ec != asio::error::timed_out) any_refused = true;
     boost::system::error_code ignored;
     out.socket.close(ignored);
+    if (is_local_exhaustion(ec)) {
+      // The socket could not even be opened: our overload, not the destination's refusal,
+      // and the next address would fail the same way.
+      out.error = Errc::local_resources_exhausted;
+      co_return out;
+    }
+    if (ec != asio::error::timed_out) any_refused = true;
   }
   out.error = any_refused ? Errc::upstream_connect_failed : Errc::upstream_timeout;
   co_return out;

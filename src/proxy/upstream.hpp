@@ -15,7 +15,9 @@ namespace sandgate::proxy {
 struct Dialed {
   explicit Dialed(const asio::any_io_executor& ex) : socket(ex) {}
 
-  Errc error = Errc::ok;     // ok, network_denied, upstream_dns_failed, _connect_failed, _timeout
+  // ok, network_denied, upstream_dns_failed, _connect_failed, _timeout, or
+  // local_resources_exhausted (no descriptor or memory for the upstream socket)
+  Errc error = Errc::ok;
   policy::Decision denial;   // error == network_denied: why every address was refused
   policy::Host denied_host;  // error == network_denied: the refused address, for suggestions
   tcp::socket socket;
@@ -33,6 +35,10 @@ inline constexpr int kDialBudgetTimeouts = 2;
 // connects to the first allowed address that answers, trying them in order within the budget
 // above. The address dialled is exactly one that passed the check:
 // there is no second resolution between check and dial (no DNS-rebinding window).
+// Whether a socket operation failed for lack of descriptors or memory in this process or
+// host (EMFILE, ENFILE, ENOBUFS, ENOMEM): a local overload, never the peer's doing.
+bool is_local_exhaustion(const boost::system::error_code& ec);
+
 boost::asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& snap,
                                             std::string_view sandbox, const policy::Host& host,
                                             std::uint16_t port);

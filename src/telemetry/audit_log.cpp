@@ -1,20 +1,27 @@
 #include "telemetry/audit_log.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/serializer.hpp>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
 namespace sandgate::telemetry {
@@ -198,6 +205,8 @@ std::string_view ended_name(Ended e) {
       return "timeout";
     case Ended::shutdown:
       return "shutdown";
+    case Ended::resources:
+      return "resources_exhausted";
     case Ended::refused:
       return "refused";
     case Ended::malformed:
@@ -336,6 +345,18 @@ std::string format_audit_line(const AuditRecord& r) {
   return line.finish();
 }
 
+namespace {
+
+std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+bool would_block(int error) {
+  return error == EAGAIN || error == EWOULDBLOCK;
+}
+
+}  // namespace
+
 AuditLog::AuditLog(std::string target, std::size_t max_queued_lines)
     : target_(std::move(target)),
       sink_(target_ == "off"      ? Sink::off
@@ -347,19 +368,22 @@ AuditLog::AuditLog(std::string target, std::size_t max_queued_lines)
     case Sink::off:
       return;  // no fd, no thread: write() is a no-op
     case Sink::stdout_stream:
-      fd_ = STDOUT_FILENO;
+      adopt(STDOUT_FILENO, false);
       break;
     case Sink::stderr_stream:
-      fd_ = STDERR_FILENO;
+      adopt(STDERR_FILENO, false);
       break;
-    case Sink::file:
-      fd_ = ::open(target_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-      if (fd_ < 0) {
+    case Sink::file: {
+      const int fd = ::open(target_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+      if (fd < 0) {
         throw std::runtime_error("audit log: cannot open '" + target_ +
                                  "': " + std::strerror(errno));
       }
+      adopt(fd, true);
       break;
+    }
   }
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);  // -1: poll(2) ignores it
   writer_ = std::thread([this] { run(); });
 }
 
@@ -369,10 +393,43 @@ AuditLog::~AuditLog() {
       const std::lock_guard lock(mutex_);
       stop_ = true;
     }
+    // Keep an earlier deadline (flush_until at shutdown); else give the sink kCloseTimeout.
+    const std::int64_t close_by = steady_ns(std::chrono::steady_clock::now() + kCloseTimeout);
+    std::int64_t current = give_up_at_.load();
+    while (close_by < current && !give_up_at_.compare_exchange_weak(current, close_by)) {
+    }
     wake_.notify_one();
+    if (wake_fd_ >= 0) eventfd_write(wake_fd_, 1);
     writer_.join();
   }
-  if (sink_ == Sink::file && fd_ >= 0) ::close(fd_);
+  if (owned_ && fd_ >= 0) ::close(fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+// Takes the descriptor lines go to and decides how to write it: see the class comment.
+void AuditLog::adopt(int fd, bool owned) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    fd_ = fd;
+    owned_ = owned;
+    kind_ = Kind::regular;
+    return;
+  }
+  // A description of our own, so O_NONBLOCK does not reach whoever shares this one (the
+  // daemon's stderr may be the same pipe). Works for pipes, FIFOs and terminals; not for
+  // sockets (ENXIO), nor for a pipe without a reader (ENXIO, and writes fail anyway).
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  const int own = ::open(self.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (own >= 0) {
+    if (owned) ::close(fd);
+    fd_ = own;
+    owned_ = true;
+    kind_ = Kind::nonblocking;
+    return;
+  }
+  fd_ = fd;
+  owned_ = owned;
+  kind_ = Kind::polled;
 }
 
 void AuditLog::write(const AuditRecord& r) noexcept {
@@ -419,6 +476,18 @@ void AuditLog::flush() noexcept {
   drained_.wait(lock, [&] { return written_ >= target; });
 }
 
+void AuditLog::flush_until(std::chrono::steady_clock::time_point deadline) noexcept {
+  if (sink_ == Sink::off) return;
+  give_up_at_.store(steady_ns(deadline));
+  if (wake_fd_ >= 0) eventfd_write(wake_fd_, 1);  // a writer already waiting re-reads it
+  std::unique_lock lock(mutex_);
+  const std::uint64_t target = enqueued_;
+  // The margin lets a writer that gives up at the deadline count what it dropped. A writer
+  // stuck in write(2) on a regular file (a hung network filesystem) is not waited for.
+  drained_.wait_until(lock, deadline + std::chrono::milliseconds(200),
+                      [&] { return written_ >= target; });
+}
+
 std::uint64_t AuditLog::write_failures() const noexcept {
   return failures_.load(std::memory_order_relaxed);
 }
@@ -448,8 +517,9 @@ void AuditLog::run() {
     std::string chunk;
     std::uint64_t chunk_lines = 0;
     auto flush_chunk = [&] {
-      if (chunk_lines > 0 && !write_line(chunk)) {
-        failures_.fetch_add(chunk_lines, std::memory_order_relaxed);
+      if (chunk_lines > 0) {
+        const std::uint64_t lost = write_lines(chunk, chunk_lines);
+        if (lost > 0) failures_.fetch_add(lost, std::memory_order_relaxed);
       }
       chunk.clear();
       chunk_lines = 0;
@@ -471,19 +541,108 @@ void AuditLog::run() {
   }
 }
 
-// Whole lines per write(2), so with O_APPEND they land whole even when another process
-// appends to the same file. Short writes (a signal, a nearly full disk) are continued.
-bool AuditLog::write_line(const std::string& lines) {
-  std::string_view rest = lines;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd_, rest.data(), rest.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
+// Writes `lines` whole lines; returns how many of them did not reach the sink. Lines hold no
+// raw '\n' (JSON escapes it), so the '\n's in what was written count the lines it completed.
+std::uint64_t AuditLog::write_lines(std::string_view chunk, std::uint64_t lines) {
+  if (torn_) {
+    std::size_t done = 0;
+    if (const int error = write_all("\n", done); error != 0) {
+      note_failure(error, lines);
+      return lines;
     }
-    rest.remove_prefix(static_cast<std::size_t>(n));
+    torn_ = false;
   }
-  return true;
+  std::size_t done = 0;
+  const int error = write_all(chunk, done);
+  if (error == 0) {
+    note_success();
+    return 0;
+  }
+  const std::size_t whole = done == 0 ? 0 : chunk.rfind('\n', done - 1) + 1;
+  const auto written =
+      static_cast<std::uint64_t>(std::count(chunk.begin(), chunk.begin() + whole, '\n'));
+  if (done > whole) cut_fragment(done - whole);
+  note_failure(error, lines - written);
+  return lines - written;
+}
+
+// Writes data from `done` on until all of it is written or the sink fails; returns 0 or the
+// errno (ETIMEDOUT: the writer gave up waiting, see flush_until). `done` ends as the number
+// of bytes written.
+int AuditLog::write_all(std::string_view data, std::size_t& done) {
+  while (done < data.size()) {
+    std::size_t want = data.size() - done;
+    if (kind_ != Kind::regular && want > PIPE_BUF) {
+      // Whole lines of at most PIPE_BUF bytes per write(2): a pipe takes such a write whole
+      // or not at all (EAGAIN), so a line is never left half-written in it (one longer than
+      // PIPE_BUF excepted); and POLLOUT promises room for PIPE_BUF bytes, not more.
+      const std::size_t last_nl = data.substr(done, PIPE_BUF).rfind('\n');
+      want = last_nl == std::string_view::npos ? PIPE_BUF : last_nl + 1;
+    }
+    if (kind_ == Kind::polled && !wait_writable()) return ETIMEDOUT;
+    const ssize_t n = ::write(fd_, data.data() + done, want);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0) return EIO;
+    if (errno == EINTR) continue;
+    if (would_block(errno) && kind_ != Kind::regular) {
+      if (!wait_writable()) return ETIMEDOUT;
+      continue;
+    }
+    return errno;
+  }
+  return 0;
+}
+
+// Waits until fd_ takes bytes. Returns false once the give-up deadline has passed (at once if
+// it already has); warns on stderr when the sink has taken nothing for kStallWarning.
+bool AuditLog::wait_writable() {
+  const auto start = std::chrono::steady_clock::now();
+  bool stall_reported = false;
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    const std::int64_t give_up = give_up_at_.load();
+    if (steady_ns(now) >= give_up) return false;
+    std::int64_t wait_ns = give_up - steady_ns(now);
+    if (!stall_reported) {
+      wait_ns = std::min<std::int64_t>(
+          wait_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(start + kStallWarning - now)
+                       .count());
+    }
+    const int timeout_ms = static_cast<int>(std::clamp<std::int64_t>(
+        (wait_ns + 999'999) / 1'000'000, 0, std::numeric_limits<int>::max()));
+    std::array<pollfd, 2> fds{pollfd{fd_, POLLOUT, 0}, pollfd{wake_fd_, POLLIN, 0}};
+    const int r = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (r < 0 && errno != EINTR) return true;       // let write(2) report what is wrong
+    if (r > 0 && fds[0].revents != 0) return true;  // writable, or an error write(2) will see
+    if (r > 0 && (fds[1].revents & POLLIN) != 0) {
+      eventfd_t ignored = 0;
+      eventfd_read(wake_fd_, &ignored);  // the deadline may have moved: look again
+    }
+    if (!stall_reported && std::chrono::steady_clock::now() - start >= kStallWarning) {
+      stall_reported = true;
+      note_failure(EAGAIN, 0);  // "the sink takes nothing": one warning, no line lost yet
+    }
+  }
+}
+
+// A write cut short left `fragment_bytes` of a line at the end of the sink. A regular file is
+// cut back to the line boundary before it; anything else keeps the fragment, and the next
+// write terminates it.
+void AuditLog::cut_fragment(std::size_t fragment_bytes) {
+  if (kind_ == Kind::regular) {
+    // The position is just past the fragment (O_APPEND moved it to the end of the file
+    // before the write; without O_APPEND it is where the write left it).
+    const off_t end = ::lseek(fd_, 0, SEEK_CUR);
+    const off_t keep = end - static_cast<off_t>(fragment_bytes);
+    if (end >= 0 && keep >= 0 && ::ftruncate(fd_, keep) == 0) {
+      ::lseek(fd_, keep, SEEK_SET);  // no hole at the next write to a non-append stdout
+      return;
+    }
+  }
+  torn_ = true;
 }
 
 void AuditLog::reopen_file() {
@@ -492,8 +651,47 @@ void AuditLog::reopen_file() {
     failures_.fetch_add(1, std::memory_order_relaxed);  // keep writing to the old file
     return;
   }
-  ::close(fd_);
-  fd_ = fd;
+  if (owned_) ::close(fd_);
+  torn_ = false;  // a new file
+  adopt(fd, true);
+}
+
+void AuditLog::note_success() {
+  if (!warned_) return;
+  warned_ = false;
+  warn("audit_write_recovered", {}, lost_since_warning_);
+}
+
+void AuditLog::note_failure(int error, std::uint64_t lost) {
+  lost_since_warning_ += lost;
+  if (warned_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (last_warning_ != decltype(last_warning_){} && now - last_warning_ < kWarningInterval) {
+    return;
+  }
+  warned_ = true;
+  last_warning_ = now;
+  lost_since_warning_ = lost;
+  if (would_block(error)) {
+    warn("audit_write_stalled", "the log's reader takes nothing", lost);
+  } else if (error == ETIMEDOUT) {
+    warn("audit_write_failing", "gave up waiting for the log's reader", lost);
+  } else {
+    warn("audit_write_failing", std::error_code(error, std::generic_category()).message(), lost);
+  }
+}
+
+// One JSON line on stderr, in one write(2), from the writer thread. Not when the audit log is
+// stderr itself: what cannot write there cannot warn there either.
+void AuditLog::warn(std::string_view event, std::string_view error, std::uint64_t lost) {
+  if (sink_ == Sink::stderr_stream) return;
+  try {
+    json::object o{{"event", event}, {"target", target_}, {"lines_lost", lost}};
+    if (!error.empty()) o["error"] = error;
+    const std::string line = json::serialize(o) + "\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  } catch (...) {  // bad_alloc: no warning
+  }
 }
 
 }  // namespace sandgate::telemetry

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@ enum class Ended {
   upstream_reset,  // the destination reset the connection
   timeout,         // a deadline passed (connect, idle)
   shutdown,        // sandgate was stopping, or the sandbox was removed by a reload
+  resources,       // sandgate ran out of a local resource (descriptors)
   refused,         // sandgate refused something inside the exchange (a tunnel's next request)
   malformed,       // the client sent bytes sandgate could not frame (a bad chunk)
 };
@@ -101,9 +103,30 @@ std::string format_audit_line(const AuditRecord& r);
 // Writes audit lines to stdout, stderr, a file, or nowhere ("off").
 //
 // write() formats the line on the caller's thread and hands it to a bounded queue; one
-// writer thread owned by this object drains it with one write(2) per line, so lines never
-// interleave and a stalled reader (a full pipe, a slow disk) never blocks the data path.
-// When the queue is full the line is dropped and counted as a write failure.
+// writer thread owned by this object drains it with few write(2) calls of whole lines, so
+// lines never interleave and a stalled reader (a full pipe, a slow disk) never blocks the data
+// path. When the queue is full the line is dropped and counted as a write failure.
+//
+// A line is written whole or not at all:
+// - a regular file (the file target, or stdout/stderr redirected to a file): when a write is
+//   cut short (ENOSPC, EDQUOT, EFBIG, EIO) the file is truncated back to the end of the last
+//   whole line it holds, so no fragment stays behind and the next line starts clean. The
+//   file is taken to be sandgate's own: a line another process appended during that one
+//   write would be cut with it.
+// - a pipe, FIFO, socket or terminal: what a reader has taken cannot be taken back, so each
+//   write(2) is whole lines of at most PIPE_BUF bytes, which a pipe takes whole or not at
+//   all. Only a line longer than PIPE_BUF is written in pieces; if the writer gives up on it
+//   (the shutdown deadline, see flush_until(), with a reader that stopped reading) or the
+//   sink fails midway, it stays without its '\n', and the next line written, if any, begins
+//   with a '\n' so it parses on its own.
+// Lines the sink did not take are counted, exactly (write_failures()). Writing starts
+// failing and recovering are reported on stderr (rate-limited, not when the log itself is
+// stderr); the writer retries with each new line, so writing resumes by itself.
+//
+// Waiting on the sink never blocks for ever: a pipe, FIFO or terminal is written through a
+// non-blocking description of its own (re-opened through /proc/self/fd, so the flags of the
+// process's shared stdout are left alone), anything else (a socket) after poll(2) says it is
+// writable. Regular files are written directly, in chunks of up to kMaxWriteBytes.
 class AuditLog {
  public:
   static constexpr std::size_t kDefaultMaxQueuedLines = 16384;
@@ -112,11 +135,19 @@ class AuditLog {
   // How long the writer lets lines gather after the first one arrives (flush() may wait
   // this much longer).
   static constexpr std::chrono::milliseconds kGatherTime{2};
+  // The destructor gives a sink that does not take lines this long before dropping them.
+  static constexpr std::chrono::milliseconds kCloseTimeout{1000};
+  // A sink that does not take a line for this long is reported as stalled on stderr.
+  static constexpr std::chrono::milliseconds kStallWarning{1000};
+  // At most one "failing" warning on stderr per this interval (each is followed by one
+  // "recovered" when a line is written again).
+  static constexpr std::chrono::seconds kWarningInterval{10};
 
   // target: "stdout", "stderr", "off", or a file path (opened O_APPEND|O_CREAT|O_CLOEXEC,
   // mode 0640). Throws std::runtime_error if the path can't be opened.
   explicit AuditLog(std::string target, std::size_t max_queued_lines = kDefaultMaxQueuedLines);
-  // Writes what is queued, then stops the writer thread.
+  // Writes what is queued (a sink that takes nothing gets kCloseTimeout, unless flush_until()
+  // set an earlier deadline), then stops the writer thread.
   ~AuditLog();
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
@@ -130,20 +161,46 @@ class AuditLog {
   void reopen() noexcept;
   // Blocks until every line queued before the call has been written (or failed).
   void flush() noexcept;
-  // Lines lost: dropped on a full queue or failed write(2), plus failed reopens.
+  // Shutdown: like flush(), but from `deadline` on the writer waits for the sink no more:
+  // lines the sink does not take at once (a reader that stopped reading) are dropped and
+  // counted, and so is every line queued later. Returns by `deadline` (plus a moment for the
+  // writer to count what it dropped), whatever the sink does.
+  void flush_until(std::chrono::steady_clock::time_point deadline) noexcept;
+  // Lines lost: dropped on a full queue, not taken by the sink (a failed or abandoned
+  // write(2)), plus failed reopens.
   std::uint64_t write_failures() const noexcept;
 
  private:
-  void run();
-  bool write_line(const std::string& lines);
-  void reopen_file();
-
   enum class Sink { off, stdout_stream, stderr_stream, file };
+  // How the writer reaches fd_: see the class comment.
+  enum class Kind { regular, nonblocking, polled };
+
+  void run();
+  std::uint64_t write_lines(std::string_view chunk, std::uint64_t lines);
+  int write_all(std::string_view data, std::size_t& done);
+  bool wait_writable();
+  void cut_fragment(std::size_t fragment_bytes);
+  void adopt(int fd, bool owned);
+  void reopen_file();
+  void note_success();
+  void note_failure(int error, std::uint64_t lost);
+  void warn(std::string_view event, std::string_view error, std::uint64_t lost);
 
   const std::string target_;
   const Sink sink_;
   const std::size_t max_queued_;
-  int fd_ = -1;  // after construction, touched only by the writer thread (and ~AuditLog)
+  // After construction fd_, owned_, kind_ and the fields below them up to failures_ are
+  // touched only by the writer thread (and ~AuditLog after it joined).
+  int fd_ = -1;
+  bool owned_ = false;  // fd_ is ours to close (the file, or a re-opened stdout pipe)
+  Kind kind_ = Kind::regular;
+  bool torn_ = false;    // the sink holds a fragment without its '\n' (see the class comment)
+  bool warned_ = false;  // a "failing" warning is out and no "recovered" yet
+  std::chrono::steady_clock::time_point last_warning_{};
+  std::uint64_t lost_since_warning_ = 0;
+  int wake_fd_ = -1;  // eventfd: flush_until() and ~AuditLog wake a writer waiting in poll(2)
+  // steady_clock nanoseconds from which the writer no longer waits for the sink; max = never.
+  std::atomic<std::int64_t> give_up_at_{std::numeric_limits<std::int64_t>::max()};
   std::atomic<std::uint64_t> failures_{0};
 
   mutable std::mutex mutex_;

@@ -115,6 +115,18 @@ std::string_view name(DnsResult r) {
   return "failed";
 }
 
+std::string_view name(AcceptFailure f) {
+  switch (f) {
+    case AcceptFailure::descriptors:
+      return "descriptors";
+    case AcceptFailure::memory:
+      return "memory";
+    case AcceptFailure::other:
+      return "other";
+  }
+  return "other";
+}
+
 std::vector<std::string> all_error_codes() {
   std::vector<std::string> codes;
   for (int e = static_cast<int>(Errc::ok) + 1; e <= static_cast<int>(Errc::internal_error); ++e) {
@@ -208,6 +220,15 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
                            .Register(reg)
                            .Add({}, latency_buckets());
 
+  auto& accepts = BuildCounter()
+                      .Name("sandgate_accept_failures_total")
+                      .Help("Failed accept(2) calls on a listener, by reason.")
+                      .Register(reg);
+  for (const AcceptFailure f :
+       {AcceptFailure::descriptors, AcceptFailure::memory, AcceptFailure::other}) {
+    accept_failures_[static_cast<std::size_t>(f)] = &accepts.Add({{"reason", label(name(f))}});
+  }
+
   audit_failures_ = &BuildCounter()
                          .Name("sandgate_audit_log_write_failures_total")
                          .Help("Audit log lines lost: queue full, failed write or reopen.")
@@ -275,6 +296,10 @@ void Metrics::tunnel_opened() noexcept {
 }
 void Metrics::tunnel_closed() noexcept {
   active_tunnels_->Decrement();
+}
+
+void Metrics::accept_failure(AcceptFailure f) noexcept {
+  accept_failures_[static_cast<std::size_t>(f)]->Increment();
 }
 
 void Metrics::dns_lookup(DnsResult r) noexcept {

@@ -34,6 +34,10 @@ enum class Direction : std::uint8_t { upstream, downstream };
 inline constexpr std::size_t kDirectionCount = 2;
 enum class DnsResult : std::uint8_t { ok, failed, cache_hit };
 inline constexpr std::size_t kDnsResultCount = 3;
+// Why accept(2) on a listener failed: out of descriptors (EMFILE, ENFILE), out of memory
+// (ENOBUFS, ENOMEM), or anything else.
+enum class AcceptFailure : std::uint8_t { descriptors, memory, other };
+inline constexpr std::size_t kAcceptFailureCount = 3;
 inline constexpr std::size_t kSideCount = 3;  // sandgate::Side: client, upstream, internal
 
 // The label values, also usable as audit log strings.
@@ -41,6 +45,7 @@ std::string_view name(Mode m);
 std::string_view name(Outcome o);
 std::string_view name(Direction d);
 std::string_view name(DnsResult r);
+std::string_view name(AcceptFailure f);
 
 // Every error code name from common/errc.hpp except "OK": the usual `error_codes` list.
 std::vector<std::string> all_error_codes();
@@ -100,6 +105,10 @@ class Metrics {
   // sandgate_upstream_connect_duration_seconds
   void upstream_connect_duration(std::chrono::nanoseconds d) noexcept;
 
+  // sandgate_accept_failures_total{reason}: a listener's accept(2) failed (the connection
+  // waits in the backlog; the listener backs off and retries).
+  void accept_failure(AcceptFailure f) noexcept;
+
   // sandgate_audit_log_write_failures_total is read at scrape time: serialize() calls the
   // source (normally [&log] { return log.write_failures(); }) and advances the counter to
   // its value. Without a source the counter stays 0. Call once at startup.
@@ -143,6 +152,7 @@ class Metrics {
   std::array<prometheus::Counter*, kDnsResultCount> dns_lookups_{};
   prometheus::Histogram* dns_duration_ = nullptr;
   prometheus::Histogram* connect_duration_ = nullptr;
+  std::array<prometheus::Counter*, kAcceptFailureCount> accept_failures_{};
   prometheus::Counter* audit_failures_ = nullptr;
   prometheus::Counter* audit_suppressed_ = nullptr;
 

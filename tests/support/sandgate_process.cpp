@@ -55,7 +55,9 @@ std::string sandgate_binary() {
 
 SandgateProcess::SandgateProcess(SandgateOptions options) : options_(std::move(options)) {
   config_path_ = dir_.file("sandgate.toml");
-  audit_path_ = options_.audit_to_file ? dir_.file("audit.log") : dir_.file("stdout.log");
+  audit_path_ = !options_.audit_path.empty() ? options_.audit_path
+                : options_.audit_to_file     ? dir_.file("audit.log")
+                                             : dir_.file("stdout.log");
   stderr_path_ = dir_.file("stderr.log");
   dir_.write("sandgate.toml", render(options_.tables));
   const std::string bin = sandgate_binary();
@@ -68,13 +70,19 @@ SandgateProcess::SandgateProcess(SandgateOptions options) : options_(std::move(o
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  int pipe_fds[2] = {-1, -1};
+  if (options_.stdout_pipe && ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    throw std::runtime_error("pipe2 failed");
+  }
   const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
     if (::getppid() != parent) ::_exit(127);
-    const int out = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int out = pipe_fds[1] >= 0
+                        ? pipe_fds[1]
+                        : ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int err = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int null = ::open("/dev/null", O_RDONLY);
     if (out < 0 || err < 0 || null < 0) ::_exit(126);
@@ -83,6 +91,10 @@ SandgateProcess::SandgateProcess(SandgateOptions options) : options_(std::move(o
     ::dup2(err, STDERR_FILENO);
     ::execvp(argv[0], argv.data());
     ::_exit(127);
+  }
+  if (pipe_fds[1] >= 0) {
+    ::close(pipe_fds[1]);
+    stdout_pipe_ = pipe_fds[0];
   }
 
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
@@ -115,6 +127,12 @@ SandgateProcess::SandgateProcess(SandgateOptions options) : options_(std::move(o
 }
 
 SandgateProcess::~SandgateProcess() {
+  struct ClosePipe {
+    int fd;
+    ~ClosePipe() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_pipe{stdout_pipe_};  // last, after the daemon is stopped
   if (pid_ <= 0) return;
   if (!stopped_by_us_ && !alive()) {
     ADD_FAILURE() << "sandgate died during the test (exit code " << exit_code_
@@ -159,7 +177,10 @@ std::string SandgateProcess::render(const std::string& tables) const {
        << "admin = \"" << options_.admin_listen << "\"\n"
        << options_.listeners << "\n\n"
        << "[log]\n"
-       << "audit = \"" << (options_.audit_to_file ? audit_path_ : std::string("stdout")) << "\"\n\n"
+       << "audit = \""
+       << (options_.audit_to_file || !options_.audit_path.empty() ? audit_path_
+                                                                  : std::string("stdout"))
+       << "\"\n\n"
        << tables << "\n";
   return toml.str();
 }
@@ -234,6 +255,10 @@ int SandgateProcess::stop(std::chrono::milliseconds grace) {
 }
 
 std::string SandgateProcess::audit_text() const {
+  if (!options_.audit_path.empty()) {
+    // The daemon's own view of the path (its mount namespace): readable while it runs.
+    return read_file("/proc/" + std::to_string(pid_) + "/root" + audit_path_);
+  }
   return read_file(audit_path_);
 }
 

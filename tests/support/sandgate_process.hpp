@@ -34,6 +34,13 @@ struct SandgateOptions {
   // false: audit = "stdout" and the daemon's stdout goes to a file the test reads.
   // true: audit = "<tmp>/audit.log" (the `[log] audit = PATH` form).
   bool audit_to_file = false;
+  // Non-empty: audit = this path, as the daemon sees it (e.g. on a tmpfs mounted in its own
+  // mount namespace by `wrapper`); audit_text() reads it through /proc/PID/root.
+  std::string audit_path = {};
+  // true: the daemon's stdout is a pipe whose read end the test holds (stdout_pipe()) and
+  // may leave unread; with audit = "stdout" (the default) the audit log goes there, and
+  // audit_text() is empty.
+  bool stdout_pipe = false;
   std::chrono::milliseconds ready_timeout{15000};
 };
 
@@ -57,6 +64,8 @@ class SandgateProcess {
   std::string proxy_url(const std::string& id, const std::string& token) const;
   const std::string& config_path() const { return config_path_; }
   const TempDir& dir() const { return dir_; }
+  // The read end of the daemon's stdout (SandgateOptions::stdout_pipe), else -1.
+  int stdout_pipe() const { return stdout_pipe_; }
 
   // Rewrites the config with new tables, sends SIGHUP and waits for the "reloaded" event.
   // Returns false (with the stderr text in `error`) on reload_failed or timeout.
@@ -98,6 +107,7 @@ class SandgateProcess {
   std::string config_path_;
   std::string audit_path_;
   std::string stderr_path_;
+  int stdout_pipe_ = -1;
   pid_t pid_ = -1;
   int exit_code_ = -1;  // valid once reaped
   bool stopped_by_us_ = false;

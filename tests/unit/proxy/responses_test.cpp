@@ -35,11 +35,12 @@ struct Row {
 
 TEST(ErrorResponse, EveryCodeHasItsStatusHeaderAndBody) {
   const Row rows[] = {
-      {Errc::network_denied, 403, false},      {Errc::proxy_auth_required, 407, false},
-      {Errc::too_many_connections, 429, true}, {Errc::header_timeout, 408, true},
-      {Errc::malformed_request, 400, false},   {Errc::host_mismatch, 400, false},
-      {Errc::upstream_dns_failed, 502, true},  {Errc::upstream_connect_failed, 502, true},
-      {Errc::upstream_timeout, 504, true},     {Errc::upstream_protocol_error, 502, false},
+      {Errc::network_denied, 403, false},           {Errc::proxy_auth_required, 407, false},
+      {Errc::too_many_connections, 429, true},      {Errc::header_timeout, 408, true},
+      {Errc::malformed_request, 400, false},        {Errc::host_mismatch, 400, false},
+      {Errc::upstream_dns_failed, 502, true},       {Errc::upstream_connect_failed, 502, true},
+      {Errc::upstream_timeout, 504, true},          {Errc::upstream_protocol_error, 502, false},
+      {Errc::local_resources_exhausted, 503, true},
   };
   for (const Row& row : rows) {
     ErrorInfo info;

@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -403,6 +404,39 @@ TEST(AuditLog, StalledSinkDropsLinesInsteadOfBlocking) {
   }  // the destructor writes what was queued, now that the reader drains the pipe
   ::close(fds[1]);
   reader.join();
+  ::close(fds[0]);
+}
+
+TEST(AuditLog, FlushUntilGivesUpOnAStalledReaderAndCountsEveryLineItDropped) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::fcntl(fds[1], F_SETFL, O_NONBLOCK), 0);
+  const std::string chunk(4096, 'x');
+  while (::write(fds[1], chunk.data(), chunk.size()) > 0) {
+  }
+  // A blocking description, as stdout usually is: the writer must not block in write(2).
+  const int blocking = ::open(("/proc/self/fd/" + std::to_string(fds[1])).c_str(), O_WRONLY);
+  ASSERT_GE(blocking, 0);
+  {
+    AuditLog log("/proc/self/fd/" + std::to_string(blocking));
+    for (int i = 0; i < 5; ++i) log.write(denied_record());
+    log.flush_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    EXPECT_EQ(log.write_failures(), 5U);  // none reached the pipe, each one counted
+    log.write(denied_record());           // after the deadline: dropped at once, not waited for
+    log.flush();
+    EXPECT_EQ(log.write_failures(), 6U);
+  }  // and the destructor does not wait either
+  std::string rest(4096, '\0');
+  std::size_t drained = 0;
+  ASSERT_EQ(::fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  for (ssize_t n; (n = ::read(fds[0], rest.data(), rest.size())) > 0;) {
+    EXPECT_EQ(rest.substr(0, static_cast<std::size_t>(n)).find_first_not_of('x'),
+              std::string::npos);
+    drained += static_cast<std::size_t>(n);
+  }
+  EXPECT_GT(drained, 0U);  // only the filler: no fragment of a line
+  ::close(blocking);
+  ::close(fds[1]);
   ::close(fds[0]);
 }
 
