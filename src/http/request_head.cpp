@@ -152,8 +152,7 @@ std::vector<std::string_view> connection_tokens(const beast_http::fields& f) {
 }
 
 bool has_token(const std::vector<std::string_view>& tokens, std::string_view want) {
-  return std::any_of(tokens.begin(), tokens.end(),
-                     [&](auto t) { return iequals_ascii(t, want); });
+  return std::any_of(tokens.begin(), tokens.end(), [&](auto t) { return iequals_ascii(t, want); });
 }
 
 // Beast's message::keep_alive() reads only the first Connection field; this reads them all.
