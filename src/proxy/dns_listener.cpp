@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dns/message.hpp"
+#include "proxy/descriptors.hpp"
 #include "proxy/watchdog.hpp"
 
 namespace sandgate::proxy {
@@ -275,7 +276,7 @@ auto count_escapes(const WorkerDeps& deps) {
 }
 
 asio::awaitable<void> pause_after_error(asio::any_io_executor ex) {
-  asio::steady_timer pause(ex, std::chrono::milliseconds(50));
+  asio::steady_timer pause(ex, kAcceptBackoff);
   co_await pause.async_wait(use_tuple);
 }
 
@@ -453,10 +454,15 @@ asio::awaitable<void> dns_udp_loop(udp::socket& socket, WorkerDeps deps) {
 asio::awaitable<void> dns_tcp_accept_loop(tcp::acceptor& acceptor, WorkerDeps deps) {
   const auto ex = acceptor.get_executor();
   auto clients = std::make_shared<TcpClients>();
+  boost::system::error_code local_ec;
+  const tcp::endpoint local = acceptor.local_endpoint(local_ec);
+  const std::string listener =
+      "dns/tcp " + local.address().to_string() + ":" + std::to_string(local.port());
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) break;
-    if (ec) {  // out of descriptors or memory: back off instead of spinning
+    if (ec) {  // out of descriptors or memory: say so, and back off instead of spinning
+      report_accept_failure(*deps.shared->metrics, ec, listener);
       co_await pause_after_error(ex);
       continue;
     }
