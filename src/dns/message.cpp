@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "dns/wire_reader.hpp"
+
 namespace sandgate::dns {
 
 namespace {
@@ -11,51 +13,13 @@ constexpr std::size_t kMaxNameWireBytes = 255;
 constexpr std::size_t kOptFixedBytes = 11;  // root name, type, class, ttl, rdlength
 constexpr std::size_t kEdeFixedBytes = 6;   // option code, length, INFO-CODE
 
-// A bounds-checked reader over the message; every read fails once past the end.
-class Reader {
- public:
-  explicit Reader(std::span<const std::uint8_t> in) : in_(in) {}
-
-  bool u8(std::uint8_t& out) {
-    if (pos_ + 1 > in_.size()) return false;
-    out = in_[pos_++];
-    return true;
-  }
-  bool u16(std::uint16_t& out) {
-    if (pos_ + 2 > in_.size()) return false;
-    out = static_cast<std::uint16_t>(in_[pos_] << 8 | in_[pos_ + 1]);
-    pos_ += 2;
-    return true;
-  }
-  bool u32(std::uint32_t& out) {
-    std::uint16_t hi = 0, lo = 0;
-    if (!u16(hi) || !u16(lo)) return false;
-    out = std::uint32_t{hi} << 16 | lo;
-    return true;
-  }
-  bool skip(std::size_t n) {
-    if (n > in_.size() - pos_) return false;
-    pos_ += n;
-    return true;
-  }
-  std::span<const std::uint8_t> bytes(std::size_t from, std::size_t to) const {
-    return in_.subspan(from, to - from);
-  }
-  std::size_t pos() const { return pos_; }
-  bool at_end() const { return pos_ == in_.size(); }
-
- private:
-  std::span<const std::uint8_t> in_;
-  std::size_t pos_ = 0;
-};
-
 bool plain_label_byte(std::uint8_t c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
 }
 
 // Reads an uncompressed name; appends its text form to `text` (unless null).
-bool read_name(Reader& r, std::string* text) {
+bool read_name(WireReader& r, std::string* text) {
   const std::size_t start = r.pos();
   for (;;) {
     std::uint8_t len = 0;
@@ -85,7 +49,7 @@ bool read_name(Reader& r, std::string* text) {
 }
 
 // Reads the OPT record after its (root) name. Options must tile the RDATA exactly.
-bool read_opt(Reader& r, Query& q) {
+bool read_opt(WireReader& r, Query& q) {
   std::uint8_t root = 0;
   std::uint16_t type = 0, size = 0, rdlength = 0;
   std::uint32_t ttl = 0;
@@ -221,7 +185,7 @@ std::variant<Query, ParseError> parse_query(std::span<const std::uint8_t> messag
   const bool qr = (message[2] & 0x80) != 0;
   if (qr || header->opcode != 0) return formerr;
 
-  Reader r(message);
+  WireReader r(message);
   std::uint16_t skip16 = 0, qd = 0, an = 0, ns = 0, ar = 0;
   if (!r.u16(skip16) || !r.u16(skip16) || !r.u16(qd) || !r.u16(an) || !r.u16(ns) || !r.u16(ar)) {
     return formerr;
