@@ -291,12 +291,21 @@ int take_pending_stop_signal() {
   return 0;
 }
 
+namespace {
+// What a tool printed as JSON (`ip -j`, `nft -j`); null when it failed or printed no JSON.
+json::value tool_json(const std::vector<std::string>& argv) {
+  const ToolResult listed = run_tool(argv);
+  boost::system::error_code ec;
+  json::value doc = json::parse(listed.out, ec);
+  if (!listed.ok() || ec) return nullptr;
+  return doc;
+}
+}  // namespace
+
 std::set<std::string> current_links() {
   std::set<std::string> out;
-  const ToolResult listed = run_tool({"ip", "-j", "link", "show"});
-  boost::system::error_code ec;
-  const json::value doc = json::parse(listed.out, ec);
-  if (!listed.ok() || ec || !doc.is_array()) return out;
+  const json::value doc = tool_json({"ip", "-j", "link", "show"});
+  if (!doc.is_array()) return out;
   for (const auto& link : doc.as_array()) {
     const auto* name = link.is_object() ? link.as_object().if_contains("ifname") : nullptr;
     if (name != nullptr && name->is_string()) out.emplace(name->as_string());
@@ -306,10 +315,8 @@ std::set<std::string> current_links() {
 
 std::set<std::string> current_inet_tables() {
   std::set<std::string> out;
-  const ToolResult listed = run_tool({"nft", "-j", "list", "tables", "inet"});
-  boost::system::error_code ec;
-  const json::value doc = json::parse(listed.out, ec);
-  if (!listed.ok() || ec || !doc.is_object()) return out;
+  const json::value doc = tool_json({"nft", "-j", "list", "tables", "inet"});
+  if (!doc.is_object()) return out;
   const auto* items = doc.as_object().if_contains("nftables");
   if (items == nullptr || !items->is_array()) return out;
   for (const auto& item : items->as_array()) {
@@ -323,10 +330,8 @@ std::set<std::string> current_inet_tables() {
 
 std::vector<policy::IpAddress> current_addresses() {
   std::vector<policy::IpAddress> out;
-  const ToolResult listed = run_tool({"ip", "-j", "addr", "show"});
-  boost::system::error_code ec;
-  const json::value doc = json::parse(listed.out, ec);
-  if (!listed.ok() || ec || !doc.is_array()) return out;
+  const json::value doc = tool_json({"ip", "-j", "addr", "show"});
+  if (!doc.is_array()) return out;
   for (const auto& link : doc.as_array()) {
     const auto* infos = link.is_object() ? link.as_object().if_contains("addr_info") : nullptr;
     if (infos == nullptr || !infos->is_array()) continue;
