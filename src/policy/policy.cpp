@@ -243,6 +243,8 @@ std::string_view reason_name(Reason r) {
       return "nested_proxy";
     case Reason::unnamed_destination:
       return "unnamed_destination";
+    case Reason::misdirected_request:
+      return "misdirected_request";
     case Reason::host_mismatch:
       return "host_mismatch";
     case Reason::http_malformed:

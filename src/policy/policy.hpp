@@ -47,6 +47,8 @@ enum class Reason {
   // A transparent connection with no SNI or Host whose address no DNS answer of the sandbox
   // names (and no allow_cidrs range opens).
   unnamed_destination,
+  // A request inside an intercepted stream whose authority is not the intercepted name.
+  misdirected_request,
 };
 std::string_view reason_name(Reason r);
 

@@ -18,6 +18,10 @@ struct RequestFacts {
   // A CONNECT sent where requests are meant for origins (a transparent connection): asking
   // whatever listens there to relay.
   bool connect_to_origin = false;
+  // Inside a stream whose TLS sandgate terminated: the name it was intercepted for. Every
+  // request must address it (and its port), else misdirected_request.
+  const Host* intercepted = nullptr;
+  std::uint16_t intercepted_port = 0;
 };
 
 // The decision over one request. Today: its host and port (every request on a connection is

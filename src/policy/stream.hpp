@@ -41,6 +41,7 @@ enum class StreamAction {
   refuse,      // the decision refused it
   tunnel,      // dial `dial` and relay the bytes
   serve_http,  // HTTP/1 requests, each decided and forwarded on its own
+  intercept,   // terminate TLS with a leaf for `dial` and decide every request inside
 };
 
 struct StreamVerdict {

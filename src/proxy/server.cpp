@@ -23,6 +23,7 @@
 #include "proxy/descriptors.hpp"
 #include "proxy/dns_listener.hpp"
 #include "proxy/host_addresses.hpp"
+#include "proxy/interception.hpp"
 #include "proxy/session.hpp"
 
 namespace sandgate::proxy {
@@ -82,7 +83,7 @@ void add_self(std::vector<policy::Endpoint>& self, const tcp::endpoint& ep) {
 
 std::vector<std::string> denial_reasons() {
   std::vector<std::string> out;
-  for (int i = 0; i <= static_cast<int>(policy::Reason::unnamed_destination); ++i) {
+  for (int i = 0; i <= static_cast<int>(policy::Reason::misdirected_request); ++i) {
     const auto r = static_cast<policy::Reason>(i);
     if (r != policy::Reason::allowed_by_rule && r != policy::Reason::allowed_by_cidr &&
         r != policy::Reason::allowed_all_hosts && r != policy::Reason::allowed_host_service) {
@@ -191,6 +192,10 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
                                                            telemetry::all_error_codes());
     shared->metrics->set_audit_failures_source(
         [audit = shared->audit] { return audit->write_failures(); });
+    if (cfg->interception.enabled()) {
+      shared->interception = make_interception(cfg->interception);
+      ready["ca_fingerprint"] = shared->interception->authority->fingerprint();
+    }
     // Before any listener: no connection is decided without the host's addresses.
     host_watch = std::make_unique<HostAddressWatch>(main_ioc, shared->host_addresses);
 

@@ -114,6 +114,14 @@ void Session::reset_client() {
 asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view shown,
                                     std::uint16_t port, const policy::Decision& d,
                                     const policy::Host* suggest_for, std::string_view sni) {
+  if (d.reason == policy::Reason::misdirected_request) {
+    // Not the policy's denial contract: the client is told to ask the right connection.
+    const std::string message = "this connection serves only " + intercepted->display() + ":" +
+                                std::to_string(intercepted_port) + "; open a new one for " +
+                                std::string(shown);
+    co_await fail(mode, Errc::misdirected_request, shown, port, message);
+    co_return;
+  }
   record_denial(mode, shown, port, d, sni);
   if (mode == policy::EntryMode::tls) {
     co_await asio::async_write(client, asio::buffer(tls_access_denied_alert()), use_tuple);

@@ -178,6 +178,7 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
       co_await s.deny(v.mode, v.shown, port, v.decision, nullptr, sni);
       co_return;
     case policy::StreamAction::tunnel:
+    case policy::StreamAction::intercept:
       co_await open_stream(s, v, port, sni);
       co_return;
   }
