@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "config/addresses.hpp"
+#include "config/request_rules.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/ip_address.hpp"
 
@@ -123,6 +124,9 @@ RuleSet read_rules(const toml::table& table, const std::string& path,
   read_cidrs(table, "deny_cidrs", path, origin_prefix, rules.deny_cidrs, sink);
   read_opaque(table, path, origin_prefix, rules.opaque, sink);
   read_host_services(table, path, origin_prefix, rules.allow_host_services, sink);
+  read_patterns(table, "inspect", path, origin_prefix, rules.inspect, sink);
+  read_http_rules(table, path, origin_prefix, rules.http_rules, sink);
+  read_git_rules(table, path, origin_prefix, rules.git_rules, sink);
   return rules;
 }
 
@@ -147,6 +151,9 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
     append(spec.deny_cidrs, profile->deny_cidrs);
     append(spec.opaque, profile->opaque);
     append(spec.allow_host_services, profile->allow_host_services);
+    append(spec.inspect, profile->inspect);
+    append(spec.http_rules, profile->http_rules);
+    append(spec.git_rules, profile->git_rules);
   }
   append(spec.allow, own.allow);
   append(spec.deny, own.deny);
@@ -154,6 +161,9 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
   append(spec.deny_cidrs, own.deny_cidrs);
   append(spec.opaque, own.opaque);
   append(spec.allow_host_services, own.allow_host_services);
+  append(spec.inspect, own.inspect);
+  append(spec.http_rules, own.http_rules);
+  append(spec.git_rules, own.git_rules);
   return spec;
 }
 
@@ -204,7 +214,8 @@ Profiles read_profiles(const toml::node& node, ErrorSink& sink) {
     }
     check_known_keys(
         *body, path,
-        {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque", "allow_host_services"},
+        {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque", "allow_host_services",
+         "inspect", "http_rules", "git"},
         sink);
     profiles.emplace(name, read_rules(*body, path, path, sink));
   }
@@ -221,7 +232,8 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     if (body == nullptr) continue;
     check_known_keys(*body, path,
                      {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                      "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts"},
+                      "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
+                      "http_rules", "git"},
                      sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
@@ -232,7 +244,8 @@ void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink, bo
   launcher_made_ = launcher_made;
   check_known_keys(root, "",
                    {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
-                    "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts"},
+                    "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
+                    "http_rules", "git"},
                    sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;

@@ -24,6 +24,9 @@ struct RuleSet {
   std::vector<policy::CidrSource> deny_cidrs;
   std::vector<policy::RuleSource> opaque;
   std::vector<policy::HostServiceSource> allow_host_services;
+  std::vector<policy::RuleSource> inspect;
+  std::vector<policy::HttpRule> http_rules;
+  std::vector<policy::GitRule> git_rules;
 };
 
 using Profiles = std::map<std::string, RuleSet, std::less<>>;

@@ -101,7 +101,8 @@ std::optional<std::string_view> closest_name(std::string_view name,
   std::size_t best_distance = kMaxDistance + 1;
   for (std::string_view candidate : known) {
     const std::size_t d = edit_distance(name, candidate);
-    if (d < best_distance) {
+    // Rewriting every character of a short name ("id" -> "git") is no hint.
+    if (d < best_distance && d < name.size()) {
       best = candidate;
       best_distance = d;
     }

@@ -59,7 +59,8 @@ std::string join_index(std::string_view parent, std::size_t index);
 void check_known_keys(const toml::table& table, std::string_view path,
                       std::initializer_list<std::string_view> known, ErrorSink& sink);
 
-// The known name closest to `name` within edit distance 2, if any (first one on ties).
+// The known name closest to `name` within edit distance 2 and fewer edits than `name` has
+// characters, if any (first one on ties).
 std::optional<std::string_view> closest_name(std::string_view name,
                                              const std::vector<std::string_view>& known);
 

@@ -3,18 +3,15 @@
 #include <algorithm>
 #include <map>
 
+#include "policy/compiled_rules.hpp"
+#include "policy/name_index.hpp"
+
 namespace sandgate::policy {
 
 namespace {
 
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
-};
-template <class V>
-using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+using detail::NameIndex;
+using detail::StringMap;
 
 IpAddress masked(IpAddress a, unsigned prefix) {
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -31,36 +28,10 @@ struct NameRule {
   std::string name;
 };
 
-// Host rules of one list (allow or deny), indexed so that a lookup costs one probe for the
-// exact name and one per parent suffix, whatever the number of rules.
-struct NameTable {
-  StringMap<std::vector<NameRule>> exact;
-  StringMap<std::vector<NameRule>> wildcard;  // key: the domain after "*."
-
+// Host rules of one list (allow, deny, opaque).
+struct NameTable : NameIndex<NameRule> {
   void add(const RuleSource& r) {
-    auto& table = r.pattern.wildcard ? wildcard : exact;
-    table[r.pattern.domain].push_back(
-        {r.pattern.port.value_or(0), r.origin + ":" + r.pattern.to_string()});
-  }
-
-  // Calls fn(rule) for the rules matching `name`, most specific first; stops when fn is true.
-  template <class Fn>
-  const NameRule* find(std::string_view name, Fn&& fn) const {
-    auto scan = [&](const StringMap<std::vector<NameRule>>& table,
-                    std::string_view key) -> const NameRule* {
-      const auto it = table.find(key);
-      if (it == table.end()) return nullptr;
-      for (const NameRule& rule : it->second) {
-        if (fn(rule)) return &rule;
-      }
-      return nullptr;
-    };
-    if (const NameRule* hit = scan(exact, name)) return hit;
-    for (auto dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.')) {
-      name.remove_prefix(dot + 1);
-      if (const NameRule* hit = scan(wildcard, name)) return hit;
-    }
-    return nullptr;
+    NameIndex::add(r.pattern, {r.pattern.port.value_or(0), r.origin + ":" + r.pattern.to_string()});
   }
 };
 
@@ -142,6 +113,7 @@ struct CompiledSandbox {
   NameTable opaque;
   std::vector<HostService> host_services;  // few: scanned in order
   bool allow_all_hosts = false;
+  std::optional<detail::CompiledRequestRules> request_rules;  // always set once built
 
   bool port_allowed(std::uint16_t port) const {
     return std::binary_search(ports.begin(), ports.end(), port);
@@ -164,7 +136,12 @@ std::optional<IpAddress> translated_ipv4(const IpAddress& a) {
 
 Decision make(bool allowed, Reason reason, std::string rule = {},
               AddressClass cls = AddressClass::global) {
-  return Decision{allowed, reason, std::move(rule), cls};
+  Decision d;
+  d.allowed = allowed;
+  d.reason = reason;
+  d.rule = std::move(rule);
+  d.address_class = cls;
+  return d;
 }
 
 }  // namespace
@@ -251,6 +228,16 @@ std::string_view reason_name(Reason r) {
       return "http_malformed";
     case Reason::unrecognized_protocol:
       return "unrecognized_protocol";
+    case Reason::denied_by_http_rule:
+      return "denied_by_http_rule";
+    case Reason::no_matching_http_rule:
+      return "no_matching_http_rule";
+    case Reason::ambiguous_path:
+      return "ambiguous_path";
+    case Reason::git_not_allowed:
+      return "git_not_allowed";
+    case Reason::misdirected_request:
+      return "misdirected_request";
   }
   return "unknown";
 }
@@ -273,6 +260,7 @@ Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_en
       sb.host_services.push_back({h.service, h.origin + ":" + endpoint_text(h.service)});
     }
     sb.allow_all_hosts = spec.allow_all_hosts;
+    sb.request_rules.emplace(spec, sb.ports);
   }
   impl_ = std::move(compiled);
 }
@@ -284,6 +272,21 @@ bool Policy::has_sandbox(std::string_view id) const {
 }
 std::size_t Policy::sandbox_count() const {
   return impl_->sandboxes.size();
+}
+
+bool Policy::inspects(std::string_view sandbox, const Host& host, std::uint16_t port) const {
+  if (!host.is_name()) return false;
+  const auto it = impl_->sandboxes.find(sandbox);
+  return it != impl_->sandboxes.end() && it->second.request_rules->inspects(host.name, port);
+}
+
+std::optional<Decision> Policy::decide_request_rules(std::string_view sandbox, const Host& host,
+                                                     std::uint16_t port, std::string_view method,
+                                                     std::string_view target) const {
+  if (!host.is_name()) return std::nullopt;
+  const auto it = impl_->sandboxes.find(sandbox);
+  if (it == impl_->sandboxes.end()) return std::nullopt;
+  return it->second.request_rules->decide(host.name, port, method, target);
 }
 
 Decision Policy::decide(const Query& q) const {
@@ -319,7 +322,9 @@ Decision Policy::decide_inner_name(std::string_view sandbox, const Host& tunnel,
   if (named.is_address() && tunnel.is_address() && named.address == tunnel.address) {
     return make(true, Reason::allowed_by_rule);
   }
-  if (named.is_valid()) {
+  // Another host the sandbox may reach, unless its requests are decided one by one: a
+  // spliced tunnel would carry them past the method, path and git rules.
+  if (named.is_valid() && !inspects(sandbox, named, port)) {
     Decision d = decide(sandbox, named, port, mode);
     if (d.allowed) return d;
   }
@@ -449,6 +454,14 @@ std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port
         address = *translated;
       }
       return "allow_host_services = [\"" + endpoint_text({address, port}) + "\"]";
+    }
+    case Reason::git_not_allowed: {
+      // Only when no git rule matched: a new rule after one that matched would never be read.
+      if (!d.rule.empty() || d.git.op == GitOperation::none || !host.is_name()) break;
+      const std::string host_text =
+          port == 443 ? host.name : host.name + ":" + std::to_string(port);
+      return "git = [{ repos = [\"" + host_text + "/" + d.git.repo + "\"], allow = [\"" +
+             std::string(git_operation_name(d.git.op)) + "\"] }]";
     }
     default:
       break;

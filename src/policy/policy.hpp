@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "policy/host.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/ip_address.hpp"
+#include "policy/request_rules.hpp"
 
 namespace sandgate::policy {
 
@@ -21,7 +23,7 @@ std::string_view mode_name(EntryMode m);
 
 // Why a decision came out the way it did. Names (reason_name) appear in logs and error bodies.
 enum class Reason {
-  allowed_by_rule,         // a host rule allowed the name
+  allowed_by_rule,         // a rule allowed it (Decision::rule names which: host, http or git)
   allowed_by_cidr,         // an allow_cidrs range allowed the address
   allowed_all_hosts,       // the sandbox allows every host name
   allowed_host_service,    // an allow_host_services entry names this exact address and port
@@ -47,9 +49,17 @@ enum class Reason {
   // A transparent connection with no SNI or Host whose address no DNS answer of the sandbox
   // names (and no allow_cidrs range opens).
   unnamed_destination,
-  // A request inside an intercepted stream whose authority is not the intercepted name.
+  // Decided per request by the method, path and git rules (decide_request):
+  denied_by_http_rule,    // the first http rule matching the request has action "deny"
+  no_matching_http_rule,  // http rules name the host, none matches the method and path
+  ambiguous_path,         // the path holds an encoding servers read differently (%2F, ...)
+  git_not_allowed,        // git rules name the host; none allows this operation on the repo
+  // A request inside an intercepted stream for another host or port than the one whose TLS
+  // sandgate terminated (fronting, HTTP/2 connection coalescing): answered 421.
   misdirected_request,
 };
+// The last Reason, for code that lists them all (metrics labels made ahead of time).
+inline constexpr Reason kLastReason = Reason::misdirected_request;
 std::string_view reason_name(Reason r);
 
 // The outcome of one decision. `rule` names the rule that decided, e.g.
@@ -59,6 +69,14 @@ struct Decision {
   Reason reason = Reason::no_matching_rule;
   std::string rule;
   AddressClass address_class = AddressClass::global;  // set for address decisions
+  // Audit mode: `allowed` is true only because the rule that refuses the request is in audit
+  // mode (or, for no_matching_http_rule, git_not_allowed and ambiguous_path, because every
+  // rule naming the host is). `reason` and `rule` then say what would have refused it; the
+  // proxy lets the request through and logs that. Never set on a refusal.
+  bool audit = false;
+  // Set by decide_request for a git smart-HTTP request, whatever the outcome, so that a
+  // refusal can be answered the way git prints it (GitRequest::advertisement).
+  GitRequest git;
 
   bool is_allowed() const { return allowed; }
 };
@@ -103,6 +121,11 @@ struct SandboxSpec {
   // Exact address:port pairs opened although they are addresses of the sandbox host.
   std::vector<HostServiceSource> allow_host_services;
   bool allow_all_hosts = false;
+  // Hosts whose TLS is terminated so that each request inside is decided (Policy::inspects);
+  // the hosts of http_rules and git_rules are inspected too.
+  std::vector<RuleSource> inspect;
+  std::vector<HttpRule> http_rules;  // in order: the profile's, then the sandbox's
+  std::vector<GitRule> git_rules;    // likewise
 };
 
 // The question: may this sandbox reach host:port via this entry mode?
@@ -153,6 +176,19 @@ class Policy {
   Decision check_address(std::string_view sandbox, const IpAddress& a, std::uint16_t port,
                          const AddressSet& host_addresses) const;
 
+  // Whether streams to host:port are intercepted (TLS terminated, each request decided): an
+  // `inspect` pattern matches it, or an http or git rule names it. Names only (patterns
+  // never name an address); costs hash probes like decide. False for an unknown sandbox.
+  bool inspects(std::string_view sandbox, const Host& host, std::uint16_t port) const;
+
+  // The method, path and git rules over one request to host:port, which the host rules
+  // already allow (decide_request's last steps). `target` is the request target as sent
+  // (path and query). nullopt when no rule names the host (for a git request: no git rule,
+  // for any other: no http rule), so the host decision stands.
+  std::optional<Decision> decide_request_rules(std::string_view sandbox, const Host& host,
+                                               std::uint16_t port, std::string_view method,
+                                               std::string_view target) const;
+
   bool has_sandbox(std::string_view id) const;
   std::size_t sandbox_count() const;
 
@@ -166,7 +202,9 @@ class Policy {
 // A config line that would allow what the decision refused, for the denial body, e.g.
 // `allow = ["api.example.com:8443"]`, `allow_cidrs = ["10.1.2.3/32"]` or
 // `allow_host_services = ["10.201.0.1:8080"]`; empty when no
-// config can allow it (invalid host, always-denied address, unknown sandbox, loop).
+// config can allow it (invalid host, always-denied address, unknown sandbox, loop). For a
+// git_not_allowed refusal where no git rule matched the repository, the git rule that would
+// allow the operation, e.g. `git = [{ repos = ["github.com/acme/widget"], allow = ["push"] }]`.
 std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port);
 
 }  // namespace sandgate::policy

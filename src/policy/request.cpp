@@ -5,8 +5,9 @@ namespace sandgate::policy {
 namespace {
 
 bool same_host(const Host& a, const Host& b) {
-  if (a.kind != b.kind || !a.is_valid()) return false;
-  return a.is_name() ? a.name == b.name : a.address == b.address;
+  if (a.is_name() && b.is_name()) return a.name == b.name;
+  if (a.is_address() && b.is_address()) return a.address == b.address;
+  return false;
 }
 
 }  // namespace
@@ -18,12 +19,17 @@ Decision decide_request(const Policy& policy, const RequestFacts& f) {
     return d;
   }
   if (f.intercepted != nullptr &&
-      (f.port != f.intercepted_port || !same_host(*f.host, *f.intercepted))) {
+      (!same_host(*f.intercepted, *f.host) || f.intercepted_port != f.port)) {
     Decision d;
     d.reason = Reason::misdirected_request;
     return d;
   }
-  return policy.decide(f.sandbox, *f.host, f.port, EntryMode::http);
+  Decision d = policy.decide(f.sandbox, *f.host, f.port, EntryMode::http);
+  if (!d.allowed) return d;
+  if (auto ruled = policy.decide_request_rules(f.sandbox, *f.host, f.port, f.method, f.path)) {
+    return std::move(*ruled);
+  }
+  return d;
 }
 
 }  // namespace sandgate::policy

@@ -14,19 +14,30 @@ struct RequestFacts {
   const Host* host = nullptr;  // the request's authority, normalised
   std::uint16_t port = 0;      // its port (the transparent listener: the port the sandbox dialled)
   std::string_view method;
-  std::string_view path;  // path and query, as sent
+  std::string_view path;  // the request target as sent: path and query ("*" for OPTIONS *)
   // A CONNECT sent where requests are meant for origins (a transparent connection): asking
   // whatever listens there to relay.
   bool connect_to_origin = false;
-  // Inside a stream whose TLS sandgate terminated: the name it was intercepted for. Every
-  // request must address it (and its port), else misdirected_request.
+  // Inside an intercepted stream: the name whose TLS sandgate terminated and the port the
+  // stream was opened to. Null for plain HTTP (explicit proxy, transparent port 80).
   const Host* intercepted = nullptr;
   std::uint16_t intercepted_port = 0;
 };
 
-// The decision over one request. Today: its host and port (every request on a connection is
-// decided on its own, so a second one cannot ride on the first's name); method and path
-// rules come with interception.
+// The one decision over one request, in this order (docs/policy.md):
+//  1. a CONNECT where origin requests belong: nested_proxy;
+//  2. inside an intercepted stream, a request for another host or port than the intercepted
+//     one: misdirected_request (answered 421; fronting and HTTP/2 connection coalescing end
+//     here, and nothing reaches the other host);
+//  3. the host rules on the request's host and port (Policy::decide, mode http): every
+//     request on a connection is decided on its own, so a second one cannot ride on the
+//     first's name;
+//  4. for a git smart-HTTP request to a host a git rule names, the git rules (Decision::git
+//     says which operation it was, whatever the outcome);
+//  5. the http rules naming the host, first match wins.
+// An ambiguous path (CanonicalPath::ambiguous) to a host any http or git rule names is
+// refused (ambiguous_path) before 4 and 5. A refusal by a rule in audit mode comes back
+// allowed with Decision::audit set.
 Decision decide_request(const Policy& policy, const RequestFacts& facts);
 
 }  // namespace sandgate::policy

@@ -33,14 +33,24 @@ Host literal_of(const IpAddress& address) {
   return h;
 }
 
+// An allowed stream to an inspected host is intercepted, not tunnelled.
+StreamVerdict inspected(const Policy& policy, const std::string& sandbox, std::uint16_t port,
+                        StreamVerdict v) {
+  if (v.action != StreamAction::tunnel || !policy.inspects(sandbox, v.dial, port)) return v;
+  v.action = StreamAction::intercept;
+  v.gated = false;
+  return v;
+}
+
 }  // namespace
 
 StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
   if (f.mode == EntryMode::connect) {
     const Host& host = *f.authority;
     const std::string sandbox = f.sandbox ? *f.sandbox : std::string();
-    return decided(policy.decide(sandbox, host, f.port, EntryMode::connect), EntryMode::connect,
-                   host, true);
+    return inspected(policy, sandbox, f.port,
+                     decided(policy.decide(sandbox, host, f.port, EntryMode::connect),
+                             EntryMode::connect, host, true));
   }
 
   const Host literal = literal_of(f.original);
@@ -67,7 +77,7 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
         const Host host = normalize_host(*f.sni);
         StreamVerdict v = decided(policy.decide(sandbox, host, f.port, mode), mode, host, false);
         if (!host.is_valid()) v.shown = *f.sni;
-        return v;
+        return inspected(policy, sandbox, f.port, std::move(v));
       }
       break;
     case Opening::silent:
@@ -81,7 +91,16 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
   for (const std::string& name : f.dns_names) {
     const Host host = normalize_host(name);
     StreamVerdict v = decided(policy.decide(sandbox, host, f.port, mode), mode, host, gated);
-    if (v.action == StreamAction::tunnel) return v;
+    if (v.action == StreamAction::tunnel) {
+      if (f.opening == Opening::other && policy.inspects(sandbox, host, f.port)) {
+        v.action = StreamAction::refuse;
+        v.decision = Decision{};
+        v.decision.reason = Reason::unrecognized_protocol;
+        v.gated = false;
+        return v;
+      }
+      return inspected(policy, sandbox, f.port, std::move(v));
+    }
     if (!first_denial) first_denial = std::move(v);
   }
   StreamVerdict v = decided(policy.decide(sandbox, literal, f.port, mode), mode, literal, gated);

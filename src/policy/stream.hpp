@@ -41,7 +41,10 @@ enum class StreamAction {
   refuse,      // the decision refused it
   tunnel,      // dial `dial` and relay the bytes
   serve_http,  // HTTP/1 requests, each decided and forwarded on its own
-  intercept,   // terminate TLS with a leaf for `dial` and decide every request inside
+  // dial is inspected (Policy::inspects): terminate the client's TLS with a leaf for `dial`
+  // and serve the requests inside, each decided (decide_request with `intercepted` = dial).
+  // The client's first bytes must be a ClientHello; nothing is spliced.
+  intercept,
 };
 
 struct StreamVerdict {
@@ -61,6 +64,12 @@ struct StreamVerdict {
 // this port wins), else on the address itself (an allow_cidrs range may open it); with none
 // of those, `unnamed_destination`, unless the address carries a stronger reason (metadata, a
 // loop, an unrecognised protocol on 80/443).
+//
+// An allowed stream to an inspected host is intercepted instead of tunnelled: a CONNECT to
+// it, a transparent ClientHello naming it, and a transparent stream decided on a
+// DNS-remembered name that is inspected when it is TLS without SNI or has sent nothing yet
+// (a client that speaks first on another port); other bytes to such a name are refused
+// (unrecognized_protocol), since its requests could not be decided.
 StreamVerdict decide_stream(const Policy& policy, const StreamFacts& facts);
 
 }  // namespace sandgate::policy

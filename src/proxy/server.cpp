@@ -83,7 +83,7 @@ void add_self(std::vector<policy::Endpoint>& self, const tcp::endpoint& ep) {
 
 std::vector<std::string> denial_reasons() {
   std::vector<std::string> out;
-  for (int i = 0; i <= static_cast<int>(policy::Reason::misdirected_request); ++i) {
+  for (int i = 0; i <= static_cast<int>(policy::kLastReason); ++i) {
     const auto r = static_cast<policy::Reason>(i);
     if (r != policy::Reason::allowed_by_rule && r != policy::Reason::allowed_by_cidr &&
         r != policy::Reason::allowed_all_hosts && r != policy::Reason::allowed_host_service) {

@@ -13,6 +13,7 @@
 #include "policy/host_pattern.hpp"
 #include "policy/ip_address.hpp"
 #include "policy/policy.hpp"
+#include "policy/request.hpp"
 
 namespace sandgate::config {
 namespace {
@@ -208,6 +209,100 @@ TEST(ConfigLoad, SandboxMergesProfileRulesFirst) {
   EXPECT_EQ(ci->spec.deny_cidrs[1].origin, "sandboxes.ci.deny_cidrs");
 }
 
+TEST(ConfigLoad, RequestRulesMergeProfileFirstAndReachThePolicy) {
+  const Config c = load_config_from_string(R"(
+[profiles.default]
+allow = ["api.github.com", "github.com"]
+inspect = ["*.example.com:8443"]
+
+[[profiles.default.http_rules]]
+hosts = ["api.github.com"]
+methods = ["GET", "HEAD"]
+paths = ["/repos/acme/**", "/user"]
+action = "allow"
+
+[[profiles.default.git]]
+repos = ["github.com/acme/*"]
+allow = ["fetch"]
+
+[sandboxes.ci]
+token = "t"
+profile = "default"
+allow = ["registry.npmjs.org"]
+inspect = ["registry.npmjs.org"]
+http_rules = [{ hosts = ["api.github.com"], action = "deny", mode = "audit" }]
+
+[[sandboxes.ci.git]]
+repos = ["github.com/acme/widget", "GitHub.com/Acme-Open/**.git"]
+allow = ["fetch", "push"]
+mode = "audit"
+)",
+                                           kFile);
+  const Sandbox* ci = c.find_sandbox("ci");
+  ASSERT_NE(ci, nullptr);
+  const policy::SandboxSpec& spec = ci->spec;
+  ASSERT_EQ(spec.inspect.size(), 2u);
+  EXPECT_EQ(spec.inspect[0].pattern, *policy::parse_host_pattern("*.example.com:8443"));
+  EXPECT_EQ(spec.inspect[0].origin, "profiles.default.inspect");
+  EXPECT_EQ(spec.inspect[1].origin, "sandboxes.ci.inspect");
+
+  ASSERT_EQ(spec.http_rules.size(), 2u);
+  const policy::HttpRule& first = spec.http_rules[0];
+  EXPECT_EQ(first.origin, "profiles.default.http_rules[0]");
+  ASSERT_EQ(first.hosts.size(), 1u);
+  EXPECT_EQ(first.hosts[0], *policy::parse_host_pattern("api.github.com"));
+  EXPECT_EQ(first.methods, (std::vector<std::string>{"GET", "HEAD"}));
+  ASSERT_EQ(first.paths.size(), 2u);
+  EXPECT_EQ(first.paths[1].text(), "/user");
+  EXPECT_TRUE(first.allow);
+  EXPECT_EQ(first.mode, policy::RuleMode::enforce);
+  const policy::HttpRule& second = spec.http_rules[1];
+  EXPECT_EQ(second.origin, "sandboxes.ci.http_rules[0]");
+  EXPECT_TRUE(second.methods.empty());
+  EXPECT_TRUE(second.paths.empty());
+  EXPECT_FALSE(second.allow);
+  EXPECT_EQ(second.mode, policy::RuleMode::audit);
+
+  ASSERT_EQ(spec.git_rules.size(), 2u);
+  EXPECT_EQ(spec.git_rules[0].origin, "profiles.default.git[0]");
+  EXPECT_TRUE(spec.git_rules[0].fetch);
+  EXPECT_FALSE(spec.git_rules[0].push);
+  const policy::GitRule& own = spec.git_rules[1];
+  EXPECT_EQ(own.origin, "sandboxes.ci.git[0]");
+  ASSERT_EQ(own.repos.size(), 2u);
+  EXPECT_EQ(own.repos[1].to_string(), "github.com/acme-open/**");
+  EXPECT_TRUE(own.fetch && own.push);
+  EXPECT_EQ(own.mode, policy::RuleMode::audit);
+
+  const auto policy = c.build_policy();
+  const auto request = [&](const char* host, const char* method, const char* target) {
+    const policy::Host h = policy::normalize_host(host);
+    policy::RequestFacts f;
+    f.sandbox = "ci";
+    f.host = &h;
+    f.port = 443;
+    f.method = method;
+    f.path = target;
+    return policy::decide_request(*policy, f);
+  };
+  EXPECT_EQ(request("api.github.com", "GET", "/repos/acme/x").rule,
+            "profiles.default.http_rules[0]");
+  const auto audited = request("api.github.com", "DELETE", "/repos/acme/x");
+  EXPECT_TRUE(audited.allowed);
+  EXPECT_TRUE(audited.audit);
+  EXPECT_EQ(audited.reason, policy::Reason::denied_by_http_rule);
+  EXPECT_EQ(audited.rule, "sandboxes.ci.http_rules[0]");
+  // The profile's git rule matches first: push stays refused, though the sandbox's allows it.
+  const auto push = request("github.com", "POST", "/acme/widget.git/git-receive-pack");
+  EXPECT_FALSE(push.allowed);
+  EXPECT_EQ(push.reason, policy::Reason::git_not_allowed);
+  EXPECT_EQ(push.rule, "profiles.default.git[0]:github.com/acme/*");
+  EXPECT_TRUE(request("github.com", "POST", "/acme-open/a/b/git-receive-pack").allowed);
+  EXPECT_TRUE(policy->inspects("ci", policy::normalize_host("registry.npmjs.org"), 443));
+  EXPECT_TRUE(policy->inspects("ci", policy::normalize_host("a.example.com"), 8443));
+  EXPECT_FALSE(policy->inspects("ci", policy::normalize_host("a.example.com"), 443));
+}
+
 TEST(ConfigLoad, HostServicesMergeProfileFirstAndPoolReachesThePolicy) {
   const Config c = load_config_from_string(R"(
 [launcher]
@@ -324,6 +419,7 @@ void PrintTo(const ErrorCase& c, std::ostream* os) {
 
 // Tokens for sandbox tables in rows that are about something else.
 const std::string kSandboxHead = "[sandboxes.ci]\ntoken = \"t\"\n";
+const std::string kHttpRule = "[[profiles.p.http_rules]]\n";
 
 std::vector<ErrorCase> error_cases() {
   const std::string range_limit = "must be between 1 and 2147483647, got ";
@@ -522,6 +618,85 @@ std::vector<ErrorCase> error_cases() {
       {"TokenWithSpace", "[sandboxes.ci]\ntoken = \"two words\"\n", 2, 9, "sandboxes.ci.token",
        "must be printable ASCII without spaces or control characters"},
 
+      // inspect, http_rules and git.
+      {"InspectBadPattern", kSandboxHead + "inspect = [\"a.test\", \"*\"]\n", 3, 22,
+       "sandboxes.ci.inspect[1]", host_pattern_message("*")},
+      {"InspectNotArray", "[profiles.p]\ninspect = \"a.test\"\n", 2, 11, "profiles.p.inspect",
+       "expected an array of strings, got string"},
+      {"HttpRulesNotArray", kSandboxHead + "http_rules = \"x\"\n", 3, 14,
+       "sandboxes.ci.http_rules", "expected an array of tables, got string"},
+      {"HttpRuleNotTable", kSandboxHead + "http_rules = [\"x\"]\n", 3, 15,
+       "sandboxes.ci.http_rules[0]", "expected a table, got string"},
+      {"HttpRuleUnknownKey",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"allow\"\nmethod = [\"GET\"]\n", 4, 1,
+       "profiles.p.http_rules[0].method", "unknown key \"method\"; did you mean \"methods\"?"},
+      {"HttpRuleMissingHosts", kHttpRule + "action = \"allow\"\n", 1, 1,
+       "profiles.p.http_rules[0].hosts", "missing required key"},
+      {"HttpRuleEmptyHosts", kHttpRule + "hosts = []\naction = \"allow\"\n", 2, 9,
+       "profiles.p.http_rules[0].hosts", "must not be empty"},
+      {"HttpRuleBadHost", kHttpRule + "hosts = [\"1.2.3.4\"]\naction = \"allow\"\n", 2, 10,
+       "profiles.p.http_rules[0].hosts[0]", host_pattern_message("1.2.3.4")},
+      {"HttpRuleMissingAction", kHttpRule + "hosts = [\"a.test\"]\n", 1, 1,
+       "profiles.p.http_rules[0].action", "missing required key"},
+      {"HttpRuleBadAction", kHttpRule + "hosts = [\"a.test\"]\naction = \"permit\"\n", 3, 10,
+       "profiles.p.http_rules[0].action", "expected \"allow\" or \"deny\", got \"permit\""},
+      {"HttpRuleBadMode",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmode = \"log\"\n", 4, 8,
+       "profiles.p.http_rules[0].mode", "expected \"enforce\" or \"audit\", got \"log\""},
+      {"HttpRuleLowercaseMethod",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = [\"get\"]\n", 4, 12,
+       "profiles.p.http_rules[0].methods[0]",
+       "invalid method \"get\": methods are case-sensitive; write \"GET\""},
+      {"HttpRuleMethodNotAToken",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = [\"GET\", \"GET /\"]\n",
+       4, 19, "profiles.p.http_rules[0].methods[1]",
+       "invalid method \"GET /\": not an HTTP method token"},
+      {"HttpRuleEmptyMethods",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = []\n", 4, 11,
+       "profiles.p.http_rules[0].methods",
+       "must not be empty; leave it out to match any method"},
+      {"HttpRuleEmptyPaths", kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npaths = []\n",
+       4, 9, "profiles.p.http_rules[0].paths", "must not be empty; leave it out to match any path"},
+      {"HttpRuleGlobWithoutSlash",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npaths = [\"repos/*\"]\n", 4, 10,
+       "profiles.p.http_rules[0].paths[0]",
+       "invalid path glob \"repos/*\": a path glob starts with '/'"},
+      {"HttpRuleGlobPartialDoubleStar",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npaths = [\"/a/**b\"]\n", 4, 10,
+       "profiles.p.http_rules[0].paths[0]",
+       "invalid path glob \"/a/**b\": \"**\" must be a whole segment, as in \"/repos/**\""},
+      {"HttpRuleGlobEncodedSlash",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npaths = [\"/a%2Fb\"]\n", 4, 10,
+       "profiles.p.http_rules[0].paths[0]",
+       "invalid path glob \"/a%2Fb\": holds an encoded '/' or '\\', a control character, a "
+       "';', a '#' or an invalid escape, which no canonical path holds"},
+      {"HttpRuleSecondTableIndexed",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\n" + kHttpRule +
+           "hosts = [\"a.test\"]\naction = \"deny\"\npaths = [\"/a/../b\"]\n",
+       7, 10, "profiles.p.http_rules[1].paths[0]",
+       "invalid path glob \"/a/../b\": \".\" and \"..\" segments never match a canonical path"},
+      {"GitUnknownKey",
+       kSandboxHead + "[[sandboxes.ci.git]]\nrepos = [\"github.com/a/*\"]\nallow = []\nrepo = 1\n", 6,
+       1, "sandboxes.ci.git[0].repo", "unknown key \"repo\"; did you mean \"repos\"?"},
+      {"GitMissingAllow", kSandboxHead + "[[sandboxes.ci.git]]\nrepos = [\"github.com/a/*\"]\n", 3,
+       1, "sandboxes.ci.git[0].allow",
+       "missing required key (allow = [] refuses both fetch and push)"},
+      {"GitMissingRepos", kSandboxHead + "[[sandboxes.ci.git]]\nallow = [\"fetch\"]\n", 3, 1,
+       "sandboxes.ci.git[0].repos", "missing required key"},
+      {"GitBadOperation",
+       kSandboxHead + "[[sandboxes.ci.git]]\nrepos = [\"github.com/a/*\"]\nallow = [\"clone\"]\n",
+       5, 10, "sandboxes.ci.git[0].allow[0]",
+       "invalid git operation \"clone\": expected \"fetch\" or \"push\""},
+      {"GitRepoWithoutPath",
+       kSandboxHead + "[[sandboxes.ci.git]]\nrepos = [\"github.com\"]\nallow = [\"fetch\"]\n", 4,
+       10, "sandboxes.ci.git[0].repos[0]",
+       "invalid repository pattern \"github.com\": expected \"host/repository\", e.g. "
+       "\"github.com/acme/*\""},
+      {"GitBadMode",
+       kSandboxHead +
+           "git = [{ repos = [\"github.com/a/*\"], allow = [\"push\"], mode = \"Audit\" }]\n",
+       3, 63, "sandboxes.ci.git[0].mode", "expected \"enforce\" or \"audit\", got \"Audit\""},
+
       // Paths.
       {"AuditEmpty", "[log]\naudit = \"\"\n", 2, 9, "log.audit",
        "expected \"stdout\", \"stderr\", \"off\" or a file path, got an empty string"},
@@ -681,6 +856,32 @@ TEST(DropIns, SuggestionsNameWhatTheOperatorCanEdit) {
     ASSERT_NE(sb, nullptr) << row.id;
     EXPECT_EQ(suggestion_for(*sb, row.line), row.suggestion) << row.id;
   }
+}
+
+TEST(DropIns, RequestRulesNameKeysInTheDropIn) {
+  TempDir dir;
+  const std::string main = dir.write("sandgate.toml", kMainWithDropIns);
+  const std::string drop = dir.write("sandboxes.d/r.toml",
+                                     "id = \"r\"\ntoken = \"t\"\n"
+                                     "inspect = [\"a.test\"]\n"
+                                     "[[http_rules]]\nhosts = [\"a.test\"]\naction = \"nope\"\n"
+                                     "[[git]]\nrepos = [\"a.test/x\"]\nallow = [\"fetch\"]\n");
+  try {
+    load_config(main);
+    FAIL() << "expected an error";
+  } catch (const ConfigErrors& e) {
+    ASSERT_EQ(e.errors().size(), 1u) << dump(e.errors());
+    EXPECT_EQ(e.errors()[0].file, drop);
+    EXPECT_EQ(e.errors()[0].key, "http_rules[0].action");
+    EXPECT_EQ(e.errors()[0].line, 6u);
+  }
+  dir.write("sandboxes.d/r.toml",
+            "id = \"r\"\ntoken = \"t\"\n[[http_rules]]\nhosts = [\"a.test\"]\naction = \"deny\"\n");
+  const Config c = load_config(main);
+  const Sandbox* r = c.find_sandbox("r");
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->spec.http_rules.size(), 1u);
+  EXPECT_EQ(r->spec.http_rules[0].origin, "sandboxes.r.http_rules[0]");
 }
 
 TEST(DropIns, FromStringResolvesAgainstTheNamesDirectory) {

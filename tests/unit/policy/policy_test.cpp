@@ -502,6 +502,14 @@ std::shared_ptr<const Policy> make_stream_policy() {
   web.deny = {rule("bad.origin.test", "sandboxes.web.deny")};
   web.allow_cidrs = {cidr("198.18.0.0/15")};
   web.opaque = {rule("ssh.origin.test:443", "sandboxes.web.opaque")};
+  // Allowed, but each request decided: inside another host's spliced tunnel they are fronting.
+  web.allow.push_back(rule("inspected.test"));
+  web.inspect = {rule("inspected.test", "sandboxes.web.inspect")};
+  HttpRule api;
+  api.hosts = {*parse_host_pattern("api.wild.test")};
+  api.allow = true;
+  api.origin = "sandboxes.web.http_rules[0]";
+  web.http_rules = {api};
   return std::make_shared<const Policy>(std::vector<SandboxSpec>{web}, std::vector<Endpoint>{});
 }
 
@@ -604,7 +612,18 @@ INSTANTIATE_TEST_SUITE_P(
                     InnerRow{"host_allowed_elsewhere", "origin.test", "x.wild.test",
                              EntryMode::http, true, Reason::allowed_by_rule},
                     InnerRow{"host_missing_http10", "origin.test", nullptr, EntryMode::http, true,
-                             Reason::allowed_by_rule}),
+                             Reason::allowed_by_rule},
+                    // A host whose requests are decided one by one never rides a spliced tunnel.
+                    InnerRow{"sni_inspected_host", "origin.test", "inspected.test", EntryMode::tls,
+                             false, Reason::sni_mismatch},
+                    InnerRow{"sni_host_with_http_rules", "origin.test", "api.wild.test",
+                             EntryMode::tls, false, Reason::sni_mismatch},
+                    InnerRow{"sni_inspected_in_an_address_tunnel", "198.18.0.1", "inspected.test",
+                             EntryMode::tls, false, Reason::sni_mismatch},
+                    InnerRow{"host_inspected_host", "origin.test", "Inspected.Test.",
+                             EntryMode::http, false, Reason::host_mismatch},
+                    InnerRow{"host_with_http_rules", "x.wild.test", "api.wild.test",
+                             EntryMode::http, false, Reason::host_mismatch}),
     [](const auto& row) { return std::string(row.param.name); });
 
 }  // namespace
