@@ -236,8 +236,6 @@ std::string_view reason_name(Reason r) {
       return "ambiguous_path";
     case Reason::git_not_allowed:
       return "git_not_allowed";
-    case Reason::misdirected_request:
-      return "misdirected_request";
   }
   return "unknown";
 }

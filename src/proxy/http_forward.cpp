@@ -143,6 +143,7 @@ asio::awaitable<Errc> upstream_tls(Session& s, UpstreamConn& up, const policy::H
   auto [ec] = co_await up.tls->stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
   if (!ec) co_return Errc::ok;
   if (s.watchdog->expired()) co_return Errc::upstream_timeout;
+  s.deps.shared->metrics->interception_tls_failure(Side::upstream);
   const long verify = SSL_get_verify_result(ssl);
   why = verify != X509_V_OK ? std::string("certificate: ") + X509_verify_cert_error_string(verify)
                             : ec.message();
@@ -279,7 +280,6 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     r.method = method;
     r.url_path = path_only;
     if (s.tls) {
-      r.url_scheme = "https";
       const char* sni =
           SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
       if (sni != nullptr) r.tls_sni = sni;
@@ -293,7 +293,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     r.phase = completed ? telemetry::Phase::unset : phase;
     shared.audit->write(r);
     if (code != Errc::ok) shared.metrics->error(code);
-    shared.metrics->request(telemetry::Mode::http,
+    shared.metrics->request(s.tls ? telemetry::Mode::https : telemetry::Mode::http,
                             completed ? telemetry::Outcome::allowed : telemetry::Outcome::error);
     shared.metrics->bytes(telemetry::Direction::upstream, bytes_up);
     shared.metrics->bytes(telemetry::Direction::downstream, bytes_down);

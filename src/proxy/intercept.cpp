@@ -40,6 +40,7 @@ asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& 
     // The client refused the leaf (it does not trust sandgate's CA), or sent no TLS.
     s.record_failure(policy::EntryMode::tls, Errc::client_tls_failed, shown, port, 0,
                      telemetry::Phase::connect);
+    shared.metrics->interception_tls_failure(Side::client);
     s.tls.reset();
     s.reset_client();
     co_return;

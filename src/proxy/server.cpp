@@ -195,6 +195,10 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     if (cfg->interception.enabled()) {
       shared->interception = make_interception(cfg->interception);
       ready["ca_fingerprint"] = shared->interception->authority->fingerprint();
+      shared->metrics->set_leaf_counts_source([interception = shared->interception] {
+        const tls::LeafCacheStats s = interception->leaves->stats();
+        return telemetry::Metrics::LeafCounts{s.hits, s.misses, s.mints, s.mint_failures, s.size};
+      });
     }
     // Before any listener: no connection is decided without the host's addresses.
     host_watch = std::make_unique<HostAddressWatch>(main_ioc, shared->host_addresses);

@@ -39,6 +39,8 @@ struct UpstreamConn {
   policy::IpAddress address;
 };
 
+telemetry::Mode to_metrics_mode(policy::EntryMode m);
+
 // One client connection on a listener, from accept to close, on the worker that accepted it;
 // everything here runs on that worker. Owned by the serving coroutine and, once a tunnel is
 // relayed, by the relay (the coroutine may end first).
@@ -127,6 +129,10 @@ struct Session : std::enable_shared_from_this<Session> {
   // Closes the client connection with a TCP reset, so it fails at once instead of timing out.
   void reset_client();
 
+  // The metrics' mode of a line in `mode`: https for a request inside an intercepted stream.
+  telemetry::Mode metrics_mode(policy::EntryMode mode) const {
+    return tls && mode == policy::EntryMode::http ? telemetry::Mode::https : to_metrics_mode(mode);
+  }
   // Base audit record with the fields every line of this session shares.
   telemetry::AuditRecord record(policy::EntryMode mode) const;
 };
@@ -165,7 +171,5 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 // `head`: the validated head of this request; its parser is taken to read the body.
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port);
-
-telemetry::Mode to_metrics_mode(policy::EntryMode m);
 
 }  // namespace sandgate::proxy
