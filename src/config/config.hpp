@@ -85,6 +85,7 @@ struct Interception {
   std::string upstream_ca_file;
 
   bool enabled() const { return !ca_cert.empty(); }
+  bool operator==(const Interception&) const = default;
 };
 
 struct Logging {

@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 #include <limits>
 #include <memory>
@@ -117,6 +119,50 @@ bool upstream_reusable(UpstreamConn& up) {
   const ssize_t n = ::recv(up.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
   return n > 0 && up.tls != nullptr;
+}
+
+// Copies what `in` sends (bytes already buffered first) to `out` until either ends.
+template <class In, class Out>
+asio::awaitable<boost::system::error_code> pump(In& in, boost::beast::flat_buffer& buffered,
+                                                Out& out, std::uint64_t& bytes, Session& s) {
+  if (buffered.size() > 0) {
+    auto [ec, n] = co_await asio::async_write(out, buffered.data(), use_tuple);
+    if (ec) co_return ec;
+    bytes += n;
+    buffered.consume(n);
+  }
+  std::vector<char> chunk(kBodyChunk);
+  for (;;) {
+    auto [read_ec, n] = co_await in.async_read_some(asio::buffer(chunk), use_tuple);
+    if (read_ec) co_return read_ec;
+    s.watchdog->arm(s.limits().idle_timeout);
+    auto [write_ec, written] =
+        co_await asio::async_write(out, asio::buffer(chunk.data(), n), use_tuple);
+    if (write_ec) co_return write_ec;
+    bytes += written;
+  }
+}
+
+// An upgraded (WebSocket) exchange: both directions relayed until the first ends, which
+// closes the other (the protocol has its own closing handshake). What ended it.
+template <class Client, class Upstream>
+asio::awaitable<telemetry::Ended> relay_upgraded(Session& s, Client& client,
+                                                 boost::beast::flat_buffer& client_buffer,
+                                                 Upstream& upstream,
+                                                 boost::beast::flat_buffer& upstream_buffer,
+                                                 std::uint64_t& up, std::uint64_t& down) {
+  using namespace asio::experimental::awaitable_operators;
+  s.watchdog->arm(s.limits().idle_timeout);
+  auto done = co_await (pump(client, client_buffer, upstream, up, s) ||
+                        pump(upstream, upstream_buffer, client, down, s));
+  const bool client_ended = done.index() == 0;
+  const boost::system::error_code ec = client_ended ? std::get<0>(done) : std::get<1>(done);
+  if (s.aborted) co_return telemetry::Ended::shutdown;
+  if (s.watchdog->expired()) co_return telemetry::Ended::timeout;
+  const bool reset = ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+  if (client_ended)
+    co_return reset ? telemetry::Ended::client_reset : telemetry::Ended::client_close;
+  co_return reset ? telemetry::Ended::upstream_reset : telemetry::Ended::upstream_close;
 }
 
 template <class Client, class Upstream>
@@ -263,11 +309,20 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
       std::string_view(origin_target).substr(0, origin_target.find('?'));
   const bool expect_continue = iequals_ascii(req[bhttp::field::expect], "100-continue");
   const bool request_chunked = req.chunked();
+  // A WebSocket upgrade inside an intercepted stream is decided like any request and, once
+  // the destination agrees (101), relayed as the new protocol. Any other upgrade (h2c above
+  // all: a second protocol the filters would not see) never reaches the destination.
+  const bool websocket = s.tls && head.upgrade && client_version == 11 &&
+                         iequals_ascii(req[bhttp::field::upgrade], "websocket");
   http::strip_hop_by_hop(req.base());
   req.erase(bhttp::field::expect);
   req.set(bhttp::field::host, authority);
   req.version(11);
   if (request_chunked) req.chunked(true);
+  if (websocket) {
+    req.set(bhttp::field::upgrade, "websocket");
+    req.set(bhttp::field::connection, "Upgrade");
+  }
 
   const auto started = std::chrono::steady_clock::now();
   std::uint64_t bytes_up = 0;
@@ -379,6 +434,24 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     }
     auto& res = res_parser.get();
     status = static_cast<int>(res.result_int());
+    if (status == 101 && websocket) {
+      // The destination switched: its head goes to the client, then bytes both ways until
+      // either side ends (the exchange's one line then counts them).
+      res.version(11);
+      if (const Relayed e =
+              co_await relay_message(upstream, up.buffer, res_parser, client, bytes_down, s);
+          !e.ok()) {
+        report(Errc::ok, "response_truncated", ended_by(s, e.side == Relayed::Side::out, e.ec),
+               telemetry::Phase::headers);
+        s.upstream.reset();
+        co_return false;
+      }
+      const telemetry::Ended ended =
+          co_await relay_upgraded(s, client, s.buffer, upstream, up.buffer, bytes_up, bytes_down);
+      report(Errc::ok, {}, ended, telemetry::Phase::body);
+      s.upstream.reset();
+      co_return false;
+    }
     if (status == 101) {
       const std::string response =
           refuse_now(Errc::upstream_protocol_error, {}, telemetry::Ended::upstream_close,

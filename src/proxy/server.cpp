@@ -300,8 +300,17 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   // their own threads.
   const auto reload = [&] {
     try {
-      auto next = make_snapshot(
-          std::make_shared<const config::Config>(config::load_config(cfg->path)), self);
+      auto loaded = std::make_shared<const config::Config>(config::load_config(cfg->path));
+      // The CA and the leaves minted with it live as long as the process: a reload that
+      // would change them (or turn interception on or off) is refused as a whole.
+      if (loaded->interception != cfg->interception) {
+        std::cerr << cfg->path
+                  << ": interception: [interception] differs from the running daemon's; "
+                     "restart sandgate to change it (nothing was reloaded)\n"
+                  << R"({"event":"reload_failed"})" << std::endl;
+        return;
+      }
+      auto next = make_snapshot(std::move(loaded), self);
       shared->snapshot.store(next);
       shared->dns_memory.retain(
           [&](const std::string& id) { return next->policy->has_sandbox(id); });

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "support/eventually.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
 #include "support/metrics_text.hpp"
@@ -241,6 +242,92 @@ TEST_F(ProxyIntercept, TheLeafIsMintedOncePerNameAndNamesTheHost) {
   const std::string metrics = daemon_->metrics_text();
   EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_mints_total"), 1);
   EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_cache_hits_total"), 2);
+}
+
+}  // namespace
+}  // namespace sandgate::test
+
+namespace sandgate::test {
+namespace {
+
+// Python through the proxy into an intercepted TLS stream: sends `request` raw, then, after
+// the response head, `after`; prints everything it received.
+CommandResult python_through(const SandgateProcess& daemon, const std::string& ca,
+                             const std::string& authority, const std::string& request,
+                             const std::string& after) {
+  const std::string script = R"(
+import base64, socket, ssl, sys
+port, auth, ca, host, request, after = sys.argv[1:7]
+s = socket.create_connection(("127.0.0.1", int(port)))
+s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n"
+           % (host, host, base64.b64encode(auth.encode()).decode())).encode())
+head = b""
+while not head.endswith(b"\r\n\r\n"):
+    head += s.recv(1)
+ctx = ssl.create_default_context(cafile=ca)
+t = ctx.wrap_socket(s, server_hostname=host.rsplit(":", 1)[0])
+t.sendall(request.encode().decode("unicode_escape").encode("latin-1"))
+got = b""
+t.settimeout(3)
+try:
+    while b"\r\n\r\n" not in got:
+        got += t.recv(65536)
+    if after:
+        t.sendall(after.encode())
+    while True:
+        b = t.recv(65536)
+        if not b:
+            break
+        got += b
+except (socket.timeout, ssl.SSLError, ConnectionError):
+    pass
+sys.stdout.write(got.decode("latin-1"))
+)";
+  return run_command({"python3", "-c", script, std::to_string(daemon.explicit_port()),
+                      kId + ":" + kToken, ca, authority, request, after});
+}
+
+TEST_F(ProxyIntercept, AWebSocketUpgradeIsDecidedThenRelayedBothWays) {
+  origin_.set_handler([](const RecordedRequest& r) {
+    if (r.header("Upgrade") != "websocket") return OriginReply::with_length(400, "no upgrade\n");
+    return OriginReply::raw(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\nframe-from-origin",
+        false);
+  });
+  const std::string authority = "api.test:" + std::to_string(origin_.port());
+  const auto r = python_through(
+      *daemon_, ca_.cert(), authority,
+      "GET /socket HTTP/1.1\\r\\nHost: " + authority +
+          "\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Version: 13\\r\\n"
+          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n\\r\\n",
+      "frame-from-client");
+  EXPECT_NE(r.out.find("HTTP/1.1 101"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("frame-from-origin"), std::string::npos) << r.out;
+  EXPECT_TRUE(eventually([&] {
+    return origin_.raw_received().find("frame-from-client") != std::string::npos;
+  })) << origin_.raw_received();
+  const auto line = daemon_->wait_audit_code("http_request");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_int(*line, "http.response.status_code"), 101);
+  EXPECT_EQ(json_string(*line, "url.path"), "/socket");
+}
+
+TEST_F(ProxyIntercept, AnH2cUpgradeNeverReachesTheOrigin) {
+  // Upgrade: h2c would switch the stream to a protocol whose requests no filter decides
+  // (THREATS: h2c smuggling): the upgrade is removed and the request answered as HTTP/1.1.
+  const std::string authority = "api.test:" + std::to_string(origin_.port());
+  const auto r = python_through(*daemon_, ca_.cert(), authority,
+                                "GET /h2c HTTP/1.1\\r\\nHost: " + authority +
+                                    "\\r\\nUpgrade: h2c\\r\\nHTTP2-Settings: AAMAAABkAAQAAP__\\r\\n"
+                                    "Connection: Upgrade, HTTP2-Settings\\r\\n\\r\\n",
+                                "");
+  EXPECT_NE(r.out.find("HTTP/1.1 200"), std::string::npos) << r.out << r.err;
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_FALSE(requests[0].has_header("Upgrade"));
+  EXPECT_FALSE(requests[0].has_header("HTTP2-Settings"));
+  EXPECT_EQ(requests[0].header("Connection").find("pgrade"), std::string::npos);
 }
 
 }  // namespace
