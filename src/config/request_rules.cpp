@@ -14,7 +14,8 @@ std::vector<std::pair<const toml::table*, std::string>> read_rule_tables(const t
   std::vector<std::pair<const toml::table*, std::string>> out;
   const auto* array = node.as_array();
   if (array == nullptr) {
-    sink.add(node.source(), path, "expected an array of tables, got " + std::string(type_name(node)));
+    sink.add(node.source(), path,
+             "expected an array of tables, got " + std::string(type_name(node)));
     return out;
   }
   for (std::size_t i = 0; i < array->size(); ++i) {
@@ -119,7 +120,9 @@ void read_http_rules(const toml::table& table, const std::string& path,
         sink);
     r.paths = read_list<policy::PathGlob>(
         *rule, "paths", rule_path, false, "; leave it out to match any path", "path glob",
-        [](std::string_view text, std::string* error) { return policy::PathGlob::parse(text, error); },
+        [](std::string_view text, std::string* error) {
+          return policy::PathGlob::parse(text, error);
+        },
         sink);
     r.allow = read_choice(*rule, "action", rule_path, true, {"allow", "deny"}, sink) == "allow";
     r.mode = read_mode(*rule, rule_path, sink);

@@ -24,13 +24,13 @@ class CompiledRequestRules {
 
   // The rules' decision over one request to `name`:`port` (already allowed by the host
   // rules); nullopt when no http rule and, for a git request, no git rule names the host.
-  std::optional<Decision> decide(std::string_view name, std::uint16_t port,
-                                 std::string_view method, std::string_view target) const;
+  std::optional<Decision> decide(std::string_view name, std::uint16_t port, std::string_view method,
+                                 std::string_view target) const;
 
  private:
   struct Entry {
-    std::uint16_t port = 0;  // 0: the sandbox's ports
-    std::size_t rule = 0;    // index into http_ or git_
+    std::uint16_t port = 0;   // 0: the sandbox's ports
+    std::size_t rule = 0;     // index into http_ or git_
     std::size_t pattern = 0;  // git: index into the rule's repos
   };
   bool port_ok(std::uint16_t rule_port, std::uint16_t port) const;

@@ -222,7 +222,9 @@ bool PathGlob::matches(std::string_view path) const {
   const std::size_t s_count = s.size();
   // reach[g][i]: glob segments from g on can match path segments from i on. Filled backwards.
   std::vector<char> reach((g_count + 1) * (s_count + 1), 0);
-  const auto at = [&](std::size_t g, std::size_t i) -> char& { return reach[g * (s_count + 1) + i]; };
+  const auto at = [&](std::size_t g, std::size_t i) -> char& {
+    return reach[g * (s_count + 1) + i];
+  };
   at(g_count, s_count) = 1;
   for (std::size_t g = g_count; g-- > 0;) {
     for (std::size_t i = s_count + 1; i-- > 0;) {

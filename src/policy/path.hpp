@@ -18,7 +18,7 @@ namespace sandgate::policy {
 // servers strip), an empty segment ("//", which some servers merge), or a '#'. Rules never
 // match such a path (Reason::ambiguous_path); `path` is then best effort, for logs.
 struct CanonicalPath {
-  std::string path;  // starts with '/', or is "*" for an asterisk-form target
+  std::string path;        // starts with '/', or is "*" for an asterisk-form target
   std::string_view query;  // after the first '?', a view into the target; without the '?'
   bool has_query = false;
   bool ambiguous = false;

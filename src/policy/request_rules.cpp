@@ -19,9 +19,8 @@ std::string lowercase(std::string_view s) {
 }
 
 bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return lower(x) == lower(y);
-         });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [](char x, char y) { return lower(x) == lower(y); });
 }
 
 // Every %XX decoded (an invalid escape is kept), for query parameter names and values.
@@ -263,9 +262,9 @@ Decision CompiledRequestRules::decide_git(const std::vector<Entry>& rules, GitRe
     if (!pattern.path.matches(repo)) continue;
     const bool allowed = git.op == GitOperation::fetch ? rule.fetch : rule.push;
     std::string name = rule.origin + ":" + pattern.to_string();
-    Decision d = allowed ? allowance(std::move(name))
-                         : refusal(Reason::git_not_allowed, std::move(name),
-                                   rule.mode == RuleMode::audit);
+    Decision d =
+        allowed ? allowance(std::move(name))
+                : refusal(Reason::git_not_allowed, std::move(name), rule.mode == RuleMode::audit);
     d.git = std::move(git);
     return d;
   }
@@ -277,8 +276,8 @@ Decision CompiledRequestRules::decide_git(const std::vector<Entry>& rules, GitRe
   return d;
 }
 
-Decision CompiledRequestRules::decide_http(const std::vector<Entry>& rules,
-                                           std::string_view method, std::string_view path) const {
+Decision CompiledRequestRules::decide_http(const std::vector<Entry>& rules, std::string_view method,
+                                           std::string_view path) const {
   bool enforce = false;
   std::size_t last = http_.size();  // a rule naming the host twice is tried once
   for (const Entry& e : rules) {
@@ -286,9 +285,9 @@ Decision CompiledRequestRules::decide_http(const std::vector<Entry>& rules,
     last = e.rule;
     const HttpRule& rule = http_[e.rule];
     enforce = enforce || rule.mode == RuleMode::enforce;
-    const bool method_ok = rule.methods.empty() || std::find(rule.methods.begin(),
-                                                             rule.methods.end(),
-                                                             method) != rule.methods.end();
+    const bool method_ok =
+        rule.methods.empty() ||
+        std::find(rule.methods.begin(), rule.methods.end(), method) != rule.methods.end();
     if (!method_ok) continue;
     const bool path_ok =
         rule.paths.empty() || std::any_of(rule.paths.begin(), rule.paths.end(),

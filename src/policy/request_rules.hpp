@@ -20,7 +20,7 @@ enum class RuleMode { enforce, audit };
 // One [[...http_rules]] entry. Rules are tried in order (the profile's, then the sandbox's);
 // the first whose hosts, methods and paths all match the request decides.
 struct HttpRule {
-  std::vector<HostPattern> hosts;   // ports as in `allow`
+  std::vector<HostPattern> hosts;    // ports as in `allow`
   std::vector<std::string> methods;  // empty: any method; compared case-sensitively
   std::vector<PathGlob> paths;       // empty: any path
   bool allow = false;                // action: "allow" or "deny"

@@ -623,8 +623,8 @@ std::vector<ErrorCase> error_cases() {
        "sandboxes.ci.inspect[1]", host_pattern_message("*")},
       {"InspectNotArray", "[profiles.p]\ninspect = \"a.test\"\n", 2, 11, "profiles.p.inspect",
        "expected an array of strings, got string"},
-      {"HttpRulesNotArray", kSandboxHead + "http_rules = \"x\"\n", 3, 14,
-       "sandboxes.ci.http_rules", "expected an array of tables, got string"},
+      {"HttpRulesNotArray", kSandboxHead + "http_rules = \"x\"\n", 3, 14, "sandboxes.ci.http_rules",
+       "expected an array of tables, got string"},
       {"HttpRuleNotTable", kSandboxHead + "http_rules = [\"x\"]\n", 3, 15,
        "sandboxes.ci.http_rules[0]", "expected a table, got string"},
       {"HttpRuleUnknownKey",
@@ -640,23 +640,21 @@ std::vector<ErrorCase> error_cases() {
        "profiles.p.http_rules[0].action", "missing required key"},
       {"HttpRuleBadAction", kHttpRule + "hosts = [\"a.test\"]\naction = \"permit\"\n", 3, 10,
        "profiles.p.http_rules[0].action", "expected \"allow\" or \"deny\", got \"permit\""},
-      {"HttpRuleBadMode",
-       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmode = \"log\"\n", 4, 8,
-       "profiles.p.http_rules[0].mode", "expected \"enforce\" or \"audit\", got \"log\""},
+      {"HttpRuleBadMode", kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmode = \"log\"\n",
+       4, 8, "profiles.p.http_rules[0].mode", "expected \"enforce\" or \"audit\", got \"log\""},
       {"HttpRuleLowercaseMethod",
        kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = [\"get\"]\n", 4, 12,
        "profiles.p.http_rules[0].methods[0]",
        "invalid method \"get\": methods are case-sensitive; write \"GET\""},
       {"HttpRuleMethodNotAToken",
-       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = [\"GET\", \"GET /\"]\n",
-       4, 19, "profiles.p.http_rules[0].methods[1]",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = [\"GET\", \"GET /\"]\n", 4,
+       19, "profiles.p.http_rules[0].methods[1]",
        "invalid method \"GET /\": not an HTTP method token"},
       {"HttpRuleEmptyMethods",
        kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = []\n", 4, 11,
-       "profiles.p.http_rules[0].methods",
-       "must not be empty; leave it out to match any method"},
-      {"HttpRuleEmptyPaths", kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npaths = []\n",
-       4, 9, "profiles.p.http_rules[0].paths", "must not be empty; leave it out to match any path"},
+       "profiles.p.http_rules[0].methods", "must not be empty; leave it out to match any method"},
+      {"HttpRuleEmptyPaths", kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npaths = []\n", 4,
+       9, "profiles.p.http_rules[0].paths", "must not be empty; leave it out to match any path"},
       {"HttpRuleGlobWithoutSlash",
        kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npaths = [\"repos/*\"]\n", 4, 10,
        "profiles.p.http_rules[0].paths[0]",
@@ -676,8 +674,8 @@ std::vector<ErrorCase> error_cases() {
        7, 10, "profiles.p.http_rules[1].paths[0]",
        "invalid path glob \"/a/../b\": \".\" and \"..\" segments never match a canonical path"},
       {"GitUnknownKey",
-       kSandboxHead + "[[sandboxes.ci.git]]\nrepos = [\"github.com/a/*\"]\nallow = []\nrepo = 1\n", 6,
-       1, "sandboxes.ci.git[0].repo", "unknown key \"repo\"; did you mean \"repos\"?"},
+       kSandboxHead + "[[sandboxes.ci.git]]\nrepos = [\"github.com/a/*\"]\nallow = []\nrepo = 1\n",
+       6, 1, "sandboxes.ci.git[0].repo", "unknown key \"repo\"; did you mean \"repos\"?"},
       {"GitMissingAllow", kSandboxHead + "[[sandboxes.ci.git]]\nrepos = [\"github.com/a/*\"]\n", 3,
        1, "sandboxes.ci.git[0].allow",
        "missing required key (allow = [] refuses both fetch and push)"},
@@ -1023,6 +1021,8 @@ TEST(ExampleConfig, ShippedExampleLoads) {
   EXPECT_TRUE(
       policy->decide({"agent-1", "registry.npmjs.org", 443, policy::EntryMode::connect}).allowed);
   EXPECT_FALSE(policy->decide({"agent-1", "example.org", 443, policy::EntryMode::connect}).allowed);
+  // The example's request rules live in a profile no sandbox uses: agent-1 is spliced.
+  EXPECT_FALSE(policy->inspects("agent-1", policy::normalize_host("api.github.com"), 443));
 }
 
 }  // namespace

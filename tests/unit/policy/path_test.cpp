@@ -158,9 +158,9 @@ TEST(PathGlob, MatchesCanonicalPaths) {
 }
 
 TEST(PathGlob, RefusesWhatCouldNeverMatch) {
-  const char* bad[] = {"",        "a/b",      "*",     "/a**",   "/***",    "/a/**b",
-                       "/a/./b",  "/a/../b",  "/a//b", "/a%2Fb", "/a%00",   "/a;b",
-                       "/a\\b",   "/a%zz",    "/.",    "/a/..",  "/a%252F", "/a#b"};
+  const char* bad[] = {"",       "a/b",     "*",     "/a**",   "/***",    "/a/**b",
+                       "/a/./b", "/a/../b", "/a//b", "/a%2Fb", "/a%00",   "/a;b",
+                       "/a\\b",  "/a%zz",   "/.",    "/a/..",  "/a%252F", "/a#b"};
   for (const char* text : bad) {
     std::string error;
     EXPECT_FALSE(PathGlob::parse(text, &error)) << text;

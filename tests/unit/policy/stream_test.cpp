@@ -23,8 +23,8 @@ std::shared_ptr<const Policy> make_policy() {
   web.deny = {rule("bad.origin.test", "sandboxes.web.deny")};
   web.ports = {80, 443, 8080};  // for the ranges; the names' rules give their own ports
   // Inspected: an inspect pattern, an http rule's host, a git rule's host.
-  web.allow.insert(web.allow.end(), {rule("inspected.test"), rule("ruled.test"),
-                                     rule("git.test"), rule("inspected.test:8080")});
+  web.allow.insert(web.allow.end(), {rule("inspected.test"), rule("ruled.test"), rule("git.test"),
+                                     rule("inspected.test:8080")});
   web.inspect = {rule("inspected.test", "sandboxes.web.inspect"),
                  rule("inspected.test:8080", "sandboxes.web.inspect"),
                  rule("denied.inspected.test", "sandboxes.web.inspect")};
