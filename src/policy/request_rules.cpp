@@ -46,7 +46,9 @@ std::string percent_decoded(std::string_view s) {
 std::string normalize_repo(std::string_view path) {
   std::string repo = lowercase(path);
   while (!repo.empty() && repo.back() == '/') repo.pop_back();
-  if (repo.ends_with(".git")) repo.resize(repo.size() - 4);
+  if (repo.ends_with(".git") && !repo.ends_with("/.git") && repo != ".git") {
+    repo.resize(repo.size() - 4);
+  }
   while (!repo.empty() && repo.back() == '/') repo.pop_back();
   const auto first = repo.find_first_not_of('/');
   return first == std::string::npos ? std::string() : repo.substr(first);
@@ -72,6 +74,7 @@ std::optional<RepoPattern> parse_repo_pattern(std::string_view text, std::string
   if (!host) return fail(std::move(reason));
   auto path = PathGlob::parse_repo(text.substr(slash), &reason);
   if (!path) return fail(std::move(reason));
+  if (path->text() == "/") return fail("expected \"host/repository\", e.g. \"github.com/acme/*\"");
   return RepoPattern{std::move(*host), std::move(*path)};
 }
 

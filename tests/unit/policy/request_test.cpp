@@ -345,8 +345,9 @@ TEST(RepoPattern, ParsesHostAndRepositoryGlob) {
   const auto ported = parse_repo_pattern("git.example.com:8443/a/**");
   ASSERT_TRUE(ported);
   EXPECT_EQ(ported->to_string(), "git.example.com:8443/a/**");
-  for (const char* bad : {"github.com", "github.com/", "/acme/x", "*/acme", "github.com/a//b",
-                          "github.com/a/../b", "1.2.3.4/acme/x"}) {
+  for (const char* bad :
+       {"github.com", "github.com/", "/acme/x", "*/acme", "github.com/a//b", "github.com/a/../b",
+        "1.2.3.4/acme/x", "github.com//", "github.com/a.git.git"}) {
     std::string error;
     EXPECT_FALSE(parse_repo_pattern(bad, &error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
