@@ -338,6 +338,30 @@ TEST(SuggestRule, GitRefusalWithoutAMatchingRepoSuggestsAGitRule) {
   EXPECT_EQ(suggest_rule(matched, github, 443), "");
 }
 
+TEST(SuggestRule, RequestNoRuleMatchedSuggestsAnHttpRule) {
+  const auto policy = make_policy();
+  const Host api = normalize_host("api.github.com");
+  const auto suggestion = [&](const char* method, const char* target, std::uint16_t port) {
+    RequestFacts f;
+    f.sandbox = "web";
+    f.host = &api;
+    f.port = port;
+    f.method = method;
+    f.path = target;
+    return suggest_rule(decide_request(*policy, f), api, port);
+  };
+  EXPECT_EQ(suggestion("DELETE", "/repos/acme/%7ex/./y?q=1", 443),
+            "http_rules = [{ hosts = [\"api.github.com\"], methods = [\"DELETE\"], paths = "
+            "[\"/repos/acme/~x/y\"], action = \"allow\" }]");
+  EXPECT_EQ(suggestion("PUT", "/", 8443),
+            "http_rules = [{ hosts = [\"api.github.com:8443\"], methods = [\"PUT\"], paths = "
+            "[\"/\"], action = \"allow\" }]");
+  EXPECT_EQ(suggestion("get", "/x", 443), "");            // config would refuse the method
+  EXPECT_EQ(suggestion("GET", "/repos/a*b", 443), "");    // a glob would read '*' as a wildcard
+  EXPECT_EQ(suggestion("GET", "/admin/users", 443), "");  // a deny rule decided: it stays first
+  EXPECT_EQ(suggestion("GET", "/repos/a%2Fb", 443), "");  // ambiguous: no rule can allow it
+}
+
 TEST(RepoPattern, ParsesHostAndRepositoryGlob) {
   const auto p = parse_repo_pattern("GitHub.com/Acme/*.git");
   ASSERT_TRUE(p);
