@@ -1,5 +1,6 @@
 // decide_request with method, path and git rules, and Policy::inspects: one table of
-// requests to one decision each, no sockets.
+// requests to one decision each, no sockets. Encoded-path tricks (THREATS 12) have rows here
+// and in path_test.cpp.
 #include "policy/request.hpp"
 
 #include <gtest/gtest.h>
@@ -245,6 +246,33 @@ INSTANTIATE_TEST_SUITE_P(
             true, R::allowed_by_rule, "sandboxes.web.git[1]:gitaudit.test/nothing", false, G::push,
             "nothing"}));
 
+// THREATS 23: "no push" in git rules does not stop writes through the API; the API host's
+// own http rules must. Both doors, one sandbox.
+TEST(DecideRequest, GitRulesAndApiRulesAreTwoDoors) {
+  const auto policy = make_policy();
+  const Host github = normalize_host("github.com");
+  const Host api = normalize_host("api.github.com");
+  const auto decide = [&](const Host& h, const char* method, const char* target) {
+    RequestFacts f;
+    f.sandbox = "web";
+    f.host = &h;
+    f.port = 443;
+    f.method = method;
+    f.path = target;
+    return decide_request(*policy, f);
+  };
+  EXPECT_EQ(decide(github, "POST", "/acme/widget.git/git-receive-pack").reason,
+            Reason::git_not_allowed);
+  // The contents API writes a file: refused by api.github.com's http rules, not the git rules.
+  const Decision put = decide(api, "PUT", "/repos/acme/widget/contents/README.md");
+  EXPECT_FALSE(put.allowed);
+  EXPECT_EQ(put.reason, Reason::no_matching_http_rule);
+  EXPECT_EQ(put.git.op, GitOperation::none);
+  EXPECT_TRUE(decide(api, "GET", "/repos/acme/widget/contents/README.md").allowed);
+}
+
+// THREATS 14, 17 and 19: inside an intercepted stream every request is decided on its own
+// authority, which must be the intercepted name and port.
 TEST(DecideRequest, InterceptedStreamsCarryOnlyTheirOwnName) {
   const auto policy = make_policy();
   const Host api = normalize_host("api.github.com");
