@@ -59,6 +59,10 @@ CodeInfo info(Errc e) {
       return {"CREDENTIAL_UNAVAILABLE", 503, true, Side::internal};
     case Errc::too_many_dns_queries:
       return {"TOO_MANY_DNS_QUERIES", 429, true, Side::client};
+    case Errc::misdirected_request:
+      return {"MISDIRECTED_REQUEST", 421, false, Side::client};
+    case Errc::client_tls_failed:
+      return {"CLIENT_TLS_FAILED", 400, false, Side::client};
     case Errc::local_resources_exhausted:
       return {"LOCAL_RESOURCES_EXHAUSTED", 503, true, Side::internal};
     case Errc::internal_error:

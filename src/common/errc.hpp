@@ -32,6 +32,12 @@ enum class Errc {
   upstream_protocol_error,  // UPSTREAM_PROTOCOL_ERROR
   credential_unavailable,   // CREDENTIAL_UNAVAILABLE
   too_many_dns_queries,     // TOO_MANY_DNS_QUERIES
+  // MISDIRECTED_REQUEST (421): a request inside an intercepted stream addressed to another
+  // authority than the one intercepted (domain fronting, HTTP/2 connection coalescing).
+  misdirected_request,
+  // CLIENT_TLS_FAILED: the client's TLS handshake with sandgate's leaf failed (it does not
+  // trust sandgate's CA, or sent no TLS); no request was read.
+  client_tls_failed,
   // LOCAL_RESOURCES_EXHAUSTED: sandgate itself ran out of descriptors or socket memory
   // (EMFILE, ENFILE, ENOBUFS, ENOMEM) opening what the exchange needs; a local overload.
   local_resources_exhausted,

@@ -137,7 +137,7 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
 
   check_known_keys(*root, "",
                    {"workers", "sandboxes_dir", "listeners", "limits", "dns", "log", "launcher",
-                    "profiles", "sandboxes"},
+                    "interception", "profiles", "sandboxes"},
                    sink);
   const fs::path base_dir = fs::path(name).parent_path();
   if (const toml::node* node = root->get("workers")) {
@@ -158,6 +158,10 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
 
   if (const toml::node* node = root->get("launcher")) {
     config.launcher = detail::read_launcher(*node, base_dir, sink);
+  }
+
+  if (const toml::node* node = root->get("interception")) {
+    config.interception = detail::read_interception(*node, base_dir, sink);
   }
 
   detail::Profiles profiles;

@@ -73,6 +73,20 @@ struct Launcher {
   std::chrono::milliseconds ready_timeout{10'000};  // wait for the daemon to activate a sandbox
 };
 
+// TLS interception: the local CA that signs a leaf per intercepted name, and what the
+// upstream leg trusts. Off (every stream spliced) unless both CA files are set.
+struct Interception {
+  std::string ca_cert;  // PEM CA certificate (then any intermediates); `sandgate ca init`
+  std::string ca_key;   // PEM private key: a regular file of this user, mode 0600 or stricter
+  std::chrono::hours leaf_validity{24};
+  std::chrono::hours leaf_renew_before{12};  // re-mint a cached leaf this long before notAfter
+  std::size_t leaf_cache_size = 10'000;      // leaves kept (least recently used dropped)
+  // Extra roots the upstream leg trusts besides the system's (a private registry, tests).
+  std::string upstream_ca_file;
+
+  bool enabled() const { return !ca_cert.empty(); }
+};
+
 struct Logging {
   std::string audit = "stdout";  // "stdout", "stderr", "off" or a file path
 };
@@ -111,6 +125,7 @@ struct Config {
   Dns dns;
   Logging logging;
   Launcher launcher;
+  Interception interception;
   std::string sandboxes_dir;       // resolved relative to the config file; empty: none
   std::vector<Sandbox> sandboxes;  // sorted by id (find_sandbox relies on it)
 

@@ -252,6 +252,63 @@ Logging read_logging(const toml::node& node, const std::filesystem::path& base_d
   return logging;
 }
 
+namespace {
+
+// A non-empty path key of `table` ([section].key), resolved against `base_dir`.
+void read_path(const toml::table& table, std::string_view section, std::string_view key,
+               const std::filesystem::path& base_dir, std::string& out, ErrorSink& sink) {
+  const toml::node* value = table.get(key);
+  if (value == nullptr) return;
+  const std::string name = join_key(section, key);
+  auto text = read_string(*value, name, sink);
+  if (!text) return;
+  if (text->empty()) {
+    sink.add(value->source(), name, "must not be empty");
+    return;
+  }
+  const std::filesystem::path p(*text);
+  out = p.is_absolute() ? *text : (base_dir / p).lexically_normal().string();
+}
+
+}  // namespace
+
+Interception read_interception(const toml::node& node, const std::filesystem::path& base_dir,
+                               ErrorSink& sink) {
+  Interception out;
+  const toml::table* table = read_table(node, "interception", sink);
+  if (table == nullptr) return out;
+  const std::string prefix = "interception";
+  check_known_keys(*table, prefix,
+                   {"ca_cert", "ca_key", "leaf_validity_hours", "leaf_renew_before_hours",
+                    "leaf_cache_size", "upstream_ca_file"},
+                   sink);
+  read_path(*table, prefix, "ca_cert", base_dir, out.ca_cert, sink);
+  read_path(*table, prefix, "ca_key", base_dir, out.ca_key, sink);
+  read_path(*table, prefix, "upstream_ca_file", base_dir, out.upstream_ca_file, sink);
+  if (out.ca_cert.empty() != out.ca_key.empty()) {
+    const std::string_view missing = out.ca_cert.empty() ? "ca_cert" : "ca_key";
+    sink.add(table->source(), join_key(prefix, missing),
+             "ca_cert and ca_key go together (create both with `sandgate ca init DIR`)");
+  }
+  if (auto v = read_limit(*table, "leaf_validity_hours", 1, prefix, sink)) {
+    out.leaf_validity = std::chrono::hours(*v);
+  }
+  if (auto v = read_limit(*table, "leaf_renew_before_hours", 0, prefix, sink)) {
+    out.leaf_renew_before = std::chrono::hours(*v);
+  }
+  if (out.leaf_renew_before >= out.leaf_validity) {
+    const toml::node* at = table->get("leaf_renew_before_hours");
+    sink.add(at != nullptr ? at->source() : table->source(),
+             join_key(prefix, "leaf_renew_before_hours"),
+             "must be shorter than leaf_validity_hours (" +
+                 std::to_string(out.leaf_validity.count()) + "), or every connection mints");
+  }
+  if (auto v = read_limit(*table, "leaf_cache_size", 1, prefix, sink)) {
+    out.leaf_cache_size = static_cast<std::size_t>(*v);
+  }
+  return out;
+}
+
 Launcher read_launcher(const toml::node& node, const std::filesystem::path& base_dir,
                        ErrorSink& sink) {
   Launcher launcher;
@@ -259,17 +316,7 @@ Launcher read_launcher(const toml::node& node, const std::filesystem::path& base
   if (table == nullptr) return launcher;
   check_known_keys(*table, "launcher", {"state_dir", "pool", "ca_file", "ready_timeout_ms"}, sink);
   const auto path = [&](std::string_view key, std::string& out) {
-    const toml::node* value = table->get(key);
-    if (value == nullptr) return;
-    const std::string name = join_key("launcher", key);
-    auto text = read_string(*value, name, sink);
-    if (!text) return;
-    if (text->empty()) {
-      sink.add(value->source(), name, "must not be empty");
-      return;
-    }
-    const std::filesystem::path p(*text);
-    out = p.is_absolute() ? *text : (base_dir / p).lexically_normal().string();
+    read_path(*table, "launcher", key, base_dir, out, sink);
   };
   path("state_dir", launcher.state_dir);
   path("ca_file", launcher.ca_file);

@@ -22,6 +22,10 @@ Logging read_logging(const toml::node& node, const std::filesystem::path& base_d
 Launcher read_launcher(const toml::node& node, const std::filesystem::path& base_dir,
                        ErrorSink& sink);
 
+// [interception]; relative paths are resolved against `base_dir`.
+Interception read_interception(const toml::node& node, const std::filesystem::path& base_dir,
+                               ErrorSink& sink);
+
 // What an absent [listeners] table means: an explicit proxy on 127.0.0.1:3128, no admin.
 Listeners default_listeners();
 

@@ -220,6 +220,8 @@ std::string_view reason_name(Reason r) {
       return "nested_proxy";
     case Reason::unnamed_destination:
       return "unnamed_destination";
+    case Reason::misdirected_request:
+      return "misdirected_request";
     case Reason::host_mismatch:
       return "host_mismatch";
     case Reason::http_malformed:
@@ -234,8 +236,6 @@ std::string_view reason_name(Reason r) {
       return "ambiguous_path";
     case Reason::git_not_allowed:
       return "git_not_allowed";
-    case Reason::misdirected_request:
-      return "misdirected_request";
   }
   return "unknown";
 }

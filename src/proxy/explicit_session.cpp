@@ -4,10 +4,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
+#include <tuple>
 
 #include "http/request_head.hpp"
 #include "proxy/auth.hpp"
 #include "proxy/session.hpp"
+#include "proxy/tls_streams.hpp"
 
 namespace sandgate::proxy {
 
@@ -51,7 +53,14 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
       co_return std::pair{Errc::headers_too_large, std::size_t{0}};
     }
     scanned = view.size();
-    auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(kReadChunk), use_tuple);
+    boost::system::error_code ec;
+    std::size_t n = 0;
+    if (s.tls) {
+      std::tie(ec, n) =
+          co_await s.tls->stream.async_read_some(s.buffer.prepare(kReadChunk), use_tuple);
+    } else {
+      std::tie(ec, n) = co_await s.client.async_read_some(s.buffer.prepare(kReadChunk), use_tuple);
+    }
     s.buffer.commit(n);
     if (ec) {
       if (s.watchdog->expired() && (started || first)) {
@@ -167,9 +176,18 @@ std::vector<std::uint8_t> Session::take_buffer() {
 }
 
 asio::awaitable<boost::system::error_code> Session::write_client(std::string_view bytes) {
+  if (tls) {
+    auto [ec, n] = co_await asio::async_write(tls->stream, asio::buffer(bytes), use_tuple);
+    co_return ec;
+  }
   auto [ec, n] = co_await asio::async_write(client, asio::buffer(bytes), use_tuple);
   co_return ec;
 }
+
+UpstreamConn::UpstreamConn(tcp::socket s, std::string auth, const policy::IpAddress& a)
+    : socket(std::move(s)), authority(std::move(auth)), address(a) {}
+
+UpstreamConn::~UpstreamConn() = default;
 
 asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
   const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
@@ -209,7 +227,7 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       facts.authority = &host;
       facts.port = head->port;
       const policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
-      if (v.action != policy::StreamAction::tunnel) {
+      if (v.action == policy::StreamAction::refuse) {
         co_await s.deny(mode, v.shown, head->port, v.decision, &host);
       } else {
         co_await open_stream(s, v, head->port, {});

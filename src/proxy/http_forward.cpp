@@ -10,8 +10,10 @@
 
 #include "common/ascii.hpp"
 #include "http/request_head.hpp"
+#include "proxy/interception.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
+#include "proxy/tls_streams.hpp"
 #include "proxy/upstream.hpp"
 
 namespace sandgate::proxy {
@@ -39,10 +41,10 @@ struct Relayed {
 // Streams one message from `in` to `out`: the (already edited) header, then the body
 // through a fixed buffer as bytes arrive (server-sent events, streamed responses),
 // re-framed as the header says. Every transfer pushes the idle deadline forward.
-template <bool isRequest>
-asio::awaitable<Relayed> relay_message(tcp::socket& in, boost::beast::flat_buffer& in_buffer,
-                                       bhttp::parser<isRequest, bhttp::buffer_body>& p,
-                                       tcp::socket& out, std::uint64_t& bytes, Session& s) {
+template <bool isRequest, class In, class Out>
+asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buffer,
+                                       bhttp::parser<isRequest, bhttp::buffer_body>& p, Out& out,
+                                       std::uint64_t& bytes, Session& s) {
   using Side = Relayed::Side;
   const auto idle = s.limits().idle_timeout;
   bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
@@ -107,39 +109,86 @@ telemetry::Ended ended_by(const Session& s, bool client, const boost::system::er
 }
 
 // True when a kept-alive upstream connection still looks usable (not closed by the server,
-// no stray bytes waiting).
+// no stray bytes waiting). Over TLS, bytes may wait that are no response (a TLS 1.3 session
+// ticket): only a close or an error rules the connection out.
 bool upstream_reusable(UpstreamConn& up) {
+  if (up.buffer.size() != 0) return false;
   char byte;
   const ssize_t n = ::recv(up.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && up.buffer.size() == 0;
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+  return n > 0 && up.tls != nullptr;
+}
+
+template <class Client, class Upstream>
+asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
+                               http::RequestHead& head, const policy::Host& host,
+                               std::uint16_t port, const std::string& authority);
+
+// Sandgate's own TLS to the intercepted name over the dialled socket: SNI and the verified
+// name are the host (or its address for a literal). Errc::ok, or upstream_tls_failed with the
+// reason in `why`; upstream_timeout when the watchdog ended it.
+asio::awaitable<Errc> upstream_tls(Session& s, UpstreamConn& up, const policy::Host& host,
+                                   std::string& why) {
+  auto& interception = *s.deps.shared->interception;
+  up.tls = std::make_unique<UpstreamTlsLeg>(up.socket, interception.upstream);
+  SSL* ssl = up.tls->stream.native_handle();
+  if (host.is_address()) {
+    const std::string ip = host.address.to_string();
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ip.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, host.name.c_str());
+    SSL_set1_host(ssl, host.name.c_str());
+  }
+  s.watchdog->arm(s.limits().connect_timeout);
+  auto [ec] = co_await up.tls->stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
+  if (!ec) co_return Errc::ok;
+  if (s.watchdog->expired()) co_return Errc::upstream_timeout;
+  s.deps.shared->metrics->interception_tls_failure(Side::upstream);
+  const long verify = SSL_get_verify_result(ssl);
+  why = verify != X509_V_OK ? std::string("certificate: ") + X509_verify_cert_error_string(verify)
+                            : ec.message();
+  co_return Errc::upstream_tls_failed;
 }
 
 }  // namespace
 
 asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::uint16_t port) {
-  const policy::Host host = policy::normalize_host(head.host);
+  // HTTP/1.0 inside an intercepted stream may name no host: it addresses the intercepted one.
+  const policy::Host host =
+      head.host.empty() && s.intercepted ? *s.intercepted : policy::normalize_host(head.host);
   const std::string method(head.msg().method_string());
   ProxiedRequest request;
   request.method = method;
   request.scheme = "http";
   request.host = &host;
   request.port = port;
+  if (s.intercepted) {
+    // Inside the TLS sandgate terminated: the request names its authority (Host, or an
+    // absolute URL), on the intercepted port unless it says another one.
+    request.scheme = "https";
+    request.intercepted = &*s.intercepted;
+    request.intercepted_port = s.intercepted_port;
+    const auto written = policy::parse_authority(head.msg()[bhttp::field::host]);
+    request.port = written && written->port ? *written->port : s.intercepted_port;
+    if (head.form == http::RequestHead::Form::absolute) request.port = head.port;
+  }
   request.path = head.path_and_query;
   request.fields = &head.msg().base();
   request.connect_to_origin = head.form == http::RequestHead::Form::authority;
   const FilterResult result = filter_request(s, request);
   if (!result.next) {
     const std::string shown = host.display();
-    co_await s.deny(policy::EntryMode::http, shown, port, result.denial, &host);
+    co_await s.deny(policy::EntryMode::http, shown, request.port, result.denial, &host);
     co_return false;
   }
-  co_return co_await handle_http(s, head, host, port);
+  co_return co_await handle_http(s, head, host, request.port);
 }
 
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port) {
-  auto& shared = *s.deps.shared;
-  const std::string authority = host.display() + (port == 80 ? "" : ":" + std::to_string(port));
+  const std::uint16_t default_port = s.tls ? 443 : 80;
+  const std::string authority =
+      host.display() + (port == default_port ? "" : ":" + std::to_string(port));
 
   // One upstream connection per authority: a kept-alive connection is reused only for the
   // same host and port, and only after this request was decided on its own.
@@ -160,7 +209,32 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
       co_return false;
     }
     s.upstream.emplace(std::move(dialed.socket), authority, dialed.address);
+    if (s.tls) {
+      std::string why;
+      if (const Errc e = co_await upstream_tls(s, *s.upstream, host, why); e != Errc::ok) {
+        const std::string shown = host.display();
+        s.upstream.reset();
+        s.watchdog->arm(s.limits().header_timeout);
+        co_await s.fail(policy::EntryMode::http, e, shown, port, why, telemetry::Phase::connect);
+        co_return false;
+      }
+    }
   }
+  if (s.tls)
+    co_return co_await exchange(s, s.tls->stream, s.upstream->tls->stream, head, host, port,
+                                authority);
+  co_return co_await exchange(s, s.client, s.upstream->socket, head, host, port, authority);
+}
+
+namespace {
+
+// One request and its response between the client and the upstream connection in
+// s.upstream (both plain, or both TLS when intercepted).
+template <class Client, class Upstream>
+asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
+                               http::RequestHead& head, const policy::Host& host,
+                               std::uint16_t port, const std::string& authority) {
+  auto& shared = *s.deps.shared;
   UpstreamConn& up = *s.upstream;
 
   // The request: the validated head's own parser reads on into the body (the head is not
@@ -185,6 +259,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   req.version(11);
   if (request_chunked) req.chunked(true);
 
+  const auto started = std::chrono::steady_clock::now();
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
   int status = 0;
@@ -204,6 +279,13 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
     r.destination_ip = dialed_ip;
     r.method = method;
     r.url_path = path_only;
+    if (s.tls) {
+      const char* sni =
+          SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+      if (sni != nullptr) r.tls_sni = sni;
+    }
+    r.http_version = client_version == 10 ? "1.0" : "1.1";
+    r.duration = std::chrono::steady_clock::now() - started;
     r.http_status = status;
     r.bytes_up = bytes_up;
     r.bytes_down = bytes_down;
@@ -211,7 +293,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
     r.phase = completed ? telemetry::Phase::unset : phase;
     shared.audit->write(r);
     if (code != Errc::ok) shared.metrics->error(code);
-    shared.metrics->request(telemetry::Mode::http,
+    shared.metrics->request(s.tls ? telemetry::Mode::https : telemetry::Mode::http,
                             completed ? telemetry::Outcome::allowed : telemetry::Outcome::error);
     shared.metrics->bytes(telemetry::Direction::upstream, bytes_up);
     shared.metrics->bytes(telemetry::Direction::downstream, bytes_down);
@@ -235,8 +317,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   if (expect_continue && client_version == 11 && !req_parser.is_done()) {
     if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
   }
-  if (const Relayed e =
-          co_await relay_message(s.client, s.buffer, req_parser, up.socket, bytes_up, s);
+  if (const Relayed e = co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s);
       !e.ok()) {
     // Part of the request may have reached the destination: the line says how much.
     const bool client_side = e.side == Relayed::Side::in;
@@ -266,7 +347,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
     res_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
     res_parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     if (method == "HEAD") res_parser.skip(true);
-    auto [ec, n] = co_await bhttp::async_read_header(up.socket, up.buffer, res_parser, use_tuple);
+    auto [ec, n] = co_await bhttp::async_read_header(upstream, up.buffer, res_parser, use_tuple);
     if (ec) {
       const telemetry::Ended ended = ended_by(s, false, ec);
       if (ended == telemetry::Ended::shutdown) {
@@ -307,7 +388,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
     }
     if (!interim) res.keep_alive(keep_alive);
     if (const Relayed e =
-            co_await relay_message(up.socket, up.buffer, res_parser, s.client, bytes_down, s);
+            co_await relay_message(upstream, up.buffer, res_parser, client, bytes_down, s);
         !e.ok()) {
       // The head is already on its way: all that is left is to close, so the client sees a
       // truncated message, and to say in the audit line who broke off.
@@ -328,5 +409,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   if (!upstream_keep_alive) s.upstream.reset();
   co_return keep_alive;
 }
+
+}  // namespace
 
 }  // namespace sandgate::proxy

@@ -1,7 +1,7 @@
 // The one place an allowed stream opens, for every entry mode (a CONNECT tunnel, a
-// transparent connection): dial the decided host, tell a CONNECT client the tunnel is up,
-// then relay, through the tunnel's gate while the client's first bytes are still to come.
-// (Interception will be chosen here, from the verdict.)
+// transparent connection), splice or interception as the verdict says. Spliced: dial the
+// decided host, tell a CONNECT client the tunnel is up, then relay, through the tunnel's gate
+// while the client's first bytes are still to come. Intercepted: intercept_stream.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -13,10 +13,12 @@
 
 namespace sandgate::proxy {
 
-constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
-
 asio::awaitable<void> open_stream(Session& s, const policy::StreamVerdict& v, std::uint16_t port,
                                   std::string_view sni) {
+  if (v.action == policy::StreamAction::intercept) {
+    co_await intercept_stream(s, v, port);
+    co_return;
+  }
   auto& shared = *s.deps.shared;
   const policy::EntryMode mode = v.mode;
   const std::string shown = v.shown;

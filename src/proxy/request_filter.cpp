@@ -20,6 +20,8 @@ class DecisionFilter final : public RequestFilter {
     facts.method = r.method;
     facts.path = r.path;
     facts.connect_to_origin = r.connect_to_origin;
+    facts.intercepted = r.intercepted;
+    facts.intercepted_port = r.intercepted_port;
     FilterResult out;
     out.denial = policy::decide_request(*s.snap->policy, facts);
     out.next = out.denial.allowed;

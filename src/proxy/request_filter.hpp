@@ -22,6 +22,9 @@ struct ProxiedRequest {
   std::string_view path;                         // path and query
   boost::beast::http::fields* fields = nullptr;  // editable (credential injection)
   bool connect_to_origin = false;  // a CONNECT where origin requests belong (transparent)
+  // Intercepted: the name (and port) whose TLS sandgate terminated; null otherwise.
+  const policy::Host* intercepted = nullptr;
+  std::uint16_t intercepted_port = 0;
 };
 
 // What a filter decided: go on to the next one, or refuse the request by policy.

@@ -86,6 +86,8 @@ class PendingSlot {
   std::string source_;
 };
 
+struct Interception;
+
 // What every worker shares. Owned by the Server; sessions hold a shared_ptr.
 struct Shared {
   std::atomic<std::shared_ptr<const Snapshot>> snapshot;
@@ -103,6 +105,8 @@ struct Shared {
   std::atomic<std::shared_ptr<const policy::AddressSet>> host_addresses{
       std::make_shared<const policy::AddressSet>()};
   std::atomic<bool> ready{false};
+  // TLS interception (the CA's leaves, the upstream TLS context); null when it is off.
+  std::shared_ptr<Interception> interception;
 
   std::shared_ptr<const Snapshot> current() const {
     return snapshot.load(std::memory_order_acquire);

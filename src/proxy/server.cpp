@@ -23,6 +23,7 @@
 #include "proxy/descriptors.hpp"
 #include "proxy/dns_listener.hpp"
 #include "proxy/host_addresses.hpp"
+#include "proxy/interception.hpp"
 #include "proxy/session.hpp"
 
 namespace sandgate::proxy {
@@ -191,6 +192,14 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
                                                            telemetry::all_error_codes());
     shared->metrics->set_audit_failures_source(
         [audit = shared->audit] { return audit->write_failures(); });
+    if (cfg->interception.enabled()) {
+      shared->interception = make_interception(cfg->interception);
+      ready["ca_fingerprint"] = shared->interception->authority->fingerprint();
+      shared->metrics->set_leaf_counts_source([interception = shared->interception] {
+        const tls::LeafCacheStats s = interception->leaves->stats();
+        return telemetry::Metrics::LeafCounts{s.hits, s.misses, s.mints, s.mint_failures, s.size};
+      });
+    }
     // Before any listener: no connection is decided without the host's addresses.
     host_watch = std::make_unique<HostAddressWatch>(main_ioc, shared->host_addresses);
 

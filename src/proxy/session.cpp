@@ -30,6 +30,7 @@ telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
   r.source_port = client_port;
   r.protocol = policy::mode_name(mode);
   r.original_destination = original_destination;
+  if (tls && mode == policy::EntryMode::http) r.url_scheme = "https";
   return r;
 }
 
@@ -59,7 +60,7 @@ void Session::record_denial(policy::EntryMode mode, std::string_view host, std::
   if (mode == policy::EntryMode::http || mode == policy::EntryMode::connect) r.http_status = 403;
   deps.shared->audit->write(r);
   deps.shared->metrics->denial(reason);
-  deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::denied);
+  deps.shared->metrics->connection(metrics_mode(mode), telemetry::Outcome::denied);
 }
 
 telemetry::Ended Session::ended(telemetry::Ended seen) const {
@@ -88,11 +89,11 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
     r.reason = policy::reason_name(denial->reason);
     r.rule = denial->rule;
     metrics.denial(r.reason);
-    metrics.connection(to_metrics_mode(mode), telemetry::Outcome::denied);
+    metrics.connection(metrics_mode(mode), telemetry::Outcome::denied);
   } else {
     r.event = "connection_closed";
     r.outcome = "success";
-    metrics.connection(to_metrics_mode(mode), telemetry::Outcome::allowed);
+    metrics.connection(metrics_mode(mode), telemetry::Outcome::allowed);
   }
   deps.shared->audit->write(r);
   metrics.bytes(telemetry::Direction::upstream, stats.up);
@@ -114,6 +115,14 @@ void Session::reset_client() {
 asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view shown,
                                     std::uint16_t port, const policy::Decision& d,
                                     const policy::Host* suggest_for, std::string_view sni) {
+  if (d.reason == policy::Reason::misdirected_request) {
+    // Not the policy's denial contract: the client is told to ask the right connection.
+    const std::string message = "this connection serves only " + intercepted->display() + ":" +
+                                std::to_string(intercepted_port) + "; open a new one for " +
+                                std::string(shown);
+    co_await fail(mode, Errc::misdirected_request, shown, port, message);
+    co_return;
+  }
   record_denial(mode, shown, port, d, sni);
   if (mode == policy::EntryMode::tls) {
     co_await asio::async_write(client, asio::buffer(tls_access_denied_alert()), use_tuple);
@@ -167,7 +176,7 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
   }
   deps.shared->audit->write(r);
   deps.shared->metrics->error(code);
-  deps.shared->metrics->connection(to_metrics_mode(mode), telemetry::Outcome::error);
+  deps.shared->metrics->connection(metrics_mode(mode), telemetry::Outcome::error);
 }
 
 asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,

@@ -21,16 +21,25 @@
 
 namespace sandgate::proxy {
 
+// The TLS legs of an intercepted connection (proxy/tls_streams.hpp).
+struct ClientTlsLeg;
+struct UpstreamTlsLeg;
+
 // An upstream connection kept between keep-alive requests for one authority.
 struct UpstreamConn {
-  UpstreamConn(tcp::socket s, std::string auth, const policy::IpAddress& a)
-      : socket(std::move(s)), authority(std::move(auth)), address(a) {}
+  UpstreamConn(tcp::socket s, std::string auth, const policy::IpAddress& a);
+  ~UpstreamConn();
+  UpstreamConn(const UpstreamConn&) = delete;
+  UpstreamConn& operator=(const UpstreamConn&) = delete;
 
   tcp::socket socket;
+  std::unique_ptr<UpstreamTlsLeg> tls;  // intercepted: sandgate's own TLS over `socket`
   boost::beast::flat_buffer buffer;
   std::string authority;  // normalised host + ":" + port it serves
   policy::IpAddress address;
 };
+
+telemetry::Mode to_metrics_mode(policy::EntryMode m);
 
 // One client connection on a listener, from accept to close, on the worker that accepted it;
 // everything here runs on that worker. Owned by the serving coroutine and, once a tunnel is
@@ -61,6 +70,11 @@ struct Session : std::enable_shared_from_this<Session> {
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
+  // Intercepted (StreamAction::intercept): the client's TLS, terminated here with a leaf for
+  // `intercepted`, the name (and port) every request inside must address.
+  std::unique_ptr<ClientTlsLeg> tls;
+  std::optional<policy::Host> intercepted;
+  std::uint16_t intercepted_port = 0;
   bool aborted = false;  // abort() was called
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // Held from construction until the sandbox is bound (see PendingSlot); not held from the
@@ -80,7 +94,8 @@ struct Session : std::enable_shared_from_this<Session> {
   // upstream_timeout and its socket is closed: no phase goes on without a deadline.
   asio::awaitable<Dialed> dial(const policy::Host& host, std::uint16_t port);
 
-  // Writes raw bytes to the client under the session's current deadline.
+  // Writes raw bytes to the client (through its TLS when intercepted) under the session's
+  // current deadline.
   asio::awaitable<boost::system::error_code> write_client(std::string_view bytes);
 
   // Audit line and metrics of a refusal by policy; `sni` when a ClientHello was read.
@@ -114,6 +129,10 @@ struct Session : std::enable_shared_from_this<Session> {
   // Closes the client connection with a TCP reset, so it fails at once instead of timing out.
   void reset_client();
 
+  // The metrics' mode of a line in `mode`: https for a request inside an intercepted stream.
+  telemetry::Mode metrics_mode(policy::EntryMode mode) const {
+    return tls && mode == policy::EntryMode::http ? telemetry::Mode::https : to_metrics_mode(mode);
+  }
   // Base audit record with the fields every line of this session shares.
   telemetry::AuditRecord record(policy::EntryMode mode) const;
 };
@@ -133,6 +152,14 @@ asio::awaitable<void> serve_transparent(tcp::socket client, WorkerDeps deps);
 asio::awaitable<void> open_stream(Session& s, const policy::StreamVerdict& v, std::uint16_t port,
                                   std::string_view sni);
 
+// Opens a stream that decide_stream chose to intercept (StreamAction::intercept): CONNECT's
+// 200, TLS with the client under a leaf for v.dial, then every request inside decided and
+// forwarded over sandgate's own TLS to the same name.
+inline constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
+
+asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& v,
+                                       std::uint16_t port);
+
 // One plain HTTP request of a client connection (explicit absolute form, or transparent):
 // through the request filters (policy::decide_request first), then forwarded by handle_http.
 // `port`: the request's port (the transparent listener: the port the sandbox dialled).
@@ -144,7 +171,5 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 // `head`: the validated head of this request; its parser is taken to read the body.
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port);
-
-telemetry::Mode to_metrics_mode(policy::EntryMode m);
 
 }  // namespace sandgate::proxy

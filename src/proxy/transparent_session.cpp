@@ -174,11 +174,11 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
     case policy::StreamAction::serve_http:
       co_await serve_http(s, port);
       co_return;
-    case policy::StreamAction::intercept:  // TODO(lead): interception; refused until it lands
     case policy::StreamAction::refuse:
       co_await s.deny(v.mode, v.shown, port, v.decision, nullptr, sni);
       co_return;
     case policy::StreamAction::tunnel:
+    case policy::StreamAction::intercept:
       co_await open_stream(s, v, port, sni);
       co_return;
   }

@@ -317,6 +317,7 @@ std::string format_audit_line(const AuditRecord& r) {
   }
   if (!r.method.empty() || r.http_status != 0) {
     line.open("http");
+    if (!r.http_version.empty()) line.str("version", r.http_version);
     if (!r.method.empty()) {
       line.open("request");
       line.str("method", r.method);
@@ -330,9 +331,10 @@ std::string format_audit_line(const AuditRecord& r) {
     line.close();
   }
   const std::string_view path = path_only(r.url_path);
-  if (!path.empty()) {
+  if (!path.empty() || !r.url_scheme.empty()) {
     line.open("url");
-    line.str("path", path);
+    if (!path.empty()) line.str("path", path);
+    if (!r.url_scheme.empty()) line.str("scheme", r.url_scheme);
     line.close();
   }
   if (!r.tls_sni.empty()) {

@@ -13,8 +13,8 @@ namespace sandgate::telemetry {
 namespace {
 
 constexpr std::string_view kOther = "other";
-constexpr std::array<Mode, kModeCount> kModes{Mode::http, Mode::connect, Mode::tls, Mode::tcp,
-                                              Mode::dns};
+constexpr std::array<Mode, kModeCount> kModes{Mode::http, Mode::connect, Mode::tls,
+                                              Mode::tcp,  Mode::dns,     Mode::https};
 constexpr std::array<Outcome, kOutcomeCount> kOutcomes{Outcome::allowed, Outcome::denied,
                                                        Outcome::error};
 constexpr std::array<Side, kSideCount> kSides{Side::client, Side::upstream, Side::internal};
@@ -83,6 +83,8 @@ std::string_view name(Mode m) {
       return "tcp";
     case Mode::dns:
       return "dns";
+    case Mode::https:
+      return "https";
   }
   return "tcp";
 }
@@ -243,6 +245,31 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
                            .Register(reg)
                            .Add({});
 
+  auto& tls_failures = BuildCounter()
+                           .Name("sandgate_interception_tls_failures_total")
+                           .Help("Failed TLS handshakes of intercepted streams, by side.")
+                           .Register(reg);
+  for (const Side side : kSides) {
+    interception_tls_failures_[static_cast<std::size_t>(side)] =
+        &tls_failures.Add({{"side", label(side_name(side))}});
+  }
+  const auto leaf_counter = [&](const char* metric, const char* help) {
+    return &BuildCounter().Name(metric).Help(help).Register(reg).Add({});
+  };
+  leaf_hits_ = leaf_counter("sandgate_interception_leaf_cache_hits_total",
+                            "Intercepted connections served a cached leaf certificate.");
+  leaf_misses_ = leaf_counter("sandgate_interception_leaf_cache_misses_total",
+                              "Intercepted connections that waited for a leaf to be minted.");
+  leaf_mints_ = leaf_counter("sandgate_interception_leaf_mints_total",
+                             "Leaf certificates minted by the interception CA.");
+  leaf_mint_failures_ = leaf_counter("sandgate_interception_leaf_mint_failures_total",
+                                     "Leaf certificates that could not be minted.");
+  leaf_entries_ = &BuildGauge()
+                       .Name("sandgate_interception_leaf_cache_entries")
+                       .Help("Leaf certificates cached now.")
+                       .Register(reg)
+                       .Add({});
+
   BuildGauge()
       .Name("sandgate_build_info")
       .Help("Always 1; the version label identifies the running build.")
@@ -319,9 +346,30 @@ void Metrics::set_audit_failures_source(std::function<std::uint64_t()> source) {
   audit_source_ = std::move(source);
 }
 
+void Metrics::interception_tls_failure(Side side) noexcept {
+  interception_tls_failures_[static_cast<std::size_t>(side)]->Increment();
+}
+
+void Metrics::set_leaf_counts_source(std::function<LeafCounts()> source) {
+  const std::lock_guard lock(audit_mutex_);
+  leaf_source_ = std::move(source);
+}
+
 std::string Metrics::serialize() const {
   {
     const std::lock_guard lock(audit_mutex_);
+    if (leaf_source_) {
+      const LeafCounts now = leaf_source_();
+      const auto advance = [](prometheus::Counter* c, std::uint64_t to, std::uint64_t& was) {
+        if (to > was) c->Increment(static_cast<double>(to - was));
+        was = std::max(was, to);
+      };
+      advance(leaf_hits_, now.hits, leaf_counted_.hits);
+      advance(leaf_misses_, now.misses, leaf_counted_.misses);
+      advance(leaf_mints_, now.mints, leaf_counted_.mints);
+      advance(leaf_mint_failures_, now.mint_failures, leaf_counted_.mint_failures);
+      leaf_entries_->Set(static_cast<double>(now.entries));
+    }
     if (audit_source_) {
       const std::uint64_t now = audit_source_();
       if (now > audit_counted_) {

@@ -23,9 +23,10 @@ class Registry;
 
 namespace sandgate::telemetry {
 
-// How a client reached sandgate; also the audit log's network.protocol.
-enum class Mode : std::uint8_t { http, connect, tls, tcp, dns };
-inline constexpr std::size_t kModeCount = 5;
+// How a client reached sandgate; also the audit log's network.protocol. https: a request
+// inside a stream sandgate intercepted (TLS terminated with its own leaf).
+enum class Mode : std::uint8_t { http, connect, tls, tcp, dns, https };
+inline constexpr std::size_t kModeCount = 6;
 // What became of a connection or request.
 enum class Outcome : std::uint8_t { allowed, denied, error };
 inline constexpr std::size_t kOutcomeCount = 3;
@@ -114,6 +115,19 @@ class Metrics {
   // its value. Without a source the counter stays 0. Call once at startup.
   void set_audit_failures_source(std::function<std::uint64_t()> source);
 
+  // sandgate_interception_tls_failures_total{side}: TLS handshakes of intercepted streams
+  // that failed, with the client (it refused sandgate's leaf) or the upstream (its
+  // certificate did not verify, or the handshake broke).
+  void interception_tls_failure(Side side) noexcept;
+  // sandgate_interception_leaf_cache_{hits,misses}_total, _leaf_mints_total,
+  // _leaf_mint_failures_total and the _leaf_cache_entries gauge, read at scrape time from
+  // the leaf cache like the audit failures. Call once at startup when interception is on.
+  struct LeafCounts {
+    std::uint64_t hits = 0, misses = 0, mints = 0, mint_failures = 0;
+    std::size_t entries = 0;
+  };
+  void set_leaf_counts_source(std::function<LeafCounts()> source);
+
   // Prometheus text exposition format (0.0.4) of every metric.
   std::string serialize() const;
 
@@ -155,10 +169,18 @@ class Metrics {
   std::array<prometheus::Counter*, kAcceptFailureCount> accept_failures_{};
   prometheus::Counter* audit_failures_ = nullptr;
   prometheus::Counter* audit_suppressed_ = nullptr;
+  std::array<prometheus::Counter*, kSideCount> interception_tls_failures_{};
+  prometheus::Counter* leaf_hits_ = nullptr;
+  prometheus::Counter* leaf_misses_ = nullptr;
+  prometheus::Counter* leaf_mints_ = nullptr;
+  prometheus::Counter* leaf_mint_failures_ = nullptr;
+  prometheus::Gauge* leaf_entries_ = nullptr;
 
   mutable std::mutex audit_mutex_;  // guards the source and what was already counted
   std::function<std::uint64_t()> audit_source_;
   mutable std::uint64_t audit_counted_ = 0;
+  std::function<LeafCounts()> leaf_source_;  // guarded by audit_mutex_
+  mutable LeafCounts leaf_counted_;
 };
 
 }  // namespace sandgate::telemetry

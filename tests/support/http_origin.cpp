@@ -7,6 +7,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -127,6 +129,9 @@ struct HttpOrigin::Impl {
   asio::io_context io{1};  // first: destroyed last, after everything its handlers touch
   tcp::acceptor acceptor{io};
   std::uint16_t port = 0;
+  std::unique_ptr<asio::ssl::context> tls;  // HTTPS when set
+  std::vector<std::string> sni;
+  std::size_t failed_handshakes = 0;
 
   mutable std::mutex mutex;
   mutable std::condition_variable changed;
@@ -158,15 +163,37 @@ struct HttpOrigin::Impl {
         id = ++connections;
       }
       changed.notify_all();
-      asio::co_spawn(io, serve(std::move(socket), id), asio::detached);
+      asio::co_spawn(io, start(std::move(socket), id), asio::detached);
     }
   }
 
-  asio::awaitable<void> serve(tcp::socket socket, std::size_t id) {
+  asio::awaitable<void> start(tcp::socket socket, std::size_t id) {
     boost::system::error_code ec;
     const auto local = socket.local_endpoint(ec);
     const std::string local_address = ec ? std::string() : local.address().to_string();
     socket.set_option(tcp::no_delay(true), ec);
+    if (!tls) {
+      co_await serve(socket, id, local_address);
+      co_return;
+    }
+    asio::ssl::stream<tcp::socket> stream(std::move(socket), *tls);
+    auto [hs_ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
+    {
+      const std::lock_guard lock(mutex);
+      if (hs_ec) {
+        ++failed_handshakes;
+      } else {
+        const char* name = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+        sni.emplace_back(name != nullptr ? name : "");
+      }
+    }
+    changed.notify_all();
+    if (!hs_ec) co_await serve(stream, id, local_address);
+  }
+
+  template <class Stream>
+  asio::awaitable<void> serve(Stream& socket, std::size_t id, const std::string local_address) {
+    boost::system::error_code ec;
     std::string buffer;
     std::size_t kept = 0;
     std::vector<char> chunk(64 * 1024);
@@ -226,7 +253,7 @@ struct HttpOrigin::Impl {
         if (write_ec) co_return;
       }
       if (reply.close_after) {
-        socket.shutdown(tcp::socket::shutdown_send, ec);
+        socket.lowest_layer().shutdown(tcp::socket::shutdown_send, ec);
         // Let the peer read everything before the socket goes away (no RST on unread data).
         asio::steady_timer timer(io, std::chrono::milliseconds(50));
         co_await timer.async_wait(use_tuple);
@@ -236,8 +263,21 @@ struct HttpOrigin::Impl {
   }
 };
 
+HttpOrigin::HttpOrigin(const std::string& bind_address, std::uint16_t port,
+                       const TestCertificate& tls)
+    : HttpOrigin(bind_address, port, &tls) {}
+
 HttpOrigin::HttpOrigin(const std::string& bind_address, std::uint16_t port)
+    : HttpOrigin(bind_address, port, nullptr) {}
+
+HttpOrigin::HttpOrigin(const std::string& bind_address, std::uint16_t port,
+                       const TestCertificate* tls)
     : impl_(std::make_shared<Impl>()) {
+  if (tls != nullptr) {
+    impl_->tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    impl_->tls->use_certificate_chain(asio::buffer(tls->cert_pem));
+    impl_->tls->use_private_key(asio::buffer(tls->key_pem), asio::ssl::context::pem);
+  }
   const tcp::endpoint ep(asio::ip::make_address(bind_address), port);
   impl_->acceptor.open(ep.protocol());
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
@@ -290,6 +330,16 @@ std::size_t HttpOrigin::connection_count() const {
 std::uint64_t HttpOrigin::bytes_received() const {
   const std::lock_guard lock(impl_->mutex);
   return impl_->bytes;
+}
+
+std::vector<std::string> HttpOrigin::sni_seen() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->sni;
+}
+
+std::size_t HttpOrigin::failed_handshakes() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->failed_handshakes;
 }
 
 std::string HttpOrigin::raw_received() const {

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/tls_origin.hpp"
+
 namespace sandgate::test {
 
 // One request as the origin received it.
@@ -64,6 +66,9 @@ class HttpOrigin {
  public:
   // Binds bind_address:port (port 0: any free port). IPv6 addresses accept IPv6 only.
   explicit HttpOrigin(const std::string& bind_address = "127.0.0.1", std::uint16_t port = 0);
+  // An HTTPS origin: every connection is TLS with this certificate (make_self_signed_certificate)
+  // first, then served like the plain one; sni_seen() records each handshake's server name.
+  HttpOrigin(const std::string& bind_address, std::uint16_t port, const TestCertificate& tls);
   ~HttpOrigin();
   HttpOrigin(const HttpOrigin&) = delete;
   HttpOrigin& operator=(const HttpOrigin&) = delete;
@@ -77,6 +82,10 @@ class HttpOrigin {
   std::uint64_t bytes_received() const;
   // The first 64 KiB each connection sent, concatenated (for "this secret never arrived").
   std::string raw_received() const;
+  // HTTPS: the server name of each completed handshake ("" = none), in order.
+  std::vector<std::string> sni_seen() const;
+  // HTTPS: handshakes that failed (a client that did not trust the certificate, say).
+  std::size_t failed_handshakes() const;
   // Waits until at least n requests were recorded.
   bool wait_for_requests(std::size_t n,
                          std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
@@ -84,6 +93,7 @@ class HttpOrigin {
       std::size_t n, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
 
  private:
+  HttpOrigin(const std::string& bind_address, std::uint16_t port, const TestCertificate* tls);
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };

@@ -1,0 +1,57 @@
+// An intercepted stream: sandgate is the TLS server to the client, under a leaf for the
+// intercepted name minted by its own CA, and the TLS client to that name upstream (its own
+// connection, verified, dialled when the first request has been decided). Every request
+// inside is decided on its own through the request filters, like plain HTTP.
+#include <openssl/ssl.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "proxy/interception.hpp"
+#include "proxy/session.hpp"
+#include "proxy/tls_streams.hpp"
+
+namespace sandgate::proxy {
+
+asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& v,
+                                       std::uint16_t port) {
+  auto& shared = *s.deps.shared;
+  const std::string shown = v.shown;
+  if (!shared.interception) {
+    // Config validation keeps inspected hosts and the CA together; never splice instead.
+    co_await s.fail(v.mode, Errc::internal_error, shown, port, "interception is not configured");
+    co_return;
+  }
+  if (v.mode == policy::EntryMode::connect) {
+    s.watchdog->arm(s.limits().idle_timeout);
+    if (co_await s.write_client(kEstablished)) co_return;
+  }
+  const auto leaf = shared.interception->leaves->get(v.dial.display());
+  SSL* ssl = leaf ? SSL_new(leaf.value()->server_context().get()) : nullptr;
+  if (ssl == nullptr) {
+    s.record_failure(policy::EntryMode::tls, Errc::internal_error, shown, port);
+    s.reset_client();
+    co_return;
+  }
+  s.tls = std::make_unique<ClientTlsLeg>(s.client, s.take_buffer(), ssl);
+  s.watchdog->arm(s.limits().header_timeout);
+  auto [ec] = co_await s.tls->stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
+  if (ec) {
+    // The client refused the leaf (it does not trust sandgate's CA), or sent no TLS.
+    s.record_failure(policy::EntryMode::tls, Errc::client_tls_failed, shown, port, 0,
+                     telemetry::Phase::connect);
+    shared.metrics->interception_tls_failure(Side::client);
+    s.tls.reset();
+    s.reset_client();
+    co_return;
+  }
+  s.intercepted = v.dial;
+  s.intercepted_port = port;
+  for (bool first = true;; first = false) {
+    auto request = co_await next_request(s, first);
+    if (!request) co_return;
+    if (!co_await forward_request(s, *request, port)) co_return;
+  }
+}
+
+}  // namespace sandgate::proxy

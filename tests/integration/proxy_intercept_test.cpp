@@ -1,0 +1,247 @@
+// TLS interception through the real daemon: a CA made by `sandgate ca init`, hosts marked with
+// `inspect`, real curl through CONNECT against HTTPS origins (tests/support/http_origin with a
+// certificate of its own, trusted by sandgate through upstream_ca_file). What the client sees,
+// what the origin receives (sandgate's own TLS and requests), and the audit lines.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "support/http_origin.hpp"
+#include "support/json_helpers.hpp"
+#include "support/metrics_text.hpp"
+#include "support/raw_client.hpp"
+#include "support/sandgate_assertions.hpp"
+#include "support/sandgate_process.hpp"
+#include "support/subprocess.hpp"
+#include "support/temp_dir.hpp"
+#include "support/tls_origin.hpp"
+
+namespace sandgate::test {
+namespace {
+
+const std::string kId = "sb1";
+const std::string kToken = "tok-sb1-intercept-Q4x";
+
+// The CA every test of this file intercepts with, made by the real CLI.
+struct Ca {
+  Ca() {
+    const auto r = run_command({sandgate_binary(), "ca", "init", dir.file("ca")});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  std::string cert() const { return dir.file("ca/ca.pem"); }
+  std::string key() const { return dir.file("ca/ca.key"); }
+  TempDir dir;
+};
+
+class ProxyIntercept : public ::testing::Test {
+ protected:
+  void SetUp() override { daemon_ = std::make_unique<SandgateProcess>(SandgateOptions{tables()}); }
+
+  std::string tables() const {
+    const std::string p = std::to_string(origin_.port());
+    const std::string b = std::to_string(impostor_.port());
+    return R"(
+[limits]
+header_timeout_ms = 2000
+idle_timeout_ms = 3000
+connect_timeout_ms = 1000
+
+[dns.hosts]
+"api.test" = ["127.0.0.1"]
+"other.test" = ["127.0.0.1"]
+"spliced.test" = ["127.0.0.1"]
+"impostor.test" = ["127.0.0.1"]
+"wrongname.test" = ["127.0.0.1"]
+
+[interception]
+ca_cert = ")" +
+           ca_.cert() +
+           R"("
+ca_key = ")" +
+           ca_.key() +
+           R"("
+upstream_ca_file = ")" +
+           upstream_roots_ +
+           R"("
+
+[sandboxes.sb1]
+token = ")" +
+           kToken +
+           R"("
+ports = [)" +
+           p + ", " + b +
+           R"(]
+allow = ["api.test", "other.test", "spliced.test", "impostor.test", "wrongname.test"]
+inspect = ["api.test", "other.test", "impostor.test", "wrongname.test"]
+allow_cidrs = ["127.0.0.1/32"]
+)";
+  }
+
+  std::string url(const std::string& host, const std::string& path) const {
+    return "https://" + host + ":" + std::to_string(origin_.port()) + path;
+  }
+  std::string proxy() const { return daemon_->proxy_url(kId, kToken); }
+  // curl through the proxy, trusting sandgate's CA.
+  CurlResult curl(std::vector<std::string> args) const {
+    std::vector<std::string> all = {"--http1.1", "-x", proxy(), "--cacert", ca_.cert()};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_curl(all);
+  }
+
+  Ca ca_;
+  const TestCertificate origin_cert_ =
+      make_self_signed_certificate({"api.test", "other.test", "spliced.test"}, {"127.0.0.1"});
+  // Valid for its name, but signed by nobody sandgate trusts.
+  const TestCertificate impostor_cert_ = make_self_signed_certificate({"impostor.test"}, {});
+  TempDir roots_dir_;
+  const std::string upstream_roots_ = roots_dir_.write("roots.pem", origin_cert_.cert_pem);
+  const std::string origin_ca_ = roots_dir_.write("origin.pem", origin_cert_.cert_pem);
+  HttpOrigin origin_{"127.0.0.1", 0, origin_cert_};
+  HttpOrigin impostor_{"127.0.0.1", 0, impostor_cert_};
+  std::unique_ptr<SandgateProcess> daemon_;
+};
+
+TEST_F(ProxyIntercept, AnInspectedHostIsServedUnderTheCaAndEachRequestIsLogged) {
+  const auto r = curl({url("api.test", "/repos/acme/widgets?token=secret-query")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 200);
+  EXPECT_EQ(r.body, "origin says: GET /repos/acme/widgets?token=secret-query\n");
+  // sandgate's own connection: SNI = the host, and the request in origin form with its Host.
+  EXPECT_EQ(origin_.sni_seen(), std::vector<std::string>{"api.test"});
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].header("Host"), "api.test:" + std::to_string(origin_.port()));
+  EXPECT_FALSE(requests[0].has_header("Proxy-Authorization"));
+
+  const auto line = daemon_->wait_audit_code("http_request");
+  ASSERT_TRUE(AuditLineIs(line, "http_request", "-", kId));
+  EXPECT_EQ(json_string(*line, "event.outcome"), "success");
+  EXPECT_EQ(json_string(*line, "url.scheme"), "https");
+  EXPECT_EQ(json_string(*line, "url.path"), "/repos/acme/widgets");  // never the query
+  EXPECT_EQ(json_string(*line, "http.request.method"), "GET");
+  EXPECT_EQ(json_string(*line, "http.version"), "1.1");
+  EXPECT_EQ(json_int(*line, "http.response.status_code"), 200);
+  EXPECT_EQ(json_string(*line, "tls.client.server_name"), "api.test");
+  EXPECT_GT(json_int(*line, "event.duration").value_or(0), 0);
+  EXPECT_EQ(daemon_->audit_text().find("secret-query"), std::string::npos);
+}
+
+TEST_F(ProxyIntercept, KeptAliveRequestsShareOneUpstreamConnection) {
+  const auto r = curl({url("api.test", "/one"), url("api.test", "/two"), url("api.test", "/3")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(origin_.request_count(), 3u);
+  EXPECT_EQ(origin_.requests()[2].target, "/3");
+  EXPECT_EQ(origin_.connection_count(), 1u);
+  EXPECT_EQ(origin_.sni_seen().size(), 1u);
+}
+
+TEST_F(ProxyIntercept, ARequestBodyIsStreamedToTheOrigin) {
+  const std::string body = pattern_bytes(300 * 1024, 7);
+  TempDir d;
+  const std::string file = d.write("body.bin", body);
+  const auto r = curl({"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + file,
+                       url("api.test", "/upload")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 200);
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "POST");
+  EXPECT_TRUE(requests[0].body == body) << "body of " << requests[0].body.size() << " bytes";
+}
+
+TEST_F(ProxyIntercept, AHostThatIsNotInspectedIsStillSplicedEndToEnd) {
+  const auto r = run_curl(
+      {"--http1.1", "-x", proxy(), "--cacert", origin_ca_, url("spliced.test", "/spliced")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.body, "origin says: GET /spliced\n");
+  EXPECT_EQ(origin_.sni_seen(), std::vector<std::string>{"spliced.test"});
+  const auto line = daemon_->wait_audit_code("connection_closed");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "network.protocol"), "connect");
+}
+
+TEST_F(ProxyIntercept, AClientThatDoesNotTrustTheCaFailsAndNothingReachesTheOrigin) {
+  const auto r =
+      run_curl({"--http1.1", "-x", proxy(), "--cacert", origin_ca_, url("api.test", "/never")});
+  EXPECT_EQ(r.exit_code, 60) << r.err;  // CURLE_PEER_FAILED_VERIFICATION
+  const auto line = daemon_->wait_audit_code("CLIENT_TLS_FAILED");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "network.protocol"), "tls");
+  EXPECT_EQ(json_string(*line, "destination.address"), "api.test");
+  EXPECT_EQ(origin_.connection_count(), 0u);
+}
+
+TEST_F(ProxyIntercept, ARequestForAnotherAuthorityIsMisdirectedAndNeverForwarded) {
+  // Domain fronting inside the intercepted TLS: SNI and leaf are api.test, Host is another
+  // host this sandbox may reach.
+  const std::string other = "other.test:" + std::to_string(origin_.port());
+  const auto r = curl({"-H", "Host: " + other, url("api.test", "/fronted")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 421);
+  EXPECT_NE(r.headers.find("X-Sandgate-Error: MISDIRECTED_REQUEST"), std::string::npos)
+      << r.headers;
+  EXPECT_NE(r.body.find("\"code\":\"MISDIRECTED_REQUEST\""), std::string::npos) << r.body;
+  EXPECT_EQ(origin_.request_count(), 0u);
+  const auto line = daemon_->wait_audit_code("MISDIRECTED_REQUEST");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "destination.address"), "other.test");
+}
+
+TEST_F(ProxyIntercept, AnotherPortInTheHostFieldIsMisdirectedToo) {
+  const auto r = curl({"-H", "Host: api.test:1", url("api.test", "/port")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 421);
+  EXPECT_EQ(origin_.request_count(), 0u);
+}
+
+TEST_F(ProxyIntercept, AnUpstreamWithAnUntrustedCertificateGets502AndNoRequestByte) {
+  const auto r = curl({"https://impostor.test:" + std::to_string(impostor_.port()) + "/x"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 502);
+  EXPECT_NE(r.body.find("\"code\":\"UPSTREAM_TLS_FAILED\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("certificate"), std::string::npos) << r.body;
+  EXPECT_EQ(impostor_.failed_handshakes(), 1u);
+  EXPECT_EQ(impostor_.request_count(), 0u);
+  const auto line = daemon_->wait_audit_code("UPSTREAM_TLS_FAILED");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "destination.address"), "impostor.test");
+}
+
+TEST_F(ProxyIntercept, AnUpstreamCertificateForAnotherNameGets502) {
+  // The origin's certificate is trusted, but it does not name wrongname.test.
+  const auto r = curl({url("wrongname.test", "/x")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 502);
+  EXPECT_NE(r.body.find("\"code\":\"UPSTREAM_TLS_FAILED\""), std::string::npos) << r.body;
+  EXPECT_EQ(origin_.failed_handshakes(), 1u);
+  EXPECT_EQ(origin_.request_count(), 0u);
+}
+
+TEST_F(ProxyIntercept, FrontingIntoAnInspectedHostThroughASplicedTunnelIsRefused) {
+  // CONNECT to an address that is spliced, with the SNI of an inspected host: the rules of
+  // that host would be skipped, so the tunnel's gate refuses it before a byte goes upstream.
+  const std::string port = std::to_string(origin_.port());
+  const auto r = run_curl({"--http1.1", "-x", proxy(), "--cacert", origin_ca_, "--connect-to",
+                           "api.test:" + port + ":127.0.0.1:" + port, url("api.test", "/x")});
+  EXPECT_EQ(r.exit_code, 35) << r.err;  // the TLS alert
+  // The tunnel dialled the address, but no handshake and no request reached it.
+  EXPECT_TRUE(origin_.sni_seen().empty());
+  EXPECT_EQ(origin_.request_count(), 0u);
+  const auto line = daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "sni_mismatch");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "tls.client.server_name"), "api.test");
+}
+
+TEST_F(ProxyIntercept, TheLeafIsMintedOncePerNameAndNamesTheHost) {
+  for (int i = 0; i < 3; ++i) {
+    const auto r = curl({url("api.test", "/" + std::to_string(i))});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string metrics = daemon_->metrics_text();
+  EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_mints_total"), 1);
+  EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_cache_hits_total"), 2);
+}
+
+}  // namespace
+}  // namespace sandgate::test
