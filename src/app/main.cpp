@@ -8,6 +8,7 @@
 #include "common/version.hpp"
 #include "config/config.hpp"
 #include "proxy/server.hpp"
+#include "tls/authority.hpp"
 
 namespace {
 
@@ -54,6 +55,15 @@ int main(int argc, char** argv) {
     if (args.size() != 2) return usage_error("--check-config takes one FILE");
     const auto cfg = load(args[1]);
     if (!cfg) return 2;
+    if (cfg->interception.enabled()) {
+      // The CA as the daemon will load it: readable, the key 0600 and this user's, a CA.
+      try {
+        sandgate::tls::Authority::load(cfg->interception.ca_cert, cfg->interception.ca_key);
+      } catch (const sandgate::tls::CaError& e) {
+        std::cerr << args[1] << ": interception: " << e.what() << "\n";
+        return 2;
+      }
+    }
     std::cout << args[1] << ": ok (" << cfg->sandboxes.size() << " sandboxes)\n";
     return 0;
   }

@@ -129,6 +129,37 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
 }
 
 // Loads the main file's text; `sink` is the main file's.
+// Keys that make sandgate terminate TLS need a CA to do it with: without [interception], each
+// one is an error where it is written (a drop-in's sandbox: named by its file).
+void require_interception(const toml::table& root, const std::vector<Sandbox>& sandboxes,
+                          ErrorSink& sink) {
+  constexpr std::string_view kMessage =
+      "needs [interception] ca_cert and ca_key (create them with `sandgate ca init DIR`): "
+      "sandgate terminates TLS for these hosts";
+  for (const std::string_view section : {"profiles", "sandboxes"}) {
+    const toml::table* tables = root.get_as<toml::table>(section);
+    if (tables == nullptr) continue;
+    for (const auto& [name, node] : *tables) {
+      const toml::table* table = node.as_table();
+      if (table == nullptr) continue;
+      for (const std::string_view key : {"inspect", "http_rules", "git"}) {
+        if (const toml::node* value = table->get(key)) {
+          sink.add(value->source(),
+                   std::string(section) + "." + std::string(name.str()) + "." + std::string(key),
+                   kMessage);
+        }
+      }
+    }
+  }
+  for (const Sandbox& sandbox : sandboxes) {
+    const policy::SandboxSpec& spec = sandbox.spec;
+    if (sandbox.in_drop_in &&
+        (!spec.inspect.empty() || !spec.http_rules.empty() || !spec.git_rules.empty())) {
+      sink.add_unlocated(sandbox.file + ": sandboxes." + spec.id, kMessage);
+    }
+  }
+}
+
 Config load(std::string_view text, const std::string& name, Loader& loader, ErrorSink& sink) {
   Config config;
   config.path = name;
@@ -179,6 +210,10 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
                   sandboxes);
   }
   config.sandboxes = sandboxes.take();
+  // Checked once everything else reads cleanly, so that it never buries the errors above.
+  if (!config.interception.enabled() && !sink.any()) {
+    require_interception(*root, config.sandboxes, sink);
+  }
   return config;
 }
 

@@ -31,6 +31,8 @@ class ErrorSink {
       : out_(&out), file_(std::move(file)), order_(order) {}
 
   const std::string& file() const { return file_; }
+  // Whether any file has an error so far (cross-checks wait until each file reads cleanly).
+  bool any() const { return !out_->empty(); }
 
   void add(const toml::source_region& where, std::string key, std::string_view message);
   // An error with no position inside the file (missing file, missing top-level key).

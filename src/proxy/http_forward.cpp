@@ -122,7 +122,8 @@ bool upstream_reusable(UpstreamConn& up) {
 template <class Client, class Upstream>
 asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
-                               std::uint16_t port, const std::string& authority);
+                               std::uint16_t port, const std::string& authority,
+                               const policy::Decision* decision);
 
 // Sandgate's own TLS to the intercepted name over the dialled socket: SNI and the verified
 // name are the host (or its address for a literal). Errc::ok, or upstream_tls_failed with the
@@ -175,17 +176,24 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   request.path = head.path_and_query;
   request.fields = &head.msg().base();
   request.connect_to_origin = head.form == http::RequestHead::Form::authority;
-  const FilterResult result = filter_request(s, request);
-  if (!result.next) {
+  // Every line about this request names it (Session::record), until it is over.
+  s.request_method = method;
+  s.request_path = head.path_and_query;
+  struct Forget {
+    Session& s;
+    ~Forget() { s.request_method = s.request_path = {}; }
+  } forget{s};
+  const ChainResult result = filter_request(s, request);
+  if (!result.allowed) {
     const std::string shown = host.display();
-    co_await s.deny(policy::EntryMode::http, shown, request.port, result.denial, &host);
+    co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
     co_return false;
   }
-  co_return co_await handle_http(s, head, host, request.port);
+  co_return co_await handle_http(s, head, host, request.port, &result.decision);
 }
 
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
-                                  std::uint16_t port) {
+                                  std::uint16_t port, const policy::Decision* decision) {
   const std::uint16_t default_port = s.tls ? 443 : 80;
   const std::string authority =
       host.display() + (port == default_port ? "" : ":" + std::to_string(port));
@@ -222,8 +230,9 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   }
   if (s.tls)
     co_return co_await exchange(s, s.tls->stream, s.upstream->tls->stream, head, host, port,
-                                authority);
-  co_return co_await exchange(s, s.client, s.upstream->socket, head, host, port, authority);
+                                authority, decision);
+  co_return co_await exchange(s, s.client, s.upstream->socket, head, host, port, authority,
+                              decision);
 }
 
 namespace {
@@ -233,7 +242,8 @@ namespace {
 template <class Client, class Upstream>
 asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
-                               std::uint16_t port, const std::string& authority) {
+                               std::uint16_t port, const std::string& authority,
+                               const policy::Decision* decision) {
   auto& shared = *s.deps.shared;
   UpstreamConn& up = *s.upstream;
 
@@ -279,6 +289,11 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     r.destination_ip = dialed_ip;
     r.method = method;
     r.url_path = path_only;
+    if (decision != nullptr) {
+      r.rule = decision->rule;
+      // Let through by an audit-mode rule: the line says what enforcing it would refuse.
+      if (decision->audit) r.would_deny = policy::reason_name(decision->reason);
+    }
     if (s.tls) {
       const char* sni =
           SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);

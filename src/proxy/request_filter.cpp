@@ -22,9 +22,10 @@ class DecisionFilter final : public RequestFilter {
     facts.connect_to_origin = r.connect_to_origin;
     facts.intercepted = r.intercepted;
     facts.intercepted_port = r.intercepted_port;
+    r.decision = policy::decide_request(*s.snap->policy, facts);
     FilterResult out;
-    out.denial = policy::decide_request(*s.snap->policy, facts);
-    out.next = out.denial.allowed;
+    out.next = r.decision.allowed;
+    if (!out.next) out.denial = r.decision;
     return out;
   }
 };
@@ -38,12 +39,12 @@ std::span<const RequestFilter* const> request_filters() {
   return kChain;
 }
 
-FilterResult filter_request(const Session& s, ProxiedRequest& r) {
+ChainResult filter_request(const Session& s, ProxiedRequest& r) {
   for (const RequestFilter* f : request_filters()) {
     FilterResult result = f->on_request(s, r);
-    if (!result.next) return result;
+    if (!result.next) return {false, std::move(result.denial)};
   }
-  return {};
+  return {true, r.decision};
 }
 
 }  // namespace sandgate::proxy

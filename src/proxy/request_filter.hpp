@@ -25,12 +25,22 @@ struct ProxiedRequest {
   // Intercepted: the name (and port) whose TLS sandgate terminated; null otherwise.
   const policy::Host* intercepted = nullptr;
   std::uint16_t intercepted_port = 0;
+  // Set by the decision filter: what policy decided for this request (the rule that allowed
+  // it, or an audit-mode rule that would have refused it).
+  policy::Decision decision;
 };
 
 // What a filter decided: go on to the next one, or refuse the request by policy.
 struct FilterResult {
   bool next = true;
   policy::Decision denial;  // when !next
+};
+
+// What the whole chain decided: `decision` is the policy's (allowed, or the first refusal);
+// an allowed request with decision.audit set would have been refused by an audit-mode rule.
+struct ChainResult {
+  bool allowed = true;
+  policy::Decision decision;
 };
 
 // One step of the chain every request goes through before it is forwarded (the decision;
@@ -46,6 +56,6 @@ class RequestFilter {
 std::span<const RequestFilter* const> request_filters();
 
 // Runs the chain; the first filter that refuses ends it.
-FilterResult filter_request(const Session& s, ProxiedRequest& r);
+ChainResult filter_request(const Session& s, ProxiedRequest& r);
 
 }  // namespace sandgate::proxy

@@ -1,7 +1,9 @@
 #include "proxy/responses.hpp"
 
+#include <algorithm>
 #include <boost/beast/http/status.hpp>
 #include <boost/json.hpp>
+#include <cstdio>
 
 namespace sandgate::proxy {
 
@@ -32,6 +34,35 @@ std::string_view default_message(Errc code) {
     default:
       return "the request was rejected";
   }
+}
+
+std::string git_refusal_response(std::string_view service, const ErrorInfo& info) {
+  std::string message = "sandgate: " + std::string(code_name(info.code));
+  message += ": " + std::string(info.host) + " is refused to sandbox " + std::string(info.sandbox);
+  if (!info.reason.empty()) message += " (" + std::string(info.reason);
+  if (!info.rule.empty()) message += ", rule " + std::string(info.rule);
+  if (!info.reason.empty()) message += ")";
+  message += retryable(info.code) ? "; retry later" : "; retrying will not help";
+  if (!info.suggestion.empty()) message += "; to allow it: " + std::string(info.suggestion);
+  // One pkt-line: four hex digits of length (themselves included), then the payload.
+  // ASCII in one line, bounded: nothing a config or a request holds can break the framing.
+  constexpr std::size_t kMaxMessage = 1000;
+  message.resize(std::min(message.size(), kMaxMessage));
+  for (char& c : message) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  const std::string payload = "ERR " + message + "\n";
+  char length[5];
+  std::snprintf(length, sizeof length, "%04zx", payload.size() + 4);
+  const std::string body = std::string(length) + payload;
+  std::string out = "HTTP/1.1 200 OK\r\n";
+  out += "Content-Type: application/x-" + std::string(service) + "-advertisement\r\n";
+  out += "Cache-Control: no-cache\r\n";
+  out += "X-Sandgate-Error: " + std::string(code_name(info.code)) + "\r\n";
+  out += "Connection: close\r\n";
+  out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  out += body;
+  return out;
 }
 
 std::string error_response(const ErrorInfo& info) {

@@ -25,6 +25,12 @@ struct ErrorInfo {
 // The whole HTTP/1.1 response (head and body) as bytes ready to write.
 std::string error_response(const ErrorInfo& info);
 
+// A refused git smart-HTTP discovery request (GET .../info/refs?service=SERVICE) answered the
+// way git shows it: 200, the service's advertisement type, and one pkt-line "ERR <message>",
+// which git prints as "remote error: <message>" and stops (a 403 would only read "The
+// requested URL returned error: 403"). The message is `info` in one line.
+std::string git_refusal_response(std::string_view service, const ErrorInfo& info);
+
 // A default human message for a code.
 std::string_view default_message(Errc code);
 

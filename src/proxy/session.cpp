@@ -30,7 +30,11 @@ telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
   r.source_port = client_port;
   r.protocol = policy::mode_name(mode);
   r.original_destination = original_destination;
-  if (tls && mode == policy::EntryMode::http) r.url_scheme = "https";
+  if (mode == policy::EntryMode::http) {
+    if (tls) r.url_scheme = "https";
+    r.method = request_method;
+    r.url_path = request_path;
+  }
   return r;
 }
 
@@ -152,7 +156,8 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
   info.reason = reason;
   info.rule = d.rule;
   info.suggestion = suggestion_line;
-  const std::string response = error_response(info);
+  const std::string response =
+      d.git.advertisement ? git_refusal_response(d.git.service(), info) : error_response(info);
   watchdog->arm(limits().header_timeout);
   co_await write_client(response);
 }

@@ -75,6 +75,10 @@ struct Session : std::enable_shared_from_this<Session> {
   std::unique_ptr<ClientTlsLeg> tls;
   std::optional<policy::Host> intercepted;
   std::uint16_t intercepted_port = 0;
+  // The request being decided and forwarded (forward_request), so that every line about it
+  // names its method and path (record() adds them; the query never reaches a line).
+  std::string_view request_method;
+  std::string_view request_path;
   bool aborted = false;  // abort() was called
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // Held from construction until the sandbox is bound (see PendingSlot); not held from the
@@ -169,7 +173,8 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.
 // `head`: the validated head of this request; its parser is taken to read the body.
+// `decision`: what policy decided for it (its rule goes into the audit line), or null.
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
-                                  std::uint16_t port);
+                                  std::uint16_t port, const policy::Decision* decision = nullptr);
 
 }  // namespace sandgate::proxy

@@ -65,7 +65,10 @@ struct AuditRecord {
   std::string_view url_path;        // url.path; any query or fragment is cut off
   std::string_view url_scheme;      // url.scheme: "https" inside an intercepted stream
   std::string_view http_version;    // http.version of the client's request ("1.1", "2")
-  std::string_view tls_sni;         // tls.client.server_name, when a ClientHello was read
+  // labels.would_deny: the reason an audit-mode rule (rule.name) would have refused this
+  // allowed request with, were it enforced.
+  std::string_view would_deny;
+  std::string_view tls_sni;  // tls.client.server_name, when a ClientHello was read
   // labels.original_destination: "ip:port" a transparent connection was addressed to (what
   // the sandbox dialled; recorded, never used for routing).
   std::string_view original_destination;

@@ -236,6 +236,10 @@ http_rules = [{ hosts = ["api.github.com"], action = "deny", mode = "audit" }]
 repos = ["github.com/acme/widget", "GitHub.com/Acme-Open/**.git"]
 allow = ["fetch", "push"]
 mode = "audit"
+
+[interception]
+ca_cert = "ca.pem"
+ca_key = "ca.key"
 )",
                                            kFile);
   const Sandbox* ci = c.find_sandbox("ci");
@@ -920,11 +924,72 @@ TEST(DropIns, RequestRulesNameKeysInTheDropIn) {
   }
   dir.write("sandboxes.d/r.toml",
             "id = \"r\"\ntoken = \"t\"\n[[http_rules]]\nhosts = [\"a.test\"]\naction = \"deny\"\n");
+  // Rules that terminate TLS need the CA.
+  try {
+    load_config(main);
+    FAIL() << "expected an error";
+  } catch (const ConfigErrors& e) {
+    ASSERT_EQ(e.errors().size(), 1u) << dump(e.errors());
+    EXPECT_EQ(e.errors()[0].key, drop + ": sandboxes.r");
+    EXPECT_NE(e.errors()[0].message.find("needs [interception]"), std::string::npos);
+  }
+  dir.write("sandgate.toml",
+            std::string(kMainWithDropIns) + "\n[interception]\nca_cert = \"c\"\nca_key = \"k\"\n");
   const Config c = load_config(main);
   const Sandbox* r = c.find_sandbox("r");
   ASSERT_NE(r, nullptr);
   ASSERT_EQ(r->spec.http_rules.size(), 1u);
   EXPECT_EQ(r->spec.http_rules[0].origin, "sandboxes.r.http_rules[0]");
+}
+
+TEST(ConfigLoad, InterceptionPathsResolveAgainstTheFileAndDefaultsHold) {
+  const Config c = load_config_from_string(
+      "[interception]\nca_cert = \"ca/ca.pem\"\nca_key = \"/etc/ca.key\"\n"
+      "leaf_cache_size = 50\nupstream_ca_file = \"roots.pem\"\n",
+      "/etc/sandgate/sandgate.toml");
+  EXPECT_TRUE(c.interception.enabled());
+  EXPECT_EQ(c.interception.ca_cert, "/etc/sandgate/ca/ca.pem");
+  EXPECT_EQ(c.interception.ca_key, "/etc/ca.key");
+  EXPECT_EQ(c.interception.upstream_ca_file, "/etc/sandgate/roots.pem");
+  EXPECT_EQ(c.interception.leaf_cache_size, 50u);
+  EXPECT_EQ(c.interception.leaf_validity, std::chrono::hours(24));
+  EXPECT_EQ(c.interception.leaf_renew_before, std::chrono::hours(12));
+  EXPECT_FALSE(load_config_from_string("", kFile).interception.enabled());
+}
+
+TEST(ConfigErrors, InterceptionKeysWithoutACaAreErrorsWhereTheyAreWritten) {
+  const auto errors = errors_of(R"([profiles.p]
+inspect = ["a.test"]
+
+[sandboxes.ci]
+token = "t"
+profile = "p"
+git = [{ repos = ["a.test/x/*"], allow = ["fetch"] }]
+)");
+  ASSERT_EQ(errors.size(), 2u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "profiles.p.inspect");
+  EXPECT_EQ(errors[0].line, 2u);
+  EXPECT_EQ(errors[1].key, "sandboxes.ci.git");
+  EXPECT_EQ(errors[1].line, 7u);
+  EXPECT_NE(errors[0].message.find("sandgate ca init"), std::string::npos) << errors[0].message;
+}
+
+TEST(ConfigErrors, InterceptionSectionErrors) {
+  const auto one = errors_of("[interception]\nca_cert = \"c.pem\"\n");
+  ASSERT_EQ(one.size(), 1u) << dump(one);
+  EXPECT_EQ(one[0].key, "interception.ca_key");
+  const auto renew = errors_of(
+      "[interception]\nca_cert = \"c\"\nca_key = \"k\"\nleaf_validity_hours = 6\n"
+      "leaf_renew_before_hours = 6\n");
+  ASSERT_EQ(renew.size(), 1u) << dump(renew);
+  EXPECT_EQ(renew[0].key, "interception.leaf_renew_before_hours");
+  EXPECT_EQ(renew[0].line, 5u);
+  const auto unknown = errors_of("[interception]\nca = \"c\"\n");
+  ASSERT_EQ(unknown.size(), 1u) << dump(unknown);
+  EXPECT_EQ(unknown[0].key, "interception.ca");
+  const auto empty = errors_of("[interception]\nca_cert = \"\"\nca_key = \"k\"\n");
+  ASSERT_FALSE(empty.empty());
+  EXPECT_EQ(empty[0].key, "interception.ca_cert");
 }
 
 TEST(DropIns, FromStringResolvesAgainstTheNamesDirectory) {
