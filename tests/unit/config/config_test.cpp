@@ -310,6 +310,10 @@ ca_key = "ca.key"
 // The suggestion of a refusal by the request rules, added where it says, allows the request.
 TEST(ConfigLoad, SuggestedRequestRulesAllowWhatWasRefused) {
   const std::string base = R"(
+[interception]
+ca_cert = "ca.pem"
+ca_key = "ca.key"
+
 [profiles.default]
 allow = ["api.github.com", "github.com"]
 [[profiles.default.http_rules]]
