@@ -15,7 +15,9 @@
 
 #include "policy/host_pattern.hpp"
 #include "policy/ip_address.hpp"
+#include "policy/path.hpp"
 #include "policy/policy.hpp"
+#include "policy/request.hpp"
 
 namespace {
 
@@ -139,6 +141,72 @@ void BM_CheckAddressResolved(benchmark::State& state) {
     benchmark::DoNotOptimize(d);
   }
 }
+
+// A sandbox with 20 http rules for one host (methods and path globs), next to n host rules:
+// the request matches the last rule, so every rule naming the host is tried.
+const Policy& policy_with_http_rules(std::int64_t n) {
+  static std::map<std::int64_t, std::unique_ptr<const Policy>> cache;
+  auto& slot = cache[n];
+  if (slot) return *slot;
+  SandboxSpec sb;
+  sb.id = kSandbox;
+  for (std::int64_t i = 0; i < n; ++i) {
+    sb.allow.push_back(rule("host" + label(i) + ".example", "sandboxes.bench.allow"));
+    sb.inspect.push_back(rule("inspected" + label(i) + ".example", "sandboxes.bench.inspect"));
+  }
+  sb.allow.push_back(rule("api.example.com", "sandboxes.bench.allow"));
+  for (int i = 0; i < 20; ++i) {
+    sandgate::policy::HttpRule r;
+    r.hosts = {*sandgate::policy::parse_host_pattern("api.example.com")};
+    r.methods = {i + 1 == 20 ? "GET" : "POST"};
+    r.paths = {*sandgate::policy::PathGlob::parse("/repos/team" + std::to_string(i) + "/**"),
+               *sandgate::policy::PathGlob::parse("/repos/*/issues/*/comments")};
+    r.allow = true;
+    r.origin = "sandboxes.bench.http_rules[" + std::to_string(i) + "]";
+    sb.http_rules.push_back(std::move(r));
+  }
+  slot = std::make_unique<const Policy>(std::vector<SandboxSpec>{sb},
+                                        std::vector<sandgate::policy::Endpoint>{});
+  return *slot;
+}
+
+// decide_request: host rules, canonicalisation, then 20 http rules on the host.
+void BM_DecideRequest20HttpRules(benchmark::State& state) {
+  const Policy& policy = policy_with_http_rules(state.range(0));
+  const sandgate::policy::Host host = sandgate::policy::normalize_host("api.example.com");
+  sandgate::policy::RequestFacts facts;
+  facts.sandbox = kSandbox;
+  facts.host = &host;
+  facts.port = 443;
+  facts.method = "GET";
+  facts.path = "/repos/team19/widget/pulls/%31?per_page=100";
+  const Decision first = sandgate::policy::decide_request(policy, facts);
+  if (!first.allowed || first.rule != "sandboxes.bench.http_rules[19]") {
+    state.SkipWithError("unexpected decision for the request");
+    return;
+  }
+  for (auto _ : state) {
+    Decision d = sandgate::policy::decide_request(policy, facts);
+    benchmark::DoNotOptimize(d);
+  }
+}
+
+// Policy::inspects for a host no pattern names, next to n inspect patterns.
+void BM_InspectsMiss(benchmark::State& state) {
+  const Policy& policy = policy_with_http_rules(state.range(0));
+  const sandgate::policy::Host host = sandgate::policy::normalize_host("a.b.host000001.example");
+  if (policy.inspects(kSandbox, host, 443)) {
+    state.SkipWithError("unexpected inspection");
+    return;
+  }
+  for (auto _ : state) {
+    bool inspected = policy.inspects(kSandbox, host, 443);
+    benchmark::DoNotOptimize(inspected);
+  }
+}
+
+BENCHMARK(BM_DecideRequest20HttpRules)->Arg(10)->Arg(1000)->Arg(100000);
+BENCHMARK(BM_InspectsMiss)->Arg(10)->Arg(1000)->Arg(100000);
 
 BENCHMARK(BM_DecideExactHit)->Arg(10)->Arg(1000)->Arg(100000);
 BENCHMARK(BM_DecideDeepWildcardHit)->Arg(10)->Arg(1000)->Arg(100000);

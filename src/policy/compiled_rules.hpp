@@ -38,8 +38,8 @@ class CompiledRequestRules {
   std::vector<Entry> named(const NameIndex<Entry>& index, std::string_view name,
                            std::uint16_t port) const;
   Decision decide_git(const std::vector<Entry>& rules, GitRequest git) const;
-  Decision decide_http(const std::vector<Entry>& rules, std::string_view method,
-                       std::string_view path) const;
+  Decision decide_http(const std::vector<Entry>& rules, std::string_view name, std::uint16_t port,
+                       std::string_view method, std::string_view path) const;
 
   std::vector<std::uint16_t> ports_;
   NameIndex<Entry> inspect_;

@@ -38,6 +38,7 @@ void append_escape(std::string& out, unsigned char c) {
 // Appends `raw` (one path, or one glob segment when `glob`: then '*' and '?' stay wildcards)
 // in canonical form, setting `ambiguous` for what docs/policy.md lists.
 void append_canonical(std::string& out, std::string_view raw, bool glob, bool& ambiguous) {
+  const std::size_t start = out.size();
   for (std::size_t i = 0; i < raw.size(); ++i) {
     const auto c = static_cast<unsigned char>(raw[i]);
     if (c == '%') {
@@ -56,17 +57,19 @@ void append_canonical(std::string& out, std::string_view raw, bool glob, bool& a
         continue;
       }
       if (v == '/' || v == '\\' || v == ';' || is_control(v)) ambiguous = true;
-      // %25 before two hex digits: a server that decodes twice sees another escape.
-      if (v == '%' && i + 2 < raw.size() && hex_value(raw[i + 1]) >= 0 &&
-          hex_value(raw[i + 2]) >= 0) {
-        ambiguous = true;
-      }
       append_escape(out, v);
     } else if (c == '/' || is_plain_pchar(c) || (glob && c == '?')) {
       out += static_cast<char>(c);
     } else {
       if (c == '\\' || c == ';' || c == '#' || is_control(c)) ambiguous = true;
       append_escape(out, c);
+    }
+  }
+  // "%25" before two hex digits, however they were spelt ("%252F", "%25%32F"): a server
+  // that decodes twice sees another escape.
+  for (auto at = out.find("%25", start); at != std::string::npos; at = out.find("%25", at + 1)) {
+    if (at + 4 < out.size() && hex_value(out[at + 3]) >= 0 && hex_value(out[at + 4]) >= 0) {
+      ambiguous = true;
     }
   }
 }
@@ -210,7 +213,12 @@ std::optional<PathGlob> PathGlob::parse_repo(std::string_view text, std::string*
     return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   });
   while (lowered.size() > 1 && lowered.back() == '/') lowered.pop_back();
-  if (lowered.ends_with(".git")) lowered.resize(lowered.size() - 4);
+  // ".git" is a suffix of a name, not a name: "/x/.git" stays (as in recognize_git).
+  if (lowered.ends_with(".git") && !lowered.ends_with("/.git")) lowered.resize(lowered.size() - 4);
+  if (lowered.ends_with(".git") && !lowered.ends_with("/.git")) {
+    if (error) *error = "a repository glob ends in one \".git\" at most";
+    return std::nullopt;
+  }
   while (lowered.size() > 1 && lowered.back() == '/') lowered.pop_back();
   return parse(lowered, error);
 }

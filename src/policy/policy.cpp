@@ -428,6 +428,7 @@ Decision Policy::check_address(std::string_view sandbox, const IpAddress& a, std
 }
 
 std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port) {
+  if (!d.suggestion.empty()) return d.suggestion;
   switch (d.reason) {
     case Reason::no_matching_rule:
     case Reason::port_not_allowed:

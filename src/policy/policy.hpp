@@ -77,6 +77,10 @@ struct Decision {
   // Set by decide_request for a git smart-HTTP request, whatever the outcome, so that a
   // refusal can be answered the way git prints it (GitRequest::advertisement).
   GitRequest git;
+  // A config line that would allow what a request rule refused, when decide_request can say
+  // more than suggest_rule could from the host alone (no_matching_http_rule: an http rule
+  // for this method and path). suggest_rule returns it.
+  std::string suggestion;
 
   bool is_allowed() const { return allowed; }
 };
@@ -204,7 +208,8 @@ class Policy {
 // `allow_host_services = ["10.201.0.1:8080"]`; empty when no
 // config can allow it (invalid host, always-denied address, unknown sandbox, loop). For a
 // git_not_allowed refusal where no git rule matched the repository, the git rule that would
-// allow the operation, e.g. `git = [{ repos = ["github.com/acme/widget"], allow = ["push"] }]`.
+// allow the operation, e.g. `git = [{ repos = ["github.com/acme/widget"], allow = ["push"] }]`;
+// Decision::suggestion when set.
 std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port);
 
 }  // namespace sandgate::policy

@@ -46,7 +46,9 @@ std::string percent_decoded(std::string_view s) {
 std::string normalize_repo(std::string_view path) {
   std::string repo = lowercase(path);
   while (!repo.empty() && repo.back() == '/') repo.pop_back();
-  if (repo.ends_with(".git")) repo.resize(repo.size() - 4);
+  if (repo.ends_with(".git") && !repo.ends_with("/.git") && repo != ".git") {
+    repo.resize(repo.size() - 4);
+  }
   while (!repo.empty() && repo.back() == '/') repo.pop_back();
   const auto first = repo.find_first_not_of('/');
   return first == std::string::npos ? std::string() : repo.substr(first);
@@ -72,6 +74,7 @@ std::optional<RepoPattern> parse_repo_pattern(std::string_view text, std::string
   if (!host) return fail(std::move(reason));
   auto path = PathGlob::parse_repo(text.substr(slash), &reason);
   if (!path) return fail(std::move(reason));
+  if (path->text() == "/") return fail("expected \"host/repository\", e.g. \"github.com/acme/*\"");
   return RepoPattern{std::move(*host), std::move(*path)};
 }
 
@@ -174,6 +177,22 @@ Decision refusal(Reason reason, std::string rule, bool audit) {
   return d;
 }
 
+// `http_rules = [{ hosts = [...], methods = [...], paths = [...], action = "allow" }]` for
+// exactly this request; empty when no rule could say it (a method config would refuse, a '*'
+// in the path, which a glob would read as a wildcard). Appended after the rules that matched
+// nothing, it is the first to match.
+std::string suggest_http_rule(std::string_view name, std::uint16_t port, std::string_view method,
+                              std::string_view path) {
+  if (!valid_rule_method(method) || path.find('*') != std::string_view::npos ||
+      !PathGlob::parse(path)) {
+    return {};
+  }
+  const std::string host =
+      port == 443 ? std::string(name) : std::string(name) + ":" + std::to_string(port);
+  return "http_rules = [{ hosts = [\"" + host + "\"], methods = [\"" + std::string(method) +
+         "\"], paths = [\"" + std::string(path) + "\"], action = \"allow\" }]";
+}
+
 Decision allowance(std::string rule) {
   Decision d;
   d.allowed = true;
@@ -251,7 +270,7 @@ std::optional<Decision> CompiledRequestRules::decide(std::string_view name, std:
     return decide_git(git_named, std::move(git));
   }
   if (http_named.empty()) return std::nullopt;  // not git, to a host only git rules name
-  return decide_http(http_named, method, path.path);
+  return decide_http(http_named, name, port, method, path.path);
 }
 
 Decision CompiledRequestRules::decide_git(const std::vector<Entry>& rules, GitRequest git) const {
@@ -276,7 +295,8 @@ Decision CompiledRequestRules::decide_git(const std::vector<Entry>& rules, GitRe
   return d;
 }
 
-Decision CompiledRequestRules::decide_http(const std::vector<Entry>& rules, std::string_view method,
+Decision CompiledRequestRules::decide_http(const std::vector<Entry>& rules, std::string_view name,
+                                           std::uint16_t port, std::string_view method,
                                            std::string_view path) const {
   bool enforce = false;
   std::size_t last = http_.size();  // a rule naming the host twice is tried once
@@ -296,7 +316,9 @@ Decision CompiledRequestRules::decide_http(const std::vector<Entry>& rules, std:
     if (rule.allow) return allowance(rule.origin);
     return refusal(Reason::denied_by_http_rule, rule.origin, rule.mode == RuleMode::audit);
   }
-  return refusal(Reason::no_matching_http_rule, {}, !enforce);
+  Decision d = refusal(Reason::no_matching_http_rule, {}, !enforce);
+  d.suggestion = suggest_http_rule(name, port, method, path);
+  return d;
 }
 
 }  // namespace detail

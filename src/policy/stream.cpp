@@ -92,14 +92,18 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
     const Host host = normalize_host(name);
     StreamVerdict v = decided(policy.decide(sandbox, host, f.port, mode), mode, host, gated);
     if (v.action == StreamAction::tunnel) {
-      if (f.opening == Opening::other && policy.inspects(sandbox, host, f.port)) {
+      // Bytes other than TLS to an inspected host could carry requests past its rules (git
+      // over ssh). On 80 and 443 an `opaque` entry named this host and port (decide refused
+      // them otherwise), and that exact exception stands.
+      if (f.opening != Opening::other) return inspected(policy, sandbox, f.port, std::move(v));
+      const bool web_port = f.port == 80 || f.port == 443;
+      if (!web_port && policy.inspects(sandbox, host, f.port)) {
         v.action = StreamAction::refuse;
         v.decision = Decision{};
         v.decision.reason = Reason::unrecognized_protocol;
         v.gated = false;
-        return v;
       }
-      return inspected(policy, sandbox, f.port, std::move(v));
+      return v;
     }
     if (!first_denial) first_denial = std::move(v);
   }

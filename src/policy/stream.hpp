@@ -69,7 +69,8 @@ struct StreamVerdict {
 // it, a transparent ClientHello naming it, and a transparent stream decided on a
 // DNS-remembered name that is inspected when it is TLS without SNI or has sent nothing yet
 // (a client that speaks first on another port); other bytes to such a name are refused
-// (unrecognized_protocol), since its requests could not be decided.
+// (unrecognized_protocol), since its requests could not be decided, except on 80 and 443
+// where an `opaque` entry naming that host and port lets them through spliced.
 StreamVerdict decide_stream(const Policy& policy, const StreamFacts& facts);
 
 }  // namespace sandgate::policy

@@ -307,6 +307,55 @@ ca_key = "ca.key"
   EXPECT_FALSE(policy->inspects("ci", policy::normalize_host("a.example.com"), 443));
 }
 
+// The suggestion of a refusal by the request rules, added where it says, allows the request.
+TEST(ConfigLoad, SuggestedRequestRulesAllowWhatWasRefused) {
+  const std::string base = R"(
+[interception]
+ca_cert = "ca.pem"
+ca_key = "ca.key"
+
+[profiles.default]
+allow = ["api.github.com", "github.com"]
+[[profiles.default.http_rules]]
+hosts = ["api.github.com"]
+methods = ["GET"]
+action = "allow"
+[[profiles.default.git]]
+repos = ["github.com/acme/*"]
+allow = ["fetch"]
+
+[sandboxes.ci]
+token = "t"
+profile = "default"
+)";
+  struct Row {
+    const char* host;
+    const char* method;
+    const char* target;
+  };
+  const Row rows[] = {
+      {"api.github.com", "POST", "/repos/acme/widget/issues"},
+      {"github.com", "GET", "/other/tool.git/info/refs?service=git-upload-pack"},
+      {"github.com", "POST", "/other/tool.git/git-receive-pack"},
+  };
+  for (const Row& row : rows) {
+    const policy::Host h = policy::normalize_host(row.host);
+    policy::RequestFacts f;
+    f.sandbox = "ci";
+    f.host = &h;
+    f.port = 443;
+    f.method = row.method;
+    f.path = row.target;
+    const policy::Decision refused =
+        policy::decide_request(*load_config_from_string(base, kFile).build_policy(), f);
+    ASSERT_FALSE(refused.allowed) << row.target;
+    const std::string line = policy::suggest_rule(refused, h, 443);
+    ASSERT_FALSE(line.empty()) << row.target;
+    const auto fixed = load_config_from_string(base + line + "\n", kFile).build_policy();
+    EXPECT_TRUE(policy::decide_request(*fixed, f).allowed) << line;
+  }
+}
+
 TEST(ConfigLoad, HostServicesMergeProfileFirstAndPoolReachesThePolicy) {
   const Config c = load_config_from_string(R"(
 [launcher]
@@ -1086,6 +1135,8 @@ TEST(ExampleConfig, ShippedExampleLoads) {
   EXPECT_TRUE(
       policy->decide({"agent-1", "registry.npmjs.org", 443, policy::EntryMode::connect}).allowed);
   EXPECT_FALSE(policy->decide({"agent-1", "example.org", 443, policy::EntryMode::connect}).allowed);
+  // The example's request rules live in a profile no sandbox uses: agent-1 is spliced.
+  EXPECT_FALSE(policy->inspects("agent-1", policy::normalize_host("api.github.com"), 443));
 }
 
 }  // namespace

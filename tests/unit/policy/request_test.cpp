@@ -1,5 +1,6 @@
 // decide_request with method, path and git rules, and Policy::inspects: one table of
-// requests to one decision each, no sockets.
+// requests to one decision each, no sockets. Encoded-path tricks (THREATS 12) have rows here
+// and in path_test.cpp.
 #include "policy/request.hpp"
 
 #include <gtest/gtest.h>
@@ -47,8 +48,8 @@ std::shared_ptr<const Policy> make_policy() {
   SandboxSpec web;
   web.id = "web";
   web.ports = {443, 8443};
-  for (const char* a : {"api.github.com", "github.com", "*.example.com", "plain.test",
-                        "audit.test", "gitaudit.test"}) {
+  for (const char* a : {"api.github.com", "github.com", "*.example.com", "plain.test", "audit.test",
+                        "gitaudit.test"}) {
     web.allow.push_back({host(a), "sandboxes.web.allow"});
   }
   web.inspect = {{host("inspect-only.example.com"), "sandboxes.web.inspect"},
@@ -142,8 +143,8 @@ INSTANTIATE_TEST_SUITE_P(
             R::no_matching_http_rule, ""},
         Row{"post_off_its_path", "api.github.com", 443, kPost, "/repos/acme/widget/pulls", false,
             R::no_matching_http_rule, ""},
-        Row{"deny_rule", "api.github.com", 443, kGet, "/admin/users", false,
-            R::denied_by_http_rule, "sandboxes.web.http_rules[2]"},
+        Row{"deny_rule", "api.github.com", 443, kGet, "/admin/users", false, R::denied_by_http_rule,
+            "sandboxes.web.http_rules[2]"},
         Row{"dot_segments_reach_the_deny_rule", "api.github.com", 443, kGet,
             "/repos/acme/../../admin/users", false, R::denied_by_http_rule,
             "sandboxes.web.http_rules[2]"},
@@ -155,31 +156,30 @@ INSTANTIATE_TEST_SUITE_P(
             false, R::ambiguous_path, ""},
         Row{"semicolon_is_ambiguous", "api.github.com", 443, kGet, "/admin;x/users", false,
             R::ambiguous_path, ""},
-        Row{"backslash_is_ambiguous", "api.github.com", 443, kGet, "/repos/acme/..\\admin",
-            false, R::ambiguous_path, ""},
+        Row{"backslash_is_ambiguous", "api.github.com", 443, kGet, "/repos/acme/..\\admin", false,
+            R::ambiguous_path, ""},
         Row{"double_slash_is_ambiguous", "api.github.com", 443, kGet, "//admin/users", false,
             R::ambiguous_path, ""},
         Row{"host_without_rules_is_unaffected", "plain.test", 443, kGet, "/a%2Fb;c\\d", true,
             R::allowed_by_rule, "sandboxes.web.allow:plain.test"},
-        Row{"host_rules_come_first", "nope.test", 443, kGet, "/", false, R::no_matching_rule,
-            ""},
+        Row{"host_rules_come_first", "nope.test", 443, kGet, "/", false, R::no_matching_rule, ""},
         Row{"host_rule_port_first", "api.github.com", 80, kGet, "/repos/acme/x", false,
             R::port_not_allowed, kAllowApi},
-        Row{"rule_with_port_names_only_that_port", "svc.example.com", 443, kPost, "/anything",
-            true, R::allowed_by_rule, "sandboxes.web.allow:*.example.com"},
-        Row{"rule_with_port", "svc.example.com", 8443, kPost, "/v1/a/b", true,
-            R::allowed_by_rule, "sandboxes.web.http_rules[5]"},
-        Row{"second_path_of_rule", "svc.example.com", 8443, kGet, "/v2/a", true,
-            R::allowed_by_rule, "sandboxes.web.http_rules[5]"},
-        Row{"rule_with_port_refuses_other_paths", "svc.example.com", 8443, kGet, "/v2/a/b",
-            false, R::no_matching_http_rule, ""},
+        Row{"rule_with_port_names_only_that_port", "svc.example.com", 443, kPost, "/anything", true,
+            R::allowed_by_rule, "sandboxes.web.allow:*.example.com"},
+        Row{"rule_with_port", "svc.example.com", 8443, kPost, "/v1/a/b", true, R::allowed_by_rule,
+            "sandboxes.web.http_rules[5]"},
+        Row{"second_path_of_rule", "svc.example.com", 8443, kGet, "/v2/a", true, R::allowed_by_rule,
+            "sandboxes.web.http_rules[5]"},
+        Row{"rule_with_port_refuses_other_paths", "svc.example.com", 8443, kGet, "/v2/a/b", false,
+            R::no_matching_http_rule, ""},
         // Audit mode: allowed, and the decision says what would have refused it.
         Row{"audit_deny_rule", "audit.test", 443, "DELETE", "/x", true, R::denied_by_http_rule,
             "sandboxes.web.http_rules[3]", true},
-        Row{"audit_no_match", "audit.test", 443, kGet, "/nope", true, R::no_matching_http_rule,
-            "", true},
-        Row{"audit_allow_is_an_allow", "audit.test", 443, kGet, "/ok/1", true,
-            R::allowed_by_rule, "sandboxes.web.http_rules[4]"},
+        Row{"audit_no_match", "audit.test", 443, kGet, "/nope", true, R::no_matching_http_rule, "",
+            true},
+        Row{"audit_allow_is_an_allow", "audit.test", 443, kGet, "/ok/1", true, R::allowed_by_rule,
+            "sandboxes.web.http_rules[4]"},
         Row{"audit_ambiguous", "audit.test", 443, kGet, "/ok/a%2Fb", true, R::ambiguous_path, "",
             true}));
 
@@ -190,18 +190,18 @@ INSTANTIATE_TEST_SUITE_P(
     GitRules, DecideRequestRules,
     testing::Values(
         Row{"fetch_advertisement_allowed", "github.com", 443, kGet,
-            "/acme/widget.git/info/refs?service=git-upload-pack", true, R::allowed_by_rule,
-            kAcme0, false, G::fetch, "acme/widget"},
-        Row{"fetch_rpc_allowed", "github.com", 443, kPost, "/acme/widget.git/git-upload-pack",
-            true, R::allowed_by_rule, kAcme0, false, G::fetch, "acme/widget"},
+            "/acme/widget.git/info/refs?service=git-upload-pack", true, R::allowed_by_rule, kAcme0,
+            false, G::fetch, "acme/widget"},
+        Row{"fetch_rpc_allowed", "github.com", 443, kPost, "/acme/widget.git/git-upload-pack", true,
+            R::allowed_by_rule, kAcme0, false, G::fetch, "acme/widget"},
         Row{"push_advertisement_refused", "github.com", 443, kGet,
             "/acme/widget/info/refs?service=git-receive-pack", false, R::git_not_allowed, kAcme0,
             false, G::push, "acme/widget"},
         Row{"push_rpc_refused", "github.com", 443, kPost, "/acme/widget.git/git-receive-pack",
             false, R::git_not_allowed, kAcme0, false, G::push, "acme/widget"},
         Row{"repo_case_and_dot_git_ignored", "github.com", 443, kGet,
-            "/ACME/Widget.GIT/info/refs?service=git-upload-pack", true, R::allowed_by_rule,
-            kAcme0, false, G::fetch, "acme/widget"},
+            "/ACME/Widget.GIT/info/refs?service=git-upload-pack", true, R::allowed_by_rule, kAcme0,
+            false, G::fetch, "acme/widget"},
         Row{"trailing_slash_ignored", "github.com", 443, kPost, "/acme/widget/git-receive-pack/",
             false, R::git_not_allowed, kAcme0, false, G::push, "acme/widget"},
         Row{"lowercase_post_is_still_a_push", "github.com", 443, "post",
@@ -219,12 +219,11 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"no_repo_pattern_matches", "github.com", 443, kGet,
             "/other/x/info/refs?service=git-upload-pack", false, R::git_not_allowed, "", false,
             G::fetch, "other/x"},
-        Row{"wildcard_is_one_segment", "github.com", 443, kPost,
-            "/acme/widget/sub/git-upload-pack", false, R::git_not_allowed, "", false, G::fetch,
-            "acme/widget/sub"},
+        Row{"wildcard_is_one_segment", "github.com", 443, kPost, "/acme/widget/sub/git-upload-pack",
+            false, R::git_not_allowed, "", false, G::fetch, "acme/widget/sub"},
         Row{"dot_segments_before_recognition", "github.com", 443, kPost,
-            "/other/x/../../acme/widget/git-receive-pack", false, R::git_not_allowed, kAcme0,
-            false, G::push, "acme/widget"},
+            "/other/x/../../acme/widget/git-receive-pack", false, R::git_not_allowed, kAcme0, false,
+            G::push, "acme/widget"},
         Row{"ambiguous_git_path", "github.com", 443, kGet,
             "/acme/w%2F..%2F..%2Fother/x/info/refs?service=git-upload-pack", false,
             R::ambiguous_path, "", false, G::fetch, "acme/w%2f..%2f..%2fother/x"},
@@ -242,12 +241,38 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"audit_rule_fetch_allowed", "gitaudit.test", 443, kPost, "/x/y/git-upload-pack", true,
             R::allowed_by_rule, "sandboxes.web.git[2]:gitaudit.test/x/*", false, G::fetch, "x/y"},
         Row{"no_match_with_an_enforce_rule", "gitaudit.test", 443, kPost,
-            "/other/y/git-upload-pack", false, R::git_not_allowed, "", false, G::fetch,
-            "other/y"},
-        Row{"second_pattern_of_a_rule", "gitaudit.test", 443, kPost, "/nothing/git-receive-pack", true,
-            R::allowed_by_rule, "sandboxes.web.git[1]:gitaudit.test/nothing", false, G::push,
+            "/other/y/git-upload-pack", false, R::git_not_allowed, "", false, G::fetch, "other/y"},
+        Row{"second_pattern_of_a_rule", "gitaudit.test", 443, kPost, "/nothing/git-receive-pack",
+            true, R::allowed_by_rule, "sandboxes.web.git[1]:gitaudit.test/nothing", false, G::push,
             "nothing"}));
 
+// THREATS 23: "no push" in git rules does not stop writes through the API; the API host's
+// own http rules must. Both doors, one sandbox.
+TEST(DecideRequest, GitRulesAndApiRulesAreTwoDoors) {
+  const auto policy = make_policy();
+  const Host github = normalize_host("github.com");
+  const Host api = normalize_host("api.github.com");
+  const auto decide = [&](const Host& h, const char* method, const char* target) {
+    RequestFacts f;
+    f.sandbox = "web";
+    f.host = &h;
+    f.port = 443;
+    f.method = method;
+    f.path = target;
+    return decide_request(*policy, f);
+  };
+  EXPECT_EQ(decide(github, "POST", "/acme/widget.git/git-receive-pack").reason,
+            Reason::git_not_allowed);
+  // The contents API writes a file: refused by api.github.com's http rules, not the git rules.
+  const Decision put = decide(api, "PUT", "/repos/acme/widget/contents/README.md");
+  EXPECT_FALSE(put.allowed);
+  EXPECT_EQ(put.reason, Reason::no_matching_http_rule);
+  EXPECT_EQ(put.git.op, GitOperation::none);
+  EXPECT_TRUE(decide(api, "GET", "/repos/acme/widget/contents/README.md").allowed);
+}
+
+// THREATS 14, 17 and 19: inside an intercepted stream every request is decided on its own
+// authority, which must be the intercepted name and port.
 TEST(DecideRequest, InterceptedStreamsCarryOnlyTheirOwnName) {
   const auto policy = make_policy();
   const Host api = normalize_host("api.github.com");
@@ -293,23 +318,23 @@ TEST(Inspects, InspectPatternsAndEveryRuleHost) {
     bool inspected;
   };
   const Case cases[] = {
-      {"web", "api.github.com", 443, true},               // http rule, the sandbox's ports
-      {"web", "api.github.com", 8443, true},              //
-      {"web", "api.github.com", 80, false},               // not one of its ports
-      {"web", "github.com", 443, true},                   // git rule
-      {"web", "gitaudit.test", 443, true},                // second pattern of a git rule
-      {"web", "audit.test", 443, true},                   // audit-mode rules too
-      {"web", "inspect-only.example.com", 443, true},     // inspect
-      {"web", "x.deep.example.com", 8443, true},          // inspect with its own port
-      {"web", "a.b.deep.example.com", 8443, true},        //
-      {"web", "x.deep.example.com", 443, false},          //
-      {"web", "deep.example.com", 8443, false},           // a wildcard is not the apex
-      {"web", "svc.example.com", 8443, true},             // http rule with its own port
-      {"web", "svc.example.com", 443, false},             //
-      {"web", "plain.test", 443, false},                  // allowed, no rule
-      {"web", "API.GitHub.com.", 443, true},              // normalised
-      {"web", "140.82.112.3", 443, false},                // addresses never
-      {"nope", "api.github.com", 443, false},             // unknown sandbox
+      {"web", "api.github.com", 443, true},            // http rule, the sandbox's ports
+      {"web", "api.github.com", 8443, true},           //
+      {"web", "api.github.com", 80, false},            // not one of its ports
+      {"web", "github.com", 443, true},                // git rule
+      {"web", "gitaudit.test", 443, true},             // second pattern of a git rule
+      {"web", "audit.test", 443, true},                // audit-mode rules too
+      {"web", "inspect-only.example.com", 443, true},  // inspect
+      {"web", "x.deep.example.com", 8443, true},       // inspect with its own port
+      {"web", "a.b.deep.example.com", 8443, true},     //
+      {"web", "x.deep.example.com", 443, false},       //
+      {"web", "deep.example.com", 8443, false},        // a wildcard is not the apex
+      {"web", "svc.example.com", 8443, true},          // http rule with its own port
+      {"web", "svc.example.com", 443, false},          //
+      {"web", "plain.test", 443, false},               // allowed, no rule
+      {"web", "API.GitHub.com.", 443, true},           // normalised
+      {"web", "140.82.112.3", 443, false},             // addresses never
+      {"nope", "api.github.com", 443, false},          // unknown sandbox
   };
   for (const Case& c : cases) {
     EXPECT_EQ(policy->inspects(c.sandbox, normalize_host(c.host), c.port), c.inspected)
@@ -341,6 +366,30 @@ TEST(SuggestRule, GitRefusalWithoutAMatchingRepoSuggestsAGitRule) {
   EXPECT_EQ(suggest_rule(matched, github, 443), "");
 }
 
+TEST(SuggestRule, RequestNoRuleMatchedSuggestsAnHttpRule) {
+  const auto policy = make_policy();
+  const Host api = normalize_host("api.github.com");
+  const auto suggestion = [&](const char* method, const char* target, std::uint16_t port) {
+    RequestFacts f;
+    f.sandbox = "web";
+    f.host = &api;
+    f.port = port;
+    f.method = method;
+    f.path = target;
+    return suggest_rule(decide_request(*policy, f), api, port);
+  };
+  EXPECT_EQ(suggestion("DELETE", "/repos/acme/%7ex/./y?q=1", 443),
+            "http_rules = [{ hosts = [\"api.github.com\"], methods = [\"DELETE\"], paths = "
+            "[\"/repos/acme/~x/y\"], action = \"allow\" }]");
+  EXPECT_EQ(suggestion("PUT", "/", 8443),
+            "http_rules = [{ hosts = [\"api.github.com:8443\"], methods = [\"PUT\"], paths = "
+            "[\"/\"], action = \"allow\" }]");
+  EXPECT_EQ(suggestion("get", "/x", 443), "");            // config would refuse the method
+  EXPECT_EQ(suggestion("GET", "/repos/a*b", 443), "");    // a glob would read '*' as a wildcard
+  EXPECT_EQ(suggestion("GET", "/admin/users", 443), "");  // a deny rule decided: it stays first
+  EXPECT_EQ(suggestion("GET", "/repos/a%2Fb", 443), "");  // ambiguous: no rule can allow it
+}
+
 TEST(RepoPattern, ParsesHostAndRepositoryGlob) {
   const auto p = parse_repo_pattern("GitHub.com/Acme/*.git");
   ASSERT_TRUE(p);
@@ -348,8 +397,9 @@ TEST(RepoPattern, ParsesHostAndRepositoryGlob) {
   const auto ported = parse_repo_pattern("git.example.com:8443/a/**");
   ASSERT_TRUE(ported);
   EXPECT_EQ(ported->to_string(), "git.example.com:8443/a/**");
-  for (const char* bad : {"github.com", "github.com/", "/acme/x", "*/acme", "github.com/a//b",
-                          "github.com/a/../b", "1.2.3.4/acme/x"}) {
+  for (const char* bad :
+       {"github.com", "github.com/", "/acme/x", "*/acme", "github.com/a//b", "github.com/a/../b",
+        "1.2.3.4/acme/x", "github.com//", "github.com/a.git.git"}) {
     std::string error;
     EXPECT_FALSE(parse_repo_pattern(bad, &error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;

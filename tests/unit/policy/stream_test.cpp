@@ -23,8 +23,9 @@ std::shared_ptr<const Policy> make_policy() {
   web.deny = {rule("bad.origin.test", "sandboxes.web.deny")};
   web.ports = {80, 443, 8080};  // for the ranges; the names' rules give their own ports
   // Inspected: an inspect pattern, an http rule's host, a git rule's host.
-  web.allow.insert(web.allow.end(), {rule("inspected.test"), rule("ruled.test"),
-                                     rule("git.test"), rule("inspected.test:8080")});
+  web.allow.insert(web.allow.end(), {rule("inspected.test"), rule("ruled.test"), rule("git.test"),
+                                     rule("inspected.test:8080")});
+  web.opaque = {rule("inspected.test:443", "sandboxes.web.opaque")};
   web.inspect = {rule("inspected.test", "sandboxes.web.inspect"),
                  rule("inspected.test:8080", "sandboxes.web.inspect"),
                  rule("denied.inspected.test", "sandboxes.web.inspect")};
@@ -480,6 +481,19 @@ INSTANTIATE_TEST_SUITE_P(Intercepted, DecideStream,
                                              8080,
                                              A::refuse,
                                              R::unrecognized_protocol,
+                                             M::tcp,
+                                             "inspected.test",
+                                             false},
+                                         Row{"opaque_entry_still_splices_other_bytes",
+                                             M::tcp,
+                                             true,
+                                             other,
+                                             nullptr,
+                                             {"inspected.test"},
+                                             "203.0.113.5",
+                                             443,
+                                             A::tunnel,
+                                             R::allowed_by_rule,
                                              M::tcp,
                                              "inspected.test",
                                              false},
