@@ -22,6 +22,7 @@
 
 #include "gtest/gtest.h"
 #include "support/http_origin.hpp"
+#include "support/json_helpers.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
@@ -33,7 +34,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr const char* kInsideEnv = "SANDGATE_E2E_INSIDE";
-constexpr const char* kOrigin = "203.0.113.10";   // origin.test, registry.test
+constexpr const char* kOrigin = "203.0.113.10";   // origin.test, registry.test, inspected.test
 constexpr const char* kBlocked = "203.0.113.20";  // blocked.test: no sandbox here may reach it
 constexpr const char* kResolver = "203.0.113.53";
 // Services the test binds on 0.0.0.0 in the daemon's (the host's) namespace.
@@ -150,13 +151,17 @@ struct World {
 
   void make_certificates() {
     const std::string d = dir.path();
+    // sandgate's interception CA, made by the real CLI; the origin's own CA is another one.
+    must({sandgate_binary(), "ca", "init", d + "/sandgate-ca"});
     must({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
           "/CN=sandgate e2e test CA", "-keyout", d + "/ca.key", "-out", d + "/ca.pem"});
     must({"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=origin.test", "-keyout",
           d + "/origin.key", "-out", d + "/origin.csr"});
-    dir.write("san.ext",
-              "subjectAltName=DNS:origin.test,DNS:registry.test,DNS:blocked.test,IP:203.0.113.10,"
-              "IP:203.0.113.20\n");
+    dir.write(
+        "san.ext",
+        "subjectAltName=DNS:origin.test,DNS:registry.test,DNS:blocked.test,DNS:inspected.test,"
+        "IP:203.0.113.10,"
+        "IP:203.0.113.20\n");
     must({"openssl", "x509", "-req", "-in", d + "/origin.csr", "-CA", d + "/ca.pem", "-CAkey",
           d + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", d + "/san.ext", "-out",
           d + "/origin.pem"});
@@ -191,15 +196,16 @@ struct World {
                                  "https:" + b + ":443", "banner:" + b + ":22"},
         dir.file("servers.out"));
     dnsmasq = std::make_unique<Background>(
-        std::vector<std::string>{
-            "ip", "netns", "exec", n, "dnsmasq", "--keep-in-foreground", "--no-resolv",
-            "--no-hosts", "--bind-interfaces", "--listen-address=" + std::string(kResolver),
-            "--log-queries", "--log-facility=" + dns_log, "--user=root",
-            "--pid-file=" + dir.file("dnsmasq.pid"), "--address=/origin.test/" + o,
-            "--address=/registry.test/" + o, "--address=/blocked.test/" + b,
-            // slow.test's lookups must stay pending, not be failed by dnsmasq's own limit
-            // on forwarded queries (150 by default).
-            "--server=/slow.test/198.51.100.1", "--dns-forward-max=100000"},
+        std::vector<std::string>{"ip", "netns", "exec", n, "dnsmasq", "--keep-in-foreground",
+                                 "--no-resolv", "--no-hosts", "--bind-interfaces",
+                                 "--listen-address=" + std::string(kResolver), "--log-queries",
+                                 "--log-facility=" + dns_log, "--user=root",
+                                 "--pid-file=" + dir.file("dnsmasq.pid"),
+                                 "--address=/origin.test/" + o, "--address=/registry.test/" + o,
+                                 "--address=/inspected.test/" + o, "--address=/blocked.test/" + b,
+                                 // slow.test's lookups must stay pending, not be failed by
+                                 // dnsmasq's own limit on forwarded queries (150 by default).
+                                 "--server=/slow.test/198.51.100.1", "--dns-forward-max=100000"},
         dir.file("dnsmasq.out"));
     // Both answer before the daemon needs them.
     CommandResult dig;
@@ -229,6 +235,12 @@ struct World {
         "[dns]\nservers = [\"" +
         std::string(kResolver) +
         "\"]\n\n"
+        // The launcher adds interception.ca_cert to the sandboxes' bundle by itself:
+        // launcher.ca_file below is only the origin's CA (for the spliced HTTPS tests).
+        "[interception]\nca_cert = \"" +
+        dir.file("sandgate-ca/ca.pem") + "\"\nca_key = \"" + dir.file("sandgate-ca/ca.key") +
+        "\"\nupstream_ca_file = \"" + dir.file("ca.pem") +
+        "\"\n\n"
         "[launcher]\nstate_dir = \"" +
         dir.file("state") + "\"\npool = \"10.201.0.0/24\"\nca_file = \"" + dir.file("ca.pem") +
         "\"\n\n"
@@ -240,6 +252,10 @@ struct World {
         "allow = [\"origin.test\"]\n"
         "allow_cidrs = [\"203.0.113.10/32\"]\n"
         "opaque = [\"origin.test:80\"]\n\n"
+        "[profiles.inspect]\n"
+        "allow = [\"inspected.test\", \"origin.test\"]\n"
+        "inspect = [\"inspected.test\"]\n"
+        "allow_cidrs = [\"203.0.113.10/32\"]\n\n"
         "[profiles.other]\n"
         "allow = [\"blocked.test\"]\n"
         "allow_cidrs = [\"203.0.113.20/32\"]\n\n";
@@ -308,6 +324,18 @@ class SandboxE2e : public ::testing::Test {
     }
     return out;
   }
+  // The test internet's line for each request over TLS since the test began (internet.py:
+  // the SNI the origin saw and the TLS version it negotiated).
+  std::vector<std::string> tls_lines() const {
+    std::vector<std::string> out;
+    std::istringstream text(requests());
+    for (std::string line; std::getline(text, line);) {
+      if (line.rfind("TLS ", 0) == 0) out.push_back(line);
+    }
+    return out;
+  }
+  // The CA of the test internet's origins (not sandgate's).
+  static std::string origin_ca() { return world->dir.file("ca.pem"); }
   static std::string domain_of(const boost::json::object& line) {
     const auto& d = line.at("destination").as_object();
     return d.contains("domain") ? std::string(d.at("domain").as_string()) : std::string();
@@ -682,6 +710,99 @@ TEST_F(SandboxE2e, UserVerifiesHttpsWithTheBundle) {
             "hello from origin.test over https\ncurl=0\nhello from origin.test over https\n"
             "python=0\n")
       << r.err;
+}
+
+// Transparent interception (issue 10). The sandbox names inspected.test, which its profile
+// marks with `inspect`: the launcher put sandgate's CA (interception.ca_cert) into the
+// sandbox's bundle by itself, so curl, Python and node verify sandgate's leaf with no flags
+// and no proxy settings, and the origin sees sandgate's own TLS and each request.
+TEST_F(SandboxE2e, InterceptionCurlReachesAnInspectedHostThroughSandgatesOwnTls) {
+  // At most TLS 1.2 offered by the client: the origin still negotiates 1.3 with sandgate.
+  const auto r = run_in("icpt", "inspect",
+                        "curl -sS -m 10 --tls-max 1.2 'https://inspected.test/curl?q=secret'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from inspected.test over https\n") << r.err;
+  EXPECT_EQ(tls_lines(),
+            std::vector<std::string>{"TLS 203.0.113.10:443 sni=inspected.test version=TLSv1.3 "
+                                     "path=/curl?q=secret"})
+      << requests();
+  const auto lines = audit("http_request");
+  ASSERT_EQ(lines.size(), 1u) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(lines[0], "url.scheme"), "https");
+  EXPECT_EQ(json_string(lines[0], "http.request.method"), "GET");
+  EXPECT_EQ(json_string(lines[0], "url.path"), "/curl");  // never the query
+  EXPECT_EQ(json_int(lines[0], "http.response.status_code"), 200);
+  EXPECT_EQ(json_string(lines[0], "tls.client.server_name"), "inspected.test");
+  EXPECT_EQ(json_string(lines[0], "labels.sandbox_id"), id("icpt"));
+  EXPECT_TRUE(audit("connection_closed").empty());  // not a spliced tunnel
+}
+
+TEST_F(SandboxE2e, InterceptionAHostThatIsNotInspectedIsStillSpliced) {
+  // Trusting only the origin's CA: the origin's own certificate reaches curl, and the origin
+  // sees curl's ClientHello (TLS 1.2, as curl was told), not sandgate's.
+  const auto r = run_in(
+      "splice", "inspect",
+      "curl -sS -m 10 --tls-max 1.2 --cacert " + origin_ca() + " https://origin.test/spliced");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from origin.test over https\n") << r.err;
+  EXPECT_EQ(tls_lines(), std::vector<std::string>{"TLS 203.0.113.10:443 sni=origin.test "
+                                                  "version=TLSv1.2 path=/spliced"})
+      << requests();
+  EXPECT_TRUE(audit("http_request").empty());
+  EXPECT_EQ(audit("connection_closed").size(), 1u);
+}
+
+TEST_F(SandboxE2e, InterceptionAnotherHostInsideTheInterceptedStreamIsMisdirected) {
+  // origin.test is allowed too, but not through inspected.test's TLS.
+  const auto r = run_in("front", "inspect",
+                        "curl -sS -m 10 -D - -o /dev/null -H 'Host: origin.test' "
+                        "https://inspected.test/fronted");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("HTTP/1.1 421", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("X-Sandgate-Error: MISDIRECTED_REQUEST"), std::string::npos) << r.out;
+  EXPECT_EQ(requests().find("path=/fronted"), std::string::npos) << requests();
+  const auto lines = audit("MISDIRECTED_REQUEST");
+  ASSERT_EQ(lines.size(), 1u) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(lines[0], "destination.address"), "origin.test");
+}
+
+TEST_F(SandboxE2e, InterceptionAClientThatTrustsAnotherCaRefusesSandgatesLeaf) {
+  const auto r = run_in(
+      "distrust", "inspect",
+      "curl -sS -m 10 --cacert " + origin_ca() + " https://inspected.test/never; echo curl=$?");
+  EXPECT_NE(r.out.find("curl=60"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(requests().find("path=/never"), std::string::npos) << requests();
+  const auto line = world->daemon->wait_audit(
+      [](const boost::json::object& l) {
+        return l.at("event").as_object().at("code").as_string() == "CLIENT_TLS_FAILED";
+      },
+      5s, audit_from_);
+  ASSERT_TRUE(line.has_value()) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(*line, "network.protocol"), "tls");
+  EXPECT_EQ(json_string(*line, "destination.address"), "inspected.test");
+  EXPECT_EQ(json_string(*line, "labels.sandbox_id"), id("distrust"));
+}
+
+TEST_F(SandboxE2e, InterceptionPythonAndNodeTrustTheBundleWithNoFlags) {
+  ASSERT_EQ(run_command({"node", "--version"}, 20s).exit_code, 0)
+      << "node is missing: scripts/install-deps.sh installs it";
+  const auto r = run_in(
+      "langs", "inspect",
+      "python3 -c \"import urllib.request; print(urllib.request.urlopen("
+      "'https://inspected.test/python', timeout=10).read().decode(), end='')\"; echo python=$?; "
+      "node -e \"require('https').get('https://inspected.test/node', (r) => "
+      "r.pipe(process.stdout)).on('error', (e) => { console.log(e.message); "
+      "process.exitCode = 1; })\"; echo node=$?");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "hello from inspected.test over https\npython=0\n"
+            "hello from inspected.test over https\nnode=0\n")
+      << r.err;
+  EXPECT_EQ(tls_lines(), (std::vector<std::string>{
+                             "TLS 203.0.113.10:443 sni=inspected.test version=TLSv1.3 path=/python",
+                             "TLS 203.0.113.10:443 sni=inspected.test version=TLSv1.3 path=/node"}))
+      << requests();
+  EXPECT_EQ(audit("http_request").size(), 2u);
 }
 
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
