@@ -418,7 +418,7 @@ TEST_F(Launcher, InterceptionCaIsInTheBundleWithoutCaFile) {
   auto r = launch({"run", "--sandbox", id("ica"), "--", "sh", "-c", script});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "system=0\n") << r.err;
-  EXPECT_EQ(read_file(b), system + ca);
+  EXPECT_TRUE(read_file(b) == system + ca) << "a bundle of " << read_file(b).size() << " bytes";
   EXPECT_EQ(read_file("/etc/ssl/certs/ca-certificates.crt"), system);  // the host's is intact
 
   // launcher.ca_file naming the same CA: still once.
@@ -427,7 +427,7 @@ TEST_F(Launcher, InterceptionCaIsInTheBundleWithoutCaFile) {
   ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
   r = launch({"run", "--sandbox", id("ica2"), "--", "true"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read_file(b), system + ca);
+  EXPECT_TRUE(read_file(b) == system + ca) << "a bundle of " << read_file(b).size() << " bytes";
 
   // Another CA in ca_file: after sandgate's.
   ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("other")}).exit_code, 0);
@@ -436,7 +436,8 @@ TEST_F(Launcher, InterceptionCaIsInTheBundleWithoutCaFile) {
   ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
   r = launch({"run", "--sandbox", id("ica3"), "--", "true"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read_file(b), system + ca + other);
+  EXPECT_TRUE(read_file(b) == system + ca + other)
+      << "a bundle of " << read_file(b).size() << " bytes";
 }
 
 // The default state_dir is under /run, which the command gets a private tmpfs for: the bundle

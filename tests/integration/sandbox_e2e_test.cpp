@@ -805,6 +805,41 @@ TEST_F(SandboxE2e, InterceptionPythonAndNodeTrustTheBundleWithNoFlags) {
   EXPECT_EQ(audit("http_request").size(), 2u);
 }
 
+// git, Python's requests, pip and npm in a sandbox trust sandgate's leaf with no flags too:
+// each one's request reaches the origin through the intercepted stream (a client that refused
+// the certificate sends none). So does curl with no CA variable at all (`env -i`): it reads
+// /etc/ssl/certs/ca-certificates.crt, over which the launcher bind-mounted the bundle.
+TEST_F(SandboxE2e, InterceptionGitRequestsPipAndNpmTrustTheBundleWithNoFlags) {
+  const std::string work = world->dir.file("tools-work");
+  fs::create_directories(work);
+  const auto r = run_in(
+      "tools", "inspect",
+      "cd " + work + " && export HOME=" + work +
+          "; env -i PATH=/usr/bin:/bin curl -sS -m 10 https://inspected.test/no-variables; "
+          "echo bare=$?; "
+          "git ls-remote https://inspected.test/acme/repo.git >/dev/null 2>git.err; "
+          "grep -ci 'certificate' git.err; "
+          "/usr/bin/python3 -c \"import requests; print(requests.get("
+          "'https://inspected.test/requests', timeout=10).text, end='')\"; echo requests=$?; "
+          "/usr/bin/python3 -m pip download --no-deps --no-cache-dir -d . --index-url "
+          "https://inspected.test/simple/ sandgate-none >pip.out 2>&1; "
+          "grep -ci 'certificate' pip.out; "
+          "timeout 40 npm view --registry https://inspected.test/ sandgate-e2e-pkg version; "
+          "echo npm=$?");
+  EXPECT_EQ(r.out,
+            "hello from inspected.test over https\nbare=0\n0\nhello from inspected.test over "
+            "https\nrequests=0\n0\n1.0.0\nnpm=0\n")
+      << r.err << read_all(work + "/git.err") << read_all(work + "/pip.out");
+  const std::string seen = requests();
+  for (const char* path : {"/no-variables", "/acme/repo.git/info/refs?service=git-upload-pack",
+                           "/requests", "/simple/sandgate-none/", "/sandgate-e2e-pkg"}) {
+    EXPECT_NE(seen.find("sni=inspected.test version=TLSv1.3 path=" + std::string(path) + "\n"),
+              std::string::npos)
+        << path << "\n"
+        << seen;
+  }
+}
+
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
   ASSERT_EQ(run_in("gone", "web", "true").exit_code, 0);
   ASSERT_EQ(launch({"up", "--sandbox", id("gone2"), "--profile", "web"}).exit_code, 0);
