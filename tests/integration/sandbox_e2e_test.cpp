@@ -840,6 +840,42 @@ TEST_F(SandboxE2e, InterceptionGitRequestsPipAndNpmTrustTheBundleWithNoFlags) {
   }
 }
 
+// An intercepted stream whose original destination is not where its name leads (the sandbox
+// resolved inspected.test to blocked.test's address itself): sandgate's own connection goes
+// where the name leads, and nothing reaches the address the sandbox chose.
+TEST_F(SandboxE2e, InterceptionDialsTheNameNotTheAddressTheSandboxChose) {
+  const auto r = run_in("addr", "inspect",
+                        "curl -sS -m 10 --resolve inspected.test:443:203.0.113.20 "
+                        "https://inspected.test/elsewhere");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from inspected.test over https\n");
+  EXPECT_EQ(requests().find(kBlocked), std::string::npos) << requests();
+  EXPECT_EQ(tls_lines(), std::vector<std::string>{"TLS 203.0.113.10:443 sni=inspected.test "
+                                                  "version=TLSv1.3 path=/elsewhere"})
+      << requests();
+  const auto lines = audit("http_request");
+  ASSERT_EQ(lines.size(), 1u) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(lines[0], "labels.original_destination"), "203.0.113.20:443");
+  EXPECT_EQ(json_string(lines[0], "destination.address"), "inspected.test");
+}
+
+// Requests kept alive on one intercepted connection go to the origin over one connection of
+// sandgate's.
+TEST_F(SandboxE2e, InterceptionKeptAliveRequestsShareOneUpstreamConnection) {
+  const auto r = run_in("keep", "inspect",
+                        "curl -sS -m 10 https://inspected.test/one https://inspected.test/two");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from inspected.test over https\nhello from inspected.test over https\n");
+  std::size_t connects = 0;
+  const std::string seen = requests();
+  for (std::size_t at = 0; (at = seen.find("CONNECT 203.0.113.10:443", at)) != std::string::npos;
+       ++at) {
+    ++connects;
+  }
+  EXPECT_EQ(connects, 1u) << seen;
+  EXPECT_EQ(audit("http_request").size(), 2u);
+}
+
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
   ASSERT_EQ(run_in("gone", "web", "true").exit_code, 0);
   ASSERT_EQ(launch({"up", "--sandbox", id("gone2"), "--profile", "web"}).exit_code, 0);
