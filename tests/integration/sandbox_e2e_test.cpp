@@ -876,6 +876,26 @@ TEST_F(SandboxE2e, InterceptionKeptAliveRequestsShareOneUpstreamConnection) {
   EXPECT_EQ(audit("http_request").size(), 2u);
 }
 
+// THREATS 27 with interception: a ClientHello that comes after the peek timeout is still
+// intercepted (not spliced past the host's inspection).
+TEST_F(SandboxE2e, InterceptionALateClientHelloIsInterceptedToo) {
+  const auto r =
+      run_in("late-icpt", "inspect",
+             "python3 -c \"import socket, ssl, time\n"
+             "s = socket.create_connection(('inspected.test', 443)); time.sleep(0.6)\n"
+             "c = ssl.create_default_context(); c.maximum_version = ssl.TLSVersion.TLSv1_2\n"
+             "t = c.wrap_socket(s, server_hostname='inspected.test')\n"
+             "print(dict(x[0] for x in t.getpeercert()['issuer'])['commonName'].split(' CA')[0])\n"
+             "t.sendall(b'GET /late HTTP/1.1\\\\r\\\\nHost: inspected.test\\\\r\\\\nConnection: "
+             "close\\\\r\\\\n\\\\r\\\\n')\n"
+             "print(t.recv(100).split(b'\\\\r\\\\n')[0].decode())\"");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "sandgate interception\nHTTP/1.1 200 OK\n") << r.err;
+  EXPECT_EQ(tls_lines(), std::vector<std::string>{"TLS 203.0.113.10:443 sni=inspected.test "
+                                                  "version=TLSv1.3 path=/late"})
+      << requests();
+}
+
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
   ASSERT_EQ(run_in("gone", "web", "true").exit_code, 0);
   ASSERT_EQ(launch({"up", "--sandbox", id("gone2"), "--profile", "web"}).exit_code, 0);
