@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <thread>
@@ -438,6 +439,37 @@ TEST_F(Launcher, InterceptionCaIsInTheBundleWithoutCaFile) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(read_file(b) == system + ca + other)
       << "a bundle of " << read_file(b).size() << " bytes";
+}
+
+// A CA file the bundle cannot take ends the launcher with a config error, before anything is
+// set up.
+TEST_F(Launcher, UnusableCaFileIsAConfigError) {
+  start_daemon();
+  const std::string original = read_file(config_);
+  const std::string key =
+      dir_.write("key.pem", "-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KEY-----\n");
+  struct Row {
+    std::string ca_file;
+    std::string err;
+  };
+  const Row rows[] = {
+      {dir_.file("missing.pem"), "launcher.ca_file " + dir_.file("missing.pem") +
+                                     " cannot be read; fix the path in " + config_},
+      {key, "launcher.ca_file " + key +
+                " holds no PEM certificate (-----BEGIN CERTIFICATE-----); fix the path in " +
+                config_},
+  };
+  for (const Row& row : rows) {
+    std::string text = original;
+    const std::string at = "ready_timeout_ms = 5000\n";
+    text.insert(text.find(at) + at.size(), "ca_file = \"" + row.ca_file + "\"\n");
+    std::ofstream(config_, std::ios::trunc) << text;
+    const std::string sb = id("badca");
+    const auto r = launch({"run", "--sandbox", sb, "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, "sandgate-launch: " + row.err + "\n");
+    expect_nothing_left(sb);
+  }
 }
 
 // The default state_dir is under /run, which the command gets a private tmpfs for: the bundle
