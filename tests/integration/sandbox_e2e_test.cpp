@@ -256,6 +256,14 @@ struct World {
         "allow = [\"inspected.test\", \"origin.test\"]\n"
         "inspect = [\"inspected.test\"]\n"
         "allow_cidrs = [\"203.0.113.10/32\"]\n\n"
+        "[[profiles.inspect.http_rules]]\n"
+        "hosts = [\"inspected.test\"]\n"
+        "paths = [\"/admin/**\"]\n"
+        "action = \"deny\"\n\n"
+        // A host with rules refuses what none of them matches: everything else is allowed.
+        "[[profiles.inspect.http_rules]]\n"
+        "hosts = [\"inspected.test\"]\n"
+        "action = \"allow\"\n\n"
         "[profiles.other]\n"
         "allow = [\"blocked.test\"]\n"
         "allow_cidrs = [\"203.0.113.20/32\"]\n\n";
@@ -894,6 +902,37 @@ TEST_F(SandboxE2e, InterceptionALateClientHelloIsInterceptedToo) {
   EXPECT_EQ(tls_lines(), std::vector<std::string>{"TLS 203.0.113.10:443 sni=inspected.test "
                                                   "version=TLSv1.3 path=/late"})
       << requests();
+}
+
+// A path rule of an intercepted host holds for every spelling of the path a client inside
+// the stream can send: dot-segments, percent-encoding, an empty segment, and the absolute form
+// of the target.
+TEST_F(SandboxE2e, InterceptionPathRulesHoldForEverySpellingOfThePath) {
+  const std::string get = "curl -sS -m 10 -o /dev/null -w '%{http_code}\\n' --path-as-is ";
+  const auto r =
+      run_in("paths", "inspect",
+             get + "https://inspected.test/public; " + get + "https://inspected.test/admin/x; " +
+                 get + "https://inspected.test/public/../admin/x; " + get +
+                 "https://inspected.test/%61dmin/x; " + get + "https://inspected.test//admin/x; " +
+                 get + "--request-target https://inspected.test/admin/x https://inspected.test/; " +
+                 get + "--request-target http://inspected.test/admin/x https://inspected.test/");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The absolute forms never reach a rule: https://inspected.test/... is refused as a bad
+  // request, and http://... names another origin than the stream's (421).
+  EXPECT_EQ(r.out, "200\n403\n403\n403\n403\n400\n421\n") << r.err << requests();
+  EXPECT_EQ(requests().find("admin"), std::string::npos) << requests();
+  // Dot-segments and percent-encoding are canonicalised onto the rule; an empty segment is
+  // refused as ambiguous.
+  const auto denied = audit("SANDBOX_NETWORK_DENIED", "denied_by_http_rule");
+  ASSERT_EQ(denied.size(), 3u) << world->daemon->audit_text();
+  for (const auto& line : denied) {
+    EXPECT_EQ(json_string(line, "url.scheme"), "https");
+    EXPECT_EQ(json_string(line, "rule.name"), "profiles.inspect.http_rules[0]")
+        << boost::json::serialize(line);
+  }
+  EXPECT_EQ(audit("SANDBOX_NETWORK_DENIED", "ambiguous_path").size(), 1u);
+  EXPECT_EQ(audit("UNSUPPORTED_REQUEST_TARGET").size(), 1u);
+  EXPECT_EQ(audit("MISDIRECTED_REQUEST").size(), 1u);
 }
 
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
