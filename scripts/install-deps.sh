@@ -17,6 +17,8 @@ packages=(
   # sanitizer runtimes (a Recommends of clang-14 only, so it is named here).
   clang libclang-rt-14-dev
   curl python3
+  # Clients the end-to-end tests run inside a sandbox besides curl and urllib.
+  python3-requests python3-pip
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   prometheus
 )

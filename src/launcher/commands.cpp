@@ -92,6 +92,7 @@ int run_in_sandbox(const Settings& settings, const SandboxState& state, const Op
   plan.owned_netns = state.owned_netns;
   if (state.owned_netns) plan.resolv_conf = "/etc/netns/" + state.netns + "/resolv.conf";
   plan.private_run = !o.share_run;
+  plan.ca_bundle = ca_bundle_path(settings);
   const bool whole_netns = o.verb == Verb::run && state.owned_netns;
   DeathWatch watch([whole_netns, netns = state.netns_path()](long command) {
     kill_session(command);

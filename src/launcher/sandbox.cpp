@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "launcher/admin_client.hpp"
+#include "launcher/ca_bundle.hpp"
 #include "launcher/dropin.hpp"
 #include "launcher/layout.hpp"
 #include "launcher/ruleset.hpp"
@@ -24,7 +25,6 @@ namespace sandgate::launcher {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kSystemRoots = "/etc/ssl/certs/ca-certificates.crt";
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
 // Undo actions for the steps done so far, run newest first unless commit() is called.
@@ -63,17 +63,34 @@ std::string read_whole(const std::string& path) {
   return text.str();
 }
 
-void write_ca_bundle(const Settings& settings) {
-  std::string bundle = fs::exists(kSystemRoots) ? read_whole(kSystemRoots) : std::string();
-  if (!settings.ca_file.empty()) {
-    std::ifstream in(settings.ca_file, std::ios::binary);
-    if (!in) {
-      throw LaunchError(2, "launcher.ca_file " + settings.ca_file +
-                               " cannot be read; fix the path in " + settings.config_path);
-    }
-    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
-    bundle += read_whole(settings.ca_file);
+// Reads a certificate file the bundle adds; `key` names it in the error (exit 2: the config).
+std::string read_certificates(const std::string& path, const std::string& key,
+                              const Settings& settings) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw LaunchError(
+        2, key + " " + path + " cannot be read; fix the path in " + settings.config_path);
   }
+  std::string text = read_whole(path);
+  if (certificate_blocks(text).empty()) {
+    throw LaunchError(2, key + " " + path +
+                             " holds no PEM certificate (-----BEGIN CERTIFICATE-----); "
+                             "fix the path in " +
+                             settings.config_path);
+  }
+  return text;
+}
+
+void write_ca_bundle(const Settings& settings) {
+  std::vector<std::string> extras;
+  if (!settings.interception_ca.empty()) {
+    extras.push_back(read_certificates(settings.interception_ca, "interception.ca_cert", settings));
+  }
+  if (!settings.ca_file.empty()) {
+    extras.push_back(read_certificates(settings.ca_file, "launcher.ca_file", settings));
+  }
+  const std::string bundle = make_ca_bundle(
+      fs::exists(kSystemRootsFile) ? read_whole(kSystemRootsFile) : std::string(), extras);
   try {
     // World-readable in a 0755 directory: a --user command must read it (SSL_CERT_FILE), and
     // it holds only public certificates.

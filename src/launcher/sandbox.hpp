@@ -36,7 +36,8 @@ struct Settings {
   std::string state_dir;
   std::string sandboxes_dir;
   policy::Cidr pool;
-  std::string ca_file;
+  std::string ca_file;          // launcher.ca_file: extra roots for the sandbox ("" none)
+  std::string interception_ca;  // interception.ca_cert: sandgate's CA ("" interception off)
   std::chrono::milliseconds ready_timeout{10'000};
   std::uint16_t transparent_port = 0;
   std::uint16_t dns_port = 0;
@@ -56,7 +57,8 @@ struct SandboxRequest {
 };
 
 // <state_dir>/ca/ca-bundle.pem (0644 in a 0755 directory, readable by a --user command),
-// rewritten by every create.
+// rewritten by every create: the system roots, then interception.ca_cert and launcher.ca_file,
+// each certificate once (make_ca_bundle).
 std::string ca_bundle_path(const Settings& settings);
 
 // Checks the request, then creates the sandbox and waits until the daemon reports it active.

@@ -39,6 +39,8 @@ Settings settings_from_config(const config::Config& config, bool for_create) {
   s.sandboxes_dir = config.sandboxes_dir;
   s.pool = config.launcher.pool;
   s.ca_file = config.launcher.ca_file;
+  // Programs in the sandbox must trust the leaves sandgate mints for inspected hosts.
+  s.interception_ca = config.interception.ca_cert;
   s.ready_timeout = config.launcher.ready_timeout;
   for (const config::Sandbox& sb : config.sandboxes) s.defined_ids.insert(sb.spec.id);
   if (config.listeners.admin) {

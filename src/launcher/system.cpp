@@ -402,6 +402,12 @@ std::string enter_sandbox(const EnterPlan& plan) {
       read_text(plan.resolv_conf.empty() ? "/etc/resolv.conf" : plan.resolv_conf);
   const std::filesystem::path shm = resolve_links("/dev/shm");
   const bool shm_in_run = shm.string().starts_with("/run/");
+  // The default state_dir is /run/sandgate: the private /run would hide the bundle that
+  // SSL_CERT_FILE names, so it is copied into it.
+  const std::filesystem::path bundle =
+      plan.ca_bundle.empty() ? std::filesystem::path() : resolve_links(plan.ca_bundle);
+  const bool bundle_in_run = bundle.string().starts_with("/run/");
+  const std::string bundle_text = bundle_in_run ? read_text(bundle) : std::string();
 
   const int fd = ::open(plan.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno_text("opening " + plan.netns_path);
@@ -411,6 +417,18 @@ std::string enter_sandbox(const EnterPlan& plan) {
   if (::unshare(CLONE_NEWNS) != 0) return errno_text("unshare(CLONE_NEWNS)");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return errno_text("making mounts private");
+  }
+  if (!plan.ca_bundle.empty()) {
+    // Read-only: a root command could otherwise rewrite the bundle every sandbox of this
+    // state_dir shares. No system bundle (no ca-certificates): nothing to cover.
+    if (::mount(plan.ca_bundle.c_str(), kSystemRootsFile, nullptr, MS_BIND, nullptr) == 0) {
+      if (::mount(nullptr, kSystemRootsFile, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) !=
+          0) {
+        return errno_text(std::string("making ") + kSystemRootsFile + " read-only");
+      }
+    } else if (errno != ENOENT) {
+      return errno_text("bind-mounting " + plan.ca_bundle + " on " + kSystemRootsFile);
+    }
   }
   if (plan.owned_netns) {
     // As `ip netns exec`: /sys/class/net shows the sandbox's interfaces.
@@ -429,6 +447,10 @@ std::string enter_sandbox(const EnterPlan& plan) {
       std::filesystem::create_directories(dir, ec);
       ::chmod(dir.c_str(), 01777);
     }
+  }
+  if (plan.private_run && bundle_in_run) {
+    const std::string error = write_into_private_run(bundle, bundle_text);
+    if (!error.empty()) return error;
   }
   if (plan.private_run && resolv_in_run) {
     return write_into_private_run(resolv, resolv_text);

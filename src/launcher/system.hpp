@@ -52,16 +52,23 @@ struct EnterPlan {
   bool owned_netns = true;  // the launcher's own namespace: /sys is remounted for it
   std::string resolv_conf;  // shown as /etc/resolv.conf ("" for none: the host's stays)
   bool private_run = true;  // an empty tmpfs on /run (--share-run: false)
+  // Bind-mounted (read-only) over kSystemRootsFile where that exists ("" for none), so a
+  // program that reads the system's roots itself (after `env -i`, `su -`, `sudo`, or one that
+  // knows none of the CA variables) trusts what SSL_CERT_FILE names too.
+  std::string ca_bundle;
 };
+
+// The system's CA bundle (Debian's ca-certificates), which the launcher's bundle starts from.
+inline constexpr const char* kSystemRootsFile = "/etc/ssl/certs/ca-certificates.crt";
 
 // Enters the network namespace, then a mount namespace of the command's own (every mount
 // private, so nothing propagates back to the host): as `ip netns exec` does, sysfs of the
 // sandbox's namespace on /sys (owned namespaces) and resolv_conf bind-mounted over
-// /etc/resolv.conf; with private_run an empty tmpfs on /run, which hides the host's Unix
-// sockets there (nscd, systemd-resolved's varlink, D-Bus, /run/user/*). When /etc/resolv.conf
-// is a symlink into /run (systemd-resolved, resolvconf), the file it names is written into the
-// private /run with the text the command should see (resolv_conf, or the host's). Returns an
-// error message, or "" on success. Only for a forked child that execs next.
+// /etc/resolv.conf, ca_bundle over kSystemRootsFile; with private_run an empty tmpfs on /run, which
+// hides the host's Unix sockets there (nscd, systemd-resolved's varlink, D-Bus, /run/user/*). When
+// /etc/resolv.conf is a symlink into /run (systemd-resolved, resolvconf), the file it names is
+// written into the private /run with the text the command should see (resolv_conf, or the host's).
+// Returns an error message, or "" on success. Only for a forked child that execs next.
 std::string enter_sandbox(const EnterPlan& plan);
 
 // The file execvp would run for `name` with this PATH value (unset: "/bin:/usr/bin"): `name`

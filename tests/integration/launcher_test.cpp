@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <thread>
@@ -215,11 +216,14 @@ class Launcher : public ::testing::Test {
     ids_.push_back(name + "-" + unique_suffix());
     return ids_.back();
   }
-  std::string state_dir() const { return (dir_.path() / "state").string(); }
+  std::string state_dir() const {
+    return state_dir_.empty() ? (dir_.path() / "state").string() : state_dir_;
+  }
   std::string sandboxes_dir() const { return (dir_.path() / "sbx").string(); }
   std::string tables(const std::string& pool = "10.201.0.0/16") const {
     return "[launcher]\nstate_dir = \"" + state_dir() + "\"\npool = \"" + pool +
-           "\"\nready_timeout_ms = 5000\n\n[profiles.default]\nallow = [\"example.com\"]\n";
+           "\"\nready_timeout_ms = 5000\n" + launcher_extra_ +
+           "\n[profiles.default]\nallow = [\"example.com\"]\n" + extra_tables_;
   }
   void start_daemon(const std::string& pool = "10.201.0.0/16") {
     SandgateOptions options;
@@ -299,6 +303,9 @@ class Launcher : public ::testing::Test {
   std::unique_ptr<SandgateProcess> daemon_;
   std::string config_;
   std::vector<std::string> ids_;
+  std::string state_dir_;       // "" = dir_/state
+  std::string launcher_extra_;  // more [launcher] lines
+  std::string extra_tables_;    // more tables after the profile
 };
 
 TEST_F(Launcher, RunExitsWithTheCommandsStatusAndLeavesNothing) {
@@ -386,6 +393,107 @@ TEST_F(Launcher, UserReadsTheCaBundleButNotTheStateDir) {
   EXPECT_EQ(fs::status(state_dir() + "/ca/ca-bundle.pem").permissions(),
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                 fs::perms::others_read);
+}
+
+// With [interception] on, the launcher puts sandgate's CA into the sandbox's bundle by itself
+// (no launcher.ca_file), once even when launcher.ca_file names it too, and a ca_file with
+// another CA adds that one after it. Inside, every CA variable names the bundle and the
+// system's roots file shows it too (for programs that read no variable).
+TEST_F(Launcher, InterceptionCaIsInTheBundleWithoutCaFile) {
+  ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("sgca")}).exit_code, 0);
+  const std::string ca = read_file(dir_.file("sgca/ca.pem"));
+  const std::string system = read_file("/etc/ssl/certs/ca-certificates.crt");
+  ASSERT_FALSE(system.empty());
+  ASSERT_EQ(system.back(), '\n');
+  extra_tables_ = "\n[interception]\nca_cert = \"" + dir_.file("sgca/ca.pem") + "\"\nca_key = \"" +
+                  dir_.file("sgca/ca.key") + "\"\n";
+  start_daemon();
+  const std::string b = state_dir() + "/ca/ca-bundle.pem";
+  const std::string script =
+      "for v in SSL_CERT_FILE NODE_EXTRA_CA_CERTS GIT_SSL_CAINFO REQUESTS_CA_BUNDLE "
+      "CURL_CA_BUNDLE PIP_CERT NPM_CONFIG_CAFILE; do eval \"x=\\$$v\"; [ \"$x\" = " +
+      b +
+      " ] || echo \"$v=$x\"; done; "
+      "cmp -s /etc/ssl/certs/ca-certificates.crt \"$SSL_CERT_FILE\"; echo system=$?; "
+      "if echo x 2>/dev/null >/etc/ssl/certs/ca-certificates.crt; then echo writable; fi";
+  auto r = launch({"run", "--sandbox", id("ica"), "--", "sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "system=0\n") << r.err;
+  EXPECT_TRUE(read_file(b) == system + ca) << "a bundle of " << read_file(b).size() << " bytes";
+  EXPECT_EQ(read_file("/etc/ssl/certs/ca-certificates.crt"), system);  // the host's is intact
+
+  // launcher.ca_file naming the same CA: still once.
+  launcher_extra_ = "ca_file = \"" + dir_.file("sgca/ca.pem") + "\"\n";
+  std::string error;
+  ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
+  r = launch({"run", "--sandbox", id("ica2"), "--", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(read_file(b) == system + ca) << "a bundle of " << read_file(b).size() << " bytes";
+
+  // Another CA in ca_file: after sandgate's.
+  ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("other")}).exit_code, 0);
+  const std::string other = read_file(dir_.file("other/ca.pem"));
+  launcher_extra_ = "ca_file = \"" + dir_.file("other/ca.pem") + "\"\n";
+  ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
+  r = launch({"run", "--sandbox", id("ica3"), "--", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(read_file(b) == system + ca + other)
+      << "a bundle of " << read_file(b).size() << " bytes";
+}
+
+// A CA file the bundle cannot take ends the launcher with a config error, before anything is
+// set up.
+TEST_F(Launcher, UnusableCaFileIsAConfigError) {
+  start_daemon();
+  const std::string original = read_file(config_);
+  const std::string key =
+      dir_.write("key.pem", "-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KEY-----\n");
+  struct Row {
+    std::string ca_file;
+    std::string err;
+  };
+  const Row rows[] = {
+      {dir_.file("missing.pem"), "launcher.ca_file " + dir_.file("missing.pem") +
+                                     " cannot be read; fix the path in " + config_},
+      {key, "launcher.ca_file " + key +
+                " holds no PEM certificate (-----BEGIN CERTIFICATE-----); fix the path in " +
+                config_},
+  };
+  for (const Row& row : rows) {
+    std::string text = original;
+    const std::string at = "ready_timeout_ms = 5000\n";
+    text.insert(text.find(at) + at.size(), "ca_file = \"" + row.ca_file + "\"\n");
+    std::ofstream(config_, std::ios::trunc) << text;
+    const std::string sb = id("badca");
+    const auto r = launch({"run", "--sandbox", sb, "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, "sandgate-launch: " + row.err + "\n");
+    expect_nothing_left(sb);
+  }
+}
+
+// The default state_dir is under /run, which the command gets a private tmpfs for: the bundle
+// SSL_CERT_FILE names is there all the same, for root and for a --user command.
+TEST_F(Launcher, BundleInAStateDirUnderRunIsVisibleInside) {
+  state_dir_ = "/run/sgt-state-" + unique_suffix();
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() { fs::remove_all(path); }
+  } remove{state_dir_};
+  start_daemon();
+  const std::string script =
+      "test \"$SSL_CERT_FILE\" = " + state_dir() +
+      "/ca/ca-bundle.pem && cmp -s \"$SSL_CERT_FILE\" /etc/ssl/certs/ca-certificates.crt; "
+      "echo ca=$?; ls -A /run | grep -c sgt-state";
+  for (const std::vector<std::string>& user :
+       {std::vector<std::string>{}, std::vector<std::string>{"--user", "nobody"}}) {
+    std::vector<std::string> args{"run", "--sandbox", id("runca")};
+    args.insert(args.end(), user.begin(), user.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    const auto r = launch(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "ca=0\n1\n") << r.err << (user.empty() ? "" : " --user");
+  }
 }
 
 TEST_F(Launcher, SandboxTrafficOnlyReachesTheDaemon) {

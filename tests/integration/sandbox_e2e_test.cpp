@@ -22,6 +22,7 @@
 
 #include "gtest/gtest.h"
 #include "support/http_origin.hpp"
+#include "support/json_helpers.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
@@ -33,7 +34,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr const char* kInsideEnv = "SANDGATE_E2E_INSIDE";
-constexpr const char* kOrigin = "203.0.113.10";   // origin.test, registry.test
+constexpr const char* kOrigin = "203.0.113.10";   // origin.test, registry.test, inspected.test
 constexpr const char* kBlocked = "203.0.113.20";  // blocked.test: no sandbox here may reach it
 constexpr const char* kResolver = "203.0.113.53";
 // Services the test binds on 0.0.0.0 in the daemon's (the host's) namespace.
@@ -150,13 +151,17 @@ struct World {
 
   void make_certificates() {
     const std::string d = dir.path();
+    // sandgate's interception CA, made by the real CLI; the origin's own CA is another one.
+    must({sandgate_binary(), "ca", "init", d + "/sandgate-ca"});
     must({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
           "/CN=sandgate e2e test CA", "-keyout", d + "/ca.key", "-out", d + "/ca.pem"});
     must({"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=origin.test", "-keyout",
           d + "/origin.key", "-out", d + "/origin.csr"});
-    dir.write("san.ext",
-              "subjectAltName=DNS:origin.test,DNS:registry.test,DNS:blocked.test,IP:203.0.113.10,"
-              "IP:203.0.113.20\n");
+    dir.write(
+        "san.ext",
+        "subjectAltName=DNS:origin.test,DNS:registry.test,DNS:blocked.test,DNS:inspected.test,"
+        "IP:203.0.113.10,"
+        "IP:203.0.113.20\n");
     must({"openssl", "x509", "-req", "-in", d + "/origin.csr", "-CA", d + "/ca.pem", "-CAkey",
           d + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", d + "/san.ext", "-out",
           d + "/origin.pem"});
@@ -191,15 +196,16 @@ struct World {
                                  "https:" + b + ":443", "banner:" + b + ":22"},
         dir.file("servers.out"));
     dnsmasq = std::make_unique<Background>(
-        std::vector<std::string>{
-            "ip", "netns", "exec", n, "dnsmasq", "--keep-in-foreground", "--no-resolv",
-            "--no-hosts", "--bind-interfaces", "--listen-address=" + std::string(kResolver),
-            "--log-queries", "--log-facility=" + dns_log, "--user=root",
-            "--pid-file=" + dir.file("dnsmasq.pid"), "--address=/origin.test/" + o,
-            "--address=/registry.test/" + o, "--address=/blocked.test/" + b,
-            // slow.test's lookups must stay pending, not be failed by dnsmasq's own limit
-            // on forwarded queries (150 by default).
-            "--server=/slow.test/198.51.100.1", "--dns-forward-max=100000"},
+        std::vector<std::string>{"ip", "netns", "exec", n, "dnsmasq", "--keep-in-foreground",
+                                 "--no-resolv", "--no-hosts", "--bind-interfaces",
+                                 "--listen-address=" + std::string(kResolver), "--log-queries",
+                                 "--log-facility=" + dns_log, "--user=root",
+                                 "--pid-file=" + dir.file("dnsmasq.pid"),
+                                 "--address=/origin.test/" + o, "--address=/registry.test/" + o,
+                                 "--address=/inspected.test/" + o, "--address=/blocked.test/" + b,
+                                 // slow.test's lookups must stay pending, not be failed by
+                                 // dnsmasq's own limit on forwarded queries (150 by default).
+                                 "--server=/slow.test/198.51.100.1", "--dns-forward-max=100000"},
         dir.file("dnsmasq.out"));
     // Both answer before the daemon needs them.
     CommandResult dig;
@@ -229,6 +235,12 @@ struct World {
         "[dns]\nservers = [\"" +
         std::string(kResolver) +
         "\"]\n\n"
+        // The launcher adds interception.ca_cert to the sandboxes' bundle by itself:
+        // launcher.ca_file below is only the origin's CA (for the spliced HTTPS tests).
+        "[interception]\nca_cert = \"" +
+        dir.file("sandgate-ca/ca.pem") + "\"\nca_key = \"" + dir.file("sandgate-ca/ca.key") +
+        "\"\nupstream_ca_file = \"" + dir.file("ca.pem") +
+        "\"\n\n"
         "[launcher]\nstate_dir = \"" +
         dir.file("state") + "\"\npool = \"10.201.0.0/24\"\nca_file = \"" + dir.file("ca.pem") +
         "\"\n\n"
@@ -240,6 +252,18 @@ struct World {
         "allow = [\"origin.test\"]\n"
         "allow_cidrs = [\"203.0.113.10/32\"]\n"
         "opaque = [\"origin.test:80\"]\n\n"
+        "[profiles.inspect]\n"
+        "allow = [\"inspected.test\", \"origin.test\"]\n"
+        "inspect = [\"inspected.test\"]\n"
+        "allow_cidrs = [\"203.0.113.10/32\"]\n\n"
+        "[[profiles.inspect.http_rules]]\n"
+        "hosts = [\"inspected.test\"]\n"
+        "paths = [\"/admin/**\"]\n"
+        "action = \"deny\"\n\n"
+        // A host with rules refuses what none of them matches: everything else is allowed.
+        "[[profiles.inspect.http_rules]]\n"
+        "hosts = [\"inspected.test\"]\n"
+        "action = \"allow\"\n\n"
         "[profiles.other]\n"
         "allow = [\"blocked.test\"]\n"
         "allow_cidrs = [\"203.0.113.20/32\"]\n\n";
@@ -308,6 +332,18 @@ class SandboxE2e : public ::testing::Test {
     }
     return out;
   }
+  // The test internet's line for each request over TLS since the test began (internet.py:
+  // the SNI the origin saw and the TLS version it negotiated).
+  std::vector<std::string> tls_lines() const {
+    std::vector<std::string> out;
+    std::istringstream text(requests());
+    for (std::string line; std::getline(text, line);) {
+      if (line.rfind("TLS ", 0) == 0) out.push_back(line);
+    }
+    return out;
+  }
+  // The CA of the test internet's origins (not sandgate's).
+  static std::string origin_ca() { return world->dir.file("ca.pem"); }
   static std::string domain_of(const boost::json::object& line) {
     const auto& d = line.at("destination").as_object();
     return d.contains("domain") ? std::string(d.at("domain").as_string()) : std::string();
@@ -682,6 +718,221 @@ TEST_F(SandboxE2e, UserVerifiesHttpsWithTheBundle) {
             "hello from origin.test over https\ncurl=0\nhello from origin.test over https\n"
             "python=0\n")
       << r.err;
+}
+
+// Transparent interception (issue 10). The sandbox names inspected.test, which its profile
+// marks with `inspect`: the launcher put sandgate's CA (interception.ca_cert) into the
+// sandbox's bundle by itself, so curl, Python and node verify sandgate's leaf with no flags
+// and no proxy settings, and the origin sees sandgate's own TLS and each request.
+TEST_F(SandboxE2e, InterceptionCurlReachesAnInspectedHostThroughSandgatesOwnTls) {
+  // At most TLS 1.2 offered by the client: the origin still negotiates 1.3 with sandgate.
+  const auto r = run_in("icpt", "inspect",
+                        "curl -sS -m 10 --tls-max 1.2 'https://inspected.test/curl?q=secret'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from inspected.test over https\n") << r.err;
+  EXPECT_EQ(tls_lines(),
+            std::vector<std::string>{"TLS 203.0.113.10:443 sni=inspected.test version=TLSv1.3 "
+                                     "path=/curl?q=secret"})
+      << requests();
+  const auto lines = audit("http_request");
+  ASSERT_EQ(lines.size(), 1u) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(lines[0], "url.scheme"), "https");
+  EXPECT_EQ(json_string(lines[0], "http.request.method"), "GET");
+  EXPECT_EQ(json_string(lines[0], "url.path"), "/curl");  // never the query
+  EXPECT_EQ(json_int(lines[0], "http.response.status_code"), 200);
+  EXPECT_EQ(json_string(lines[0], "tls.client.server_name"), "inspected.test");
+  EXPECT_EQ(json_string(lines[0], "labels.sandbox_id"), id("icpt"));
+  EXPECT_TRUE(audit("connection_closed").empty());  // not a spliced tunnel
+}
+
+TEST_F(SandboxE2e, InterceptionAHostThatIsNotInspectedIsStillSpliced) {
+  // Trusting only the origin's CA: the origin's own certificate reaches curl, and the origin
+  // sees curl's ClientHello (TLS 1.2, as curl was told), not sandgate's.
+  const auto r = run_in(
+      "splice", "inspect",
+      "curl -sS -m 10 --tls-max 1.2 --cacert " + origin_ca() + " https://origin.test/spliced");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from origin.test over https\n") << r.err;
+  EXPECT_EQ(tls_lines(), std::vector<std::string>{"TLS 203.0.113.10:443 sni=origin.test "
+                                                  "version=TLSv1.2 path=/spliced"})
+      << requests();
+  EXPECT_TRUE(audit("http_request").empty());
+  EXPECT_EQ(audit("connection_closed").size(), 1u);
+}
+
+TEST_F(SandboxE2e, InterceptionAnotherHostInsideTheInterceptedStreamIsMisdirected) {
+  // origin.test is allowed too, but not through inspected.test's TLS.
+  const auto r = run_in("front", "inspect",
+                        "curl -sS -m 10 -D - -o /dev/null -H 'Host: origin.test' "
+                        "https://inspected.test/fronted");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("HTTP/1.1 421", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("X-Sandgate-Error: MISDIRECTED_REQUEST"), std::string::npos) << r.out;
+  EXPECT_EQ(requests().find("path=/fronted"), std::string::npos) << requests();
+  const auto lines = audit("MISDIRECTED_REQUEST");
+  ASSERT_EQ(lines.size(), 1u) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(lines[0], "destination.address"), "origin.test");
+}
+
+TEST_F(SandboxE2e, InterceptionAClientThatTrustsAnotherCaRefusesSandgatesLeaf) {
+  const auto r = run_in(
+      "distrust", "inspect",
+      "curl -sS -m 10 --cacert " + origin_ca() + " https://inspected.test/never; echo curl=$?");
+  EXPECT_NE(r.out.find("curl=60"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(requests().find("path=/never"), std::string::npos) << requests();
+  const auto line = world->daemon->wait_audit(
+      [](const boost::json::object& l) {
+        return l.at("event").as_object().at("code").as_string() == "CLIENT_TLS_FAILED";
+      },
+      5s, audit_from_);
+  ASSERT_TRUE(line.has_value()) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(*line, "network.protocol"), "tls");
+  EXPECT_EQ(json_string(*line, "destination.address"), "inspected.test");
+  EXPECT_EQ(json_string(*line, "labels.sandbox_id"), id("distrust"));
+}
+
+TEST_F(SandboxE2e, InterceptionPythonAndNodeTrustTheBundleWithNoFlags) {
+  ASSERT_EQ(run_command({"node", "--version"}, 20s).exit_code, 0)
+      << "node is missing: scripts/install-deps.sh installs it";
+  const auto r = run_in(
+      "langs", "inspect",
+      "python3 -c \"import urllib.request; print(urllib.request.urlopen("
+      "'https://inspected.test/python', timeout=10).read().decode(), end='')\"; echo python=$?; "
+      "node -e \"require('https').get('https://inspected.test/node', (r) => "
+      "r.pipe(process.stdout)).on('error', (e) => { console.log(e.message); "
+      "process.exitCode = 1; })\"; echo node=$?");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "hello from inspected.test over https\npython=0\n"
+            "hello from inspected.test over https\nnode=0\n")
+      << r.err;
+  EXPECT_EQ(tls_lines(), (std::vector<std::string>{
+                             "TLS 203.0.113.10:443 sni=inspected.test version=TLSv1.3 path=/python",
+                             "TLS 203.0.113.10:443 sni=inspected.test version=TLSv1.3 path=/node"}))
+      << requests();
+  EXPECT_EQ(audit("http_request").size(), 2u);
+}
+
+// git, Python's requests, pip and npm in a sandbox trust sandgate's leaf with no flags too:
+// each one's request reaches the origin through the intercepted stream (a client that refused
+// the certificate sends none). So does curl with no CA variable at all (`env -i`): it reads
+// /etc/ssl/certs/ca-certificates.crt, over which the launcher bind-mounted the bundle.
+TEST_F(SandboxE2e, InterceptionGitRequestsPipAndNpmTrustTheBundleWithNoFlags) {
+  const std::string work = world->dir.file("tools-work");
+  fs::create_directories(work);
+  const auto r = run_in(
+      "tools", "inspect",
+      "cd " + work + " && export HOME=" + work +
+          "; env -i PATH=/usr/bin:/bin curl -sS -m 10 https://inspected.test/no-variables; "
+          "echo bare=$?; "
+          "git ls-remote https://inspected.test/acme/repo.git >/dev/null 2>git.err; "
+          "grep -ci 'certificate' git.err; "
+          "/usr/bin/python3 -c \"import requests; print(requests.get("
+          "'https://inspected.test/requests', timeout=10).text, end='')\"; echo requests=$?; "
+          "/usr/bin/python3 -m pip download --no-deps --no-cache-dir -d . --index-url "
+          "https://inspected.test/simple/ sandgate-none >pip.out 2>&1; "
+          "grep -ci 'certificate' pip.out; "
+          "timeout 40 npm view --registry https://inspected.test/ sandgate-e2e-pkg version; "
+          "echo npm=$?");
+  EXPECT_EQ(r.out,
+            "hello from inspected.test over https\nbare=0\n0\nhello from inspected.test over "
+            "https\nrequests=0\n0\n1.0.0\nnpm=0\n")
+      << r.err << read_all(work + "/git.err") << read_all(work + "/pip.out");
+  const std::string seen = requests();
+  for (const char* path : {"/no-variables", "/acme/repo.git/info/refs?service=git-upload-pack",
+                           "/requests", "/simple/sandgate-none/", "/sandgate-e2e-pkg"}) {
+    EXPECT_NE(seen.find("sni=inspected.test version=TLSv1.3 path=" + std::string(path) + "\n"),
+              std::string::npos)
+        << path << "\n"
+        << seen;
+  }
+}
+
+// An intercepted stream whose original destination is not where its name leads (the sandbox
+// resolved inspected.test to blocked.test's address itself): sandgate's own connection goes
+// where the name leads, and nothing reaches the address the sandbox chose.
+TEST_F(SandboxE2e, InterceptionDialsTheNameNotTheAddressTheSandboxChose) {
+  const auto r = run_in("addr", "inspect",
+                        "curl -sS -m 10 --resolve inspected.test:443:203.0.113.20 "
+                        "https://inspected.test/elsewhere");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from inspected.test over https\n");
+  EXPECT_EQ(requests().find(kBlocked), std::string::npos) << requests();
+  EXPECT_EQ(tls_lines(), std::vector<std::string>{"TLS 203.0.113.10:443 sni=inspected.test "
+                                                  "version=TLSv1.3 path=/elsewhere"})
+      << requests();
+  const auto lines = audit("http_request");
+  ASSERT_EQ(lines.size(), 1u) << world->daemon->audit_text();
+  EXPECT_EQ(json_string(lines[0], "labels.original_destination"), "203.0.113.20:443");
+  EXPECT_EQ(json_string(lines[0], "destination.address"), "inspected.test");
+}
+
+// Requests kept alive on one intercepted connection go to the origin over one connection of
+// sandgate's.
+TEST_F(SandboxE2e, InterceptionKeptAliveRequestsShareOneUpstreamConnection) {
+  const auto r = run_in("keep", "inspect",
+                        "curl -sS -m 10 https://inspected.test/one https://inspected.test/two");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from inspected.test over https\nhello from inspected.test over https\n");
+  std::size_t connects = 0;
+  const std::string seen = requests();
+  for (std::size_t at = 0; (at = seen.find("CONNECT 203.0.113.10:443", at)) != std::string::npos;
+       ++at) {
+    ++connects;
+  }
+  EXPECT_EQ(connects, 1u) << seen;
+  EXPECT_EQ(audit("http_request").size(), 2u);
+}
+
+// THREATS 27 with interception: a ClientHello that comes after the peek timeout is still
+// intercepted (not spliced past the host's inspection).
+TEST_F(SandboxE2e, InterceptionALateClientHelloIsInterceptedToo) {
+  const auto r =
+      run_in("late-icpt", "inspect",
+             "python3 -c \"import socket, ssl, time\n"
+             "s = socket.create_connection(('inspected.test', 443)); time.sleep(0.6)\n"
+             "c = ssl.create_default_context(); c.maximum_version = ssl.TLSVersion.TLSv1_2\n"
+             "t = c.wrap_socket(s, server_hostname='inspected.test')\n"
+             "print(dict(x[0] for x in t.getpeercert()['issuer'])['commonName'].split(' CA')[0])\n"
+             "t.sendall(b'GET /late HTTP/1.1\\\\r\\\\nHost: inspected.test\\\\r\\\\nConnection: "
+             "close\\\\r\\\\n\\\\r\\\\n')\n"
+             "print(t.recv(100).split(b'\\\\r\\\\n')[0].decode())\"");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "sandgate interception\nHTTP/1.1 200 OK\n") << r.err;
+  EXPECT_EQ(tls_lines(), std::vector<std::string>{"TLS 203.0.113.10:443 sni=inspected.test "
+                                                  "version=TLSv1.3 path=/late"})
+      << requests();
+}
+
+// A path rule of an intercepted host holds for every spelling of the path a client inside
+// the stream can send: dot-segments, percent-encoding, an empty segment, and the absolute form
+// of the target.
+TEST_F(SandboxE2e, InterceptionPathRulesHoldForEverySpellingOfThePath) {
+  const std::string get = "curl -sS -m 10 -o /dev/null -w '%{http_code}\\n' --path-as-is ";
+  const auto r =
+      run_in("paths", "inspect",
+             get + "https://inspected.test/public; " + get + "https://inspected.test/admin/x; " +
+                 get + "https://inspected.test/public/../admin/x; " + get +
+                 "https://inspected.test/%61dmin/x; " + get + "https://inspected.test//admin/x; " +
+                 get + "--request-target https://inspected.test/admin/x https://inspected.test/; " +
+                 get + "--request-target http://inspected.test/admin/x https://inspected.test/");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The absolute forms never reach a rule: https://inspected.test/... is refused as a bad
+  // request, and http://... names another origin than the stream's (421).
+  EXPECT_EQ(r.out, "200\n403\n403\n403\n403\n400\n421\n") << r.err << requests();
+  EXPECT_EQ(requests().find("admin"), std::string::npos) << requests();
+  // Dot-segments and percent-encoding are canonicalised onto the rule; an empty segment is
+  // refused as ambiguous.
+  const auto denied = audit("SANDBOX_NETWORK_DENIED", "denied_by_http_rule");
+  ASSERT_EQ(denied.size(), 3u) << world->daemon->audit_text();
+  for (const auto& line : denied) {
+    EXPECT_EQ(json_string(line, "url.scheme"), "https");
+    EXPECT_EQ(json_string(line, "rule.name"), "profiles.inspect.http_rules[0]")
+        << boost::json::serialize(line);
+  }
+  EXPECT_EQ(audit("SANDBOX_NETWORK_DENIED", "ambiguous_path").size(), 1u);
+  EXPECT_EQ(audit("UNSUPPORTED_REQUEST_TARGET").size(), 1u);
+  EXPECT_EQ(audit("MISDIRECTED_REQUEST").size(), 1u);
 }
 
 TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {

@@ -7,7 +7,9 @@ test can assert that a denied destination never saw a byte.
 
 SPEC is http:IP:PORT, https:IP:PORT, banner:IP:PORT (a server-first protocol, like ssh: it
 sends a greeting, then echoes lines) or udp:IP:PORT (logs datagrams). The HTTPS servers also
-serve a static npm registry for the package "sandgate-e2e-pkg" at /sandgate-e2e-pkg.
+serve a static npm registry for the package "sandgate-e2e-pkg" at /sandgate-e2e-pkg, and log
+one more line per request over TLS: the SNI the client sent and the TLS version negotiated, so
+a test tells sandgate's own TLS (interception) from the sandbox's (a spliced tunnel).
 """
 import base64
 import hashlib
@@ -56,6 +58,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         host = self.headers.get("Host", "")
         local = self.connection.getsockname()
+        if isinstance(self.connection, ssl.SSLSocket):
+            sni = getattr(self.connection, "sni", None)
+            log(f"TLS {local[0]}:{local[1]} sni={sni} version={self.connection.version()} "
+                f"path={self.path}")
         log(f"REQUEST {local[0]}:{local[1]} host={host} path={self.path}")
         scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
         if self.path == f"/{PACKAGE}":
@@ -124,6 +130,10 @@ def serve_udp(ip, port):
         log(f"UDP {ip}:{port} from {peer[0]} bytes={len(data)}")
 
 
+def remember_sni(ssl_socket, server_name, _context):
+    ssl_socket.sni = server_name
+
+
 def main():
     cert, key = sys.argv[2], sys.argv[3]
     threads = []
@@ -140,6 +150,7 @@ def main():
             if kind == "https":
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
                 context.load_cert_chain(cert, key)
+                context.sni_callback = remember_sni
                 server.socket = context.wrap_socket(server.socket, server_side=True,
                                                     do_handshake_on_connect=False)
         threads.append(threading.Thread(target=server.serve_forever, daemon=True))
