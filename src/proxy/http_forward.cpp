@@ -12,6 +12,7 @@
 
 #include "common/ascii.hpp"
 #include "http/request_head.hpp"
+#include "policy/path.hpp"
 #include "proxy/interception.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
@@ -234,6 +235,17 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
     const std::string shown = host.display();
     co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
     co_return false;
+  }
+  // A host with request rules is sent the path the rules matched, not another spelling of it
+  // (%2E%2E, %7E, dot-segments) that the destination might read differently.
+  if (s.snap->policy->inspects(s.sandbox, host, request.port)) {
+    const policy::CanonicalPath canonical = policy::canonicalize_path(head.path_and_query);
+    if (!canonical.ambiguous && canonical.path != "*") {
+      std::string target =
+          canonical.path + (canonical.has_query ? "?" + std::string(canonical.query) : "");
+      head.path_and_query = std::move(target);
+      s.request_path = head.path_and_query;
+    }
   }
   co_return co_await handle_http(s, head, host, request.port, &result.decision);
 }

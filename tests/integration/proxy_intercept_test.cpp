@@ -128,6 +128,17 @@ TEST_F(ProxyIntercept, AnInspectedHostIsServedUnderTheCaAndEachRequestIsLogged) 
   EXPECT_EQ(daemon_->audit_text().find("secret-query"), std::string::npos);
 }
 
+TEST_F(ProxyIntercept, TheDestinationIsSentThePathTheRulesSaw) {
+  // Dot-segments and escapes of unreserved characters are resolved before the decision; the
+  // destination gets that same path, so it cannot read another spelling differently. The
+  // query is passed as sent.
+  const auto r = curl({"--path-as-is", url("api.test", "/a/%7Euser/./b/../c%2dd?x=%2F&y=.")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target, "/a/~user/c-d?x=%2F&y=.");
+}
+
 TEST_F(ProxyIntercept, KeptAliveRequestsShareOneUpstreamConnection) {
   const auto r = curl({url("api.test", "/one"), url("api.test", "/two"), url("api.test", "/3")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
