@@ -17,6 +17,8 @@ packages=(
   # sanitizer runtimes (a Recommends of clang-14 only, so it is named here).
   clang libclang-rt-14-dev
   curl python3
+  # Real HTTP/2 peers for the h2 codec tests: nghttp, nghttpd and python3-h2.
+  nghttp2-client nghttp2-server python3-h2
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   prometheus
 )
