@@ -1,0 +1,127 @@
+#pragma once
+
+// HTTP/2 codec over nghttp2, for intercepted streams (both legs of the proxy).
+//
+// The model
+// - One nghttp2 session per connection, driven by two coroutines of the connection (one reads
+//   and feeds nghttp2_session_mem_recv, one pulls nghttp2_session_mem_send and writes), all on
+//   the executor of the stream it is given: no strand, no lock. Everything here, the exchanges
+//   included, must be used from that executor only.
+// - ServerConnection<Stream> (connection.hpp) answers a client: for each stream whose request
+//   head is complete it spawns handler(ServerExchange&). ClientConnection<Stream> talks to an
+//   upstream: request() opens a ClientExchange. Stream is tcp::socket (tests, h2c with prior
+//   knowledge) or ssl::stream<tcp::socket> (after ALPN "h2").
+// - An exchange is a request and its response on one HTTP/2 stream. Bodies go through the
+//   caller's buffer: read_body copies what arrived, send_data waits until nghttp2 has taken the
+//   caller's bytes. A bridge (h2<->h1, h2<->h2) reads a head, filters it, opens the other leg,
+//   and pumps read_body -> send_data both ways, trailers last.
+//
+// The limits (Settings)
+// - Receiving: DATA is acknowledged (nghttp2_session_consume, automatic WINDOW_UPDATE off) only
+//   once read_body has handed it to the caller, so a slow reader stalls its sender. What one
+//   stream holds unread is bounded by its window (stream_window); what a connection holds by
+//   connection_window. nghttp2 refuses a peer that sends past a window (FLOW_CONTROL_ERROR).
+// - Sending: send_data returns once the bytes are framed, which nghttp2 does only within the
+//   peer's windows (the data provider defers, and is resumed by the next send_data); the write
+//   side holds at most one write buffer (kWriteBufferBytes).
+// - Streams: at most max_concurrent_streams open at once (advertised; nghttp2 refuses more);
+//   the client side waits for a free slot under the peer's own limit.
+// - Header blocks: a request head or trailer section over max_header_list_bytes (names plus
+//   values plus 32 per field, as RFC 9113 counts) is answered 431 (server) or resets the
+//   stream (client); nghttp2 ends the connection after max_continuations CONTINUATION frames
+//   (CVE-2024-28182) and bounds HPACK's table.
+// - Floods: nghttp2's limits are on and set explicitly: SETTINGS entries per frame, queued
+//   SETTINGS/PING ACKs (max_outbound_ack), RST_STREAM rate (CVE-2023-44487, token bucket). On top,
+//   streams that end abnormally (reset by the peer, or by nghttp2 for the peer's stream errors,
+//   as in "MadeYouReset") drain a token bucket of our own; when it is empty the connection is
+//   ended with GOAWAY ENHANCE_YOUR_CALM.
+// - Validation (server): nghttp2's HTTP messaging checks stay on (pseudo-headers, connection-
+//   specific fields, te other than trailers, content-length vs DATA). Beyond them a request
+//   whose host differs from :authority, or a CONNECT (plain; extended CONNECT is never
+//   enabled), never reaches the handler: it is answered 400 / 405 with end of stream.
+//
+// Not here: deadlines. The owner of a connection arms its watchdog and calls abort() on expiry.
+
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandgate::h2 {
+
+// One header field, name lowercase (HTTP/2 has no other).
+struct Field {
+  std::string name;
+  std::string value;
+  bool operator==(const Field&) const = default;
+};
+using Fields = std::vector<Field>;
+
+// The first value of `name` (lowercase), or empty.
+std::string_view find_field(const Fields& fields, std::string_view name);
+
+// A request head: the four pseudo-headers and the regular fields in arrival order.
+struct RequestHead {
+  std::string method;
+  std::string scheme;
+  std::string authority;
+  std::string path;
+  Fields fields;
+};
+
+// A final response head (1xx interim responses are skipped on the client side).
+struct ResponseHead {
+  int status = 0;
+  Fields fields;
+};
+
+// Per-connection limits, the same for both roles.
+struct Settings {
+  std::uint32_t max_concurrent_streams = 100;
+  std::int32_t stream_window = 256 * 1024;        // per-stream receive buffer bound
+  std::int32_t connection_window = 4 << 20;       // all streams' unread bytes together
+  std::size_t max_header_list_bytes = 64 * 1024;  // like HTTP/1's max_header_bytes
+  std::size_t max_continuations = 8;              // CONTINUATION frames after one HEADERS
+  std::size_t max_settings_entries = 32;          // per SETTINGS frame
+  std::size_t max_outbound_ack = 1000;            // queued SETTINGS/PING ACKs
+  // RST_STREAM from the client (nghttp2's own limiter, server only): burst, then per second.
+  std::uint64_t reset_burst = 200;
+  std::uint64_t reset_rate = 33;
+  // Streams ended abnormally, by either side (our own bucket, both roles): burst, per second.
+  std::uint64_t abnormal_end_burst = 200;
+  std::uint64_t abnormal_end_rate = 33;
+};
+
+// Errors of this codec, as error_codes of h2::category().
+enum class Error {
+  stream_reset = 1,   // the peer reset the stream (reset_code() on the exchange says how)
+  refused,            // the peer refused the stream or left it out of its GOAWAY: retry-safe
+  connection_closed,  // the connection ended before the stream did
+  goaway,             // no new stream: the connection is going away
+  header_too_large,   // a header block over max_header_list_bytes
+  invalid_state,      // an API call out of order (data after end of stream, head twice, ...)
+  protocol,           // nghttp2 refused what we asked it to send, or the peer broke HTTP/2
+};
+const boost::system::error_category& category();
+boost::system::error_code make_error_code(Error e);
+
+// HTTP/2 error codes for reset() (RFC 9113 section 7).
+enum class ResetCode : std::uint32_t {
+  no_error = 0x0,
+  protocol_error = 0x1,
+  internal_error = 0x2,
+  refused_stream = 0x7,
+  cancel = 0x8,
+  enhance_your_calm = 0xb,
+};
+
+// What the write side holds at most before it writes.
+inline constexpr std::size_t kWriteBufferBytes = 64 * 1024;
+
+}  // namespace sandgate::h2
+
+template <>
+struct boost::system::is_error_code_enum<sandgate::h2::Error> : std::true_type {};
