@@ -118,6 +118,7 @@ int Callbacks::on_frame_recv(nghttp2_session* session, const nghttp2_frame* fram
       core.slot_free_.notify();
       return 0;
     case NGHTTP2_SETTINGS:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) core.remote_settings_ = true;
       core.slot_free_.notify();  // the peer's stream limit may have grown
       return 0;
     default:

@@ -7,7 +7,7 @@
 //
 //   h2::ClientConnection<tcp::socket> up(socket, settings);
 //   co_spawn(ex, up.run(), ...);                       // keeps the connection going
-//   auto [ec, exchange] = co_await up.request(head, /*end_stream=*/false);
+//   boost::system::result<h2::ClientExchange> exchange = co_await up.request(head, false);
 //
 // The connection refers to the stream and must outlive run(); run() returns once the
 // connection is over (GOAWAY both ways, EOF, an I/O or protocol error, abort()), and, on the
@@ -20,6 +20,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/result.hpp>
 #include <exception>
 #include <memory>
 #include <variant>
@@ -30,6 +31,8 @@
 
 namespace sandgate::h2 {
 
+namespace asio = boost::asio;
+
 namespace detail {
 
 // Reads from the peer into nghttp2 until EOF or an error; once nghttp2 wants nothing more
@@ -38,12 +41,15 @@ template <class Stream>
 asio::awaitable<error_code> read_loop(Stream& stream, Core& core, Signal& parked) {
   constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
   std::array<std::uint8_t, 16 * 1024> buf;
+  const asio::mutable_buffer into = asio::buffer(buf);
   while (core.wants_read()) {
-    auto [ec, n] = co_await stream.async_read_some(asio::buffer(buf), use_tuple);
+    auto [ec, n] = co_await stream.async_read_some(into, use_tuple);
     if (ec) co_return ec;
     core.receive({buf.data(), n});
   }
-  while (co_await parked.wait()) {
+  for (;;) {
+    const bool woke = co_await parked.wait();
+    if (!woke) break;
   }
   co_return error_code{};
 }
@@ -59,7 +65,8 @@ asio::awaitable<error_code> write_loop(Stream& stream, Core& core) {
     out.clear();
     const bool ok = core.produce(out);
     if (!out.empty()) {
-      auto [ec, n] = co_await asio::async_write(stream, asio::buffer(out), use_tuple);
+      const asio::const_buffer bytes = asio::buffer(out);
+      auto [ec, n] = co_await asio::async_write(stream, bytes, use_tuple);
       if (ec) co_return ec;
       continue;
     }
@@ -67,7 +74,8 @@ asio::awaitable<error_code> write_loop(Stream& stream, Core& core) {
     if (!core.wants_read() && !core.wants_write()) {
       co_return core.failed() ? make_error_code(Error::protocol) : error_code{};
     }
-    if (!co_await core.write_wanted().wait()) co_return error_code(asio::error::operation_aborted);
+    const bool woke = co_await core.write_wanted().wait();
+    if (!woke) co_return error_code(asio::error::operation_aborted);
   }
 }
 
@@ -168,10 +176,14 @@ class ClientConnection {
   // folded into :authority). Waits while the peer's SETTINGS_MAX_CONCURRENT_STREAMS (or ours)
   // is reached. After a GOAWAY from the peer it fails with Error::goaway; the exchanges it
   // still serves (ids up to its last-stream-id) go on, the others fail with Error::refused.
-  asio::awaitable<std::pair<error_code, ClientExchange>> request(const RequestHead& head,
+  // A result rather than a pair: GCC 12 keeps a structured binding of a co_await's value
+  // out of the coroutine frame, so an exchange bound that way dangles after the next await.
+  asio::awaitable<boost::system::result<ClientExchange>> request(const RequestHead& head,
                                                                  bool end_stream) {
-    auto [ec, s] = co_await core_.submit_request(head, end_stream);
-    co_return std::pair{ec, ClientExchange(std::move(s))};
+    std::pair<error_code, std::shared_ptr<detail::StreamState>> r =
+        co_await core_.submit_request(head, end_stream);
+    if (r.first) co_return r.first;
+    co_return ClientExchange(std::move(r.second));
   }
 
   void shutdown() { core_.shutdown(); }

@@ -262,8 +262,9 @@ asio::awaitable<std::pair<error_code, std::shared_ptr<StreamState>>> Core::submi
     if (goaway_received_ || nghttp2_session_check_request_allowed(session_) == 0) {
       co_return std::pair{make_error_code(Error::goaway), nullptr};
     }
-    if (open_client_streams() < client_stream_limit()) break;
-    if (!co_await slot_free_.wait()) {
+    if (remote_settings_ && open_client_streams() < client_stream_limit()) break;
+    const bool woke = co_await slot_free_.wait();
+    if (!woke) {
       co_return std::pair{error_code(asio::error::operation_aborted), nullptr};
     }
   }
@@ -354,7 +355,8 @@ asio::awaitable<std::pair<error_code, std::size_t>> read_body(StreamState& s,
     if (s.remote_ended && s.unread() == 0) co_return std::pair{error_code{}, std::size_t{0}};
     // A stream that closed before the peer ended it was cut off, whatever the reset's code.
     if (s.closed) co_return std::pair{stream_error(s), std::size_t{0}};
-    if (!co_await s.readable.wait()) {
+    const bool woke = co_await s.readable.wait();
+    if (!woke) {
       co_return std::pair{error_code(asio::error::operation_aborted), std::size_t{0}};
     }
   }
@@ -374,7 +376,8 @@ asio::awaitable<error_code> send_data(StreamState& s, std::span<const std::uint8
       s.outbox = {};
       co_return stream_error(s);
     }
-    if (!co_await s.writable.wait()) {
+    const bool woke = co_await s.writable.wait();
+    if (!woke) {
       s.outbox = {};  // the caller's buffer may go away now; nghttp2 defers on the next call
       co_return error_code(asio::error::operation_aborted);
     }
@@ -396,7 +399,8 @@ asio::awaitable<error_code> send_trailers(StreamState& s, const Fields& fields) 
   s.core->resume(s);
   while (!s.local_ended) {
     if (s.closed || !s.core) co_return stream_error(s);
-    if (!co_await s.writable.wait()) co_return error_code(asio::error::operation_aborted);
+    const bool woke = co_await s.writable.wait();
+    if (!woke) co_return error_code(asio::error::operation_aborted);
   }
   co_return error_code{};
 }
@@ -405,7 +409,8 @@ asio::awaitable<error_code> read_response_head(StreamState& s) {
   for (;;) {
     if (s.head_complete) co_return error_code{};
     if (s.closed) co_return stream_error(s);
-    if (!co_await s.readable.wait()) co_return error_code(asio::error::operation_aborted);
+    const bool woke = co_await s.readable.wait();
+    if (!woke) co_return error_code(asio::error::operation_aborted);
   }
 }
 

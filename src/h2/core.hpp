@@ -132,7 +132,8 @@ class Core {
   // complete and valid.
   std::function<void(std::shared_ptr<StreamState>)> on_request;
 
-  // Client: waits for a stream slot under both sides' limits, then submits the request.
+  // Client: waits for the peer's first SETTINGS (its stream limit is unknown before) and for a
+  // stream slot under both sides' limits, then submits the request.
   asio::awaitable<std::pair<error_code, std::shared_ptr<StreamState>>> submit_request(
       const RequestHead& head, bool end_stream);
   // Submits a response head; the stream's data provider is attached unless it ends here.
@@ -173,6 +174,7 @@ class Core {
   bool failed_ = false;
   bool calmed_ = false;
   bool goaway_received_ = false;
+  bool remote_settings_ = false;  // the peer's first SETTINGS arrived
   std::uint32_t goaway_last_id_ = 0;
 };
 

@@ -1,0 +1,239 @@
+#include "h2_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <future>
+
+namespace sandgate::h2::test {
+
+LoopbackServer::LoopbackServer(Handler handler, Settings settings)
+    : handler_(std::move(handler)),
+      settings_(settings),
+      acceptor_(ioc_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
+  port_ = acceptor_.local_endpoint().port();
+  asio::co_spawn(ioc_, accept_loop(), asio::detached);
+  thread_ = std::thread([this] { ioc_.run(); });
+}
+
+LoopbackServer::~LoopbackServer() {
+  asio::post(ioc_, [this] {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    for (auto& w : live_) {
+      if (auto c = w.lock()) c->abort();
+    }
+  });
+  // Every connection's run() returns after its handlers; give them a moment, then stop.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::promise<bool> idle;
+    asio::post(ioc_, [&] {
+      bool any = false;
+      for (auto& w : live_) any = any || !w.expired();
+      idle.set_value(!any);
+    });
+    if (idle.get_future().get()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ioc_.stop();
+  thread_.join();
+}
+
+std::string LoopbackServer::url(std::string_view path) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+}
+
+void LoopbackServer::on_server(std::function<void()> f) {
+  std::promise<void> ran;
+  asio::post(ioc_, [&] {
+    f();
+    ran.set_value();
+  });
+  ran.get_future().get();
+}
+
+void LoopbackServer::shutdown_connections() {
+  on_server([this] {
+    for (auto& w : live_) {
+      if (auto c = w.lock()) c->shutdown();
+    }
+  });
+}
+
+std::vector<boost::system::error_code> LoopbackServer::results() const {
+  std::lock_guard lock(mu_);
+  return results_;
+}
+
+asio::awaitable<void> LoopbackServer::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
+    if (ec) co_return;
+    asio::co_spawn(ioc_, serve(std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> LoopbackServer::serve(tcp::socket socket) {
+  auto conn = std::make_shared<ServerConnection<tcp::socket>>(socket, settings_);
+  live_.push_back(conn);
+  const boost::system::error_code ec = co_await conn->run(handler_);
+  if (conn->calmed()) ++calmed;
+  handler_exceptions += static_cast<int>(conn->handler_exceptions());
+  {
+    std::lock_guard lock(mu_);
+    results_.push_back(ec);
+  }
+  ++connections_ended;
+}
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  const auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer t(ex, d);
+  co_await t.async_wait(use_tuple);
+}
+
+bool run_client(std::function<asio::awaitable<void>()> body, std::chrono::seconds timeout) {
+  asio::io_context ioc;
+  bool done = false;
+  std::exception_ptr failure;
+  asio::co_spawn(ioc, body(), [&](std::exception_ptr e) {
+    done = true;
+    failure = e;
+  });
+  ioc.run_for(timeout);
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "client threw: " << e.what();
+    }
+    return false;
+  }
+  EXPECT_TRUE(done) << "client did not finish within " << timeout.count() << " s";
+  return done;
+}
+
+TestClient::TestClient(tcp::socket s, Settings settings)
+    : socket(std::move(s)), conn(socket, settings) {}
+
+asio::awaitable<std::unique_ptr<TestClient>> TestClient::connect(std::uint16_t port,
+                                                                 Settings settings) {
+  auto ex = co_await asio::this_coro::executor;
+  tcp::socket s(ex);
+  const tcp::endpoint ep(asio::ip::address_v4::loopback(), port);
+  co_await s.async_connect(ep, asio::use_awaitable);
+  auto c = std::make_unique<TestClient>(std::move(s), settings);
+  c->ended = std::make_unique<detail::Signal>(ex);
+  TestClient* raw = c.get();
+  asio::co_spawn(ex, raw->conn.run(), [raw](std::exception_ptr, boost::system::error_code ec) {
+    raw->done = true;
+    raw->result = ec;
+    raw->ended->notify();
+  });
+  co_return c;
+}
+
+asio::awaitable<void> TestClient::finish() {
+  conn.shutdown();
+  while (!done) co_await ended->wait();
+}
+
+asio::awaitable<boost::system::error_code> read_all(Exchange& ex, std::string& out,
+                                                    std::size_t chunk) {
+  std::vector<std::uint8_t> buf(chunk);
+  for (;;) {
+    auto [ec, n] = co_await ex.read_body(buf);
+    if (ec) co_return ec;
+    if (n == 0) co_return boost::system::error_code{};
+    out.append(reinterpret_cast<const char*>(buf.data()), n);
+  }
+}
+
+std::string pattern(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(pattern_byte(i));
+  return s;
+}
+
+namespace {
+
+std::span<const std::uint8_t> bytes_of(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+asio::awaitable<void> echo(ServerExchange& ex) {
+  const Fields head{{"content-type", "application/octet-stream"}};
+  co_await ex.send_response_head(200, head, false);
+  std::vector<std::uint8_t> buf(16 * 1024);
+  for (;;) {
+    auto [ec, n] = co_await ex.read_body(buf);
+    if (ec) co_return;
+    if (n == 0) break;
+    const std::span<const std::uint8_t> piece(buf.data(), n);
+    const auto r1 = co_await ex.send_data(piece, false);
+    if (r1) co_return;
+  }
+  if (ex.trailers().empty()) {
+    const std::span<const std::uint8_t> nothing;
+    co_await ex.send_data(nothing, true);
+    co_return;
+  }
+  Fields trailers = ex.trailers();
+  trailers.push_back({"grpc-status", "0"});
+  co_await ex.send_trailers(trailers);
+}
+
+asio::awaitable<void> send_bytes(ServerExchange& ex, std::size_t total) {
+  const Fields head{{"content-length", std::to_string(total)}};
+  co_await ex.send_response_head(200, head, total == 0);
+  const std::string body = pattern(total);
+  for (std::size_t off = 0; off < total;) {
+    const std::size_t n = std::min<std::size_t>(16 * 1024, total - off);
+    const std::span<const std::uint8_t> piece = bytes_of(std::string_view(body).substr(off, n));
+    off += n;
+    const auto r2 = co_await ex.send_data(piece, off == total);
+    if (r2) co_return;
+  }
+}
+
+}  // namespace
+
+asio::awaitable<void> standard_handler(ServerExchange& ex) {
+  const RequestHead& r = ex.request();
+  if (r.path == "/echo") {
+    co_await echo(ex);
+    co_return;
+  }
+  if (r.path == "/size") {
+    std::string body;
+    const boost::system::error_code ec = co_await read_all(ex, body, 1024);
+    if (ec) co_return;
+    const Fields head{};
+    co_await ex.send_response_head(200, head, false);
+    const std::string text = std::to_string(body.size());
+    const auto piece = bytes_of(text);
+    co_await ex.send_data(piece, true);
+    co_return;
+  }
+  if (r.path.starts_with("/bytes/")) {
+    std::size_t n = 0;
+    std::from_chars(r.path.data() + 7, r.path.data() + r.path.size(), n);
+    co_await send_bytes(ex, n);
+    co_return;
+  }
+  if (r.path == "/head") {
+    const Fields head{{"x-request-method", r.method},
+                      {"x-request-scheme", r.scheme},
+                      {"x-request-authority", r.authority},
+                      {"x-request-fields", std::to_string(r.fields.size())}};
+    co_await ex.send_response_head(200, head, true);
+    co_return;
+  }
+  const Fields none{};
+  co_await ex.send_response_head(404, none, true);
+}
+
+}  // namespace sandgate::h2::test
