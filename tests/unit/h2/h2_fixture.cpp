@@ -6,6 +6,9 @@
 #include <boost/asio/post.hpp>
 #include <charconv>
 #include <future>
+#include <sstream>
+
+#include "support/subprocess.hpp"
 
 namespace sandgate::h2::test {
 
@@ -152,6 +155,26 @@ asio::awaitable<boost::system::error_code> read_all(Exchange& ex, std::string& o
   }
 }
 
+std::map<std::string, std::string> run_peer(const std::vector<std::string>& argv,
+                                            std::chrono::seconds timeout) {
+  const sandgate::test::CommandResult r = sandgate::test::run_command(argv, timeout);
+  std::map<std::string, std::string> kv;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  kv["exit"] = std::to_string(r.exit_code);
+  if (r.exit_code != 0) kv["stderr"] = r.err + r.out;
+  return kv;
+}
+
+std::vector<std::string> h2_client(std::vector<std::string> args) {
+  std::vector<std::string> argv{"/usr/bin/python3", SANDGATE_H2_PEERS_DIR "/h2_client.py"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 std::string pattern(std::size_t n) {
   std::string s(n, '\0');
   for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(pattern_byte(i));
@@ -222,6 +245,11 @@ asio::awaitable<void> standard_handler(ServerExchange& ex) {
     std::size_t n = 0;
     std::from_chars(r.path.data() + 7, r.path.data() + r.path.size(), n);
     co_await send_bytes(ex, n);
+    co_return;
+  }
+  if (r.path == "/hold-body") {  // never reads: the client's upload must stall
+    constexpr std::chrono::milliseconds kPoll{10};
+    for (int i = 0; i < 1000 && !ex.closed(); ++i) co_await sleep_for(kPoll);
     co_return;
   }
   if (r.path == "/head") {

@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -96,9 +97,17 @@ asio::awaitable<boost::system::error_code> read_all(Exchange& ex, std::string& o
 //                  as trailers with grpc-status: 0 added when there were any
 //   /size          200, body = the number of request body bytes, read 1 KiB at a time
 //   /bytes/N       200, N bytes of pattern() sent in 16 KiB pieces
+//   /hold-body     never reads the body nor answers, until the stream closes (at most 10 s)
 //   /head          200 without a body, x-request-* fields naming what arrived
 //   anything else  404
 asio::awaitable<void> standard_handler(ServerExchange& ex);
+
+// Runs a peer command and returns its key=value output lines as a map ("exit" holds the exit
+// code).
+std::map<std::string, std::string> run_peer(
+    const std::vector<std::string>& argv, std::chrono::seconds timeout = std::chrono::seconds(30));
+// argv for tests/unit/h2/peers/h2_client.py (Debian's python3, which has python3-h2).
+std::vector<std::string> h2_client(std::vector<std::string> args);
 
 // Deterministic body bytes: byte i is pattern_byte(i).
 inline std::uint8_t pattern_byte(std::size_t i) {
