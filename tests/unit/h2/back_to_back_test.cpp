@@ -89,15 +89,15 @@ TEST(H2BackToBack, ClientWaitsForTheServersStreamLimit) {
     auto ex = co_await asio::this_coro::executor;
     int finished = 0;
     detail::Signal all(ex);
+    auto one = [&]() -> asio::awaitable<void> {  // outlives the coroutines made from it
+      const RequestHead head = get(port, "/");
+      auto x_r = co_await client->conn.request(head, true);
+      if (!x_r) co_return;
+      ClientExchange x = std::move(*x_r);
+      const auto r3 = co_await x.read_response_head();
+      if (!r3 && x.response().status == 204) ++ok;
+    };
     for (int i = 0; i < 8; ++i) {
-      auto one = [&]() -> asio::awaitable<void> {
-        const RequestHead head = get(port, "/");
-        auto x_r = co_await client->conn.request(head, true);
-        if (!x_r) co_return;
-        ClientExchange x = std::move(*x_r);
-        const auto r3 = co_await x.read_response_head();
-        if (!r3 && x.response().status == 204) ++ok;
-      };
       asio::co_spawn(ex, one(), [&](std::exception_ptr) {
         ++finished;
         all.notify();

@@ -1,6 +1,12 @@
 #include "h2_fixture.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -173,6 +179,72 @@ std::vector<std::string> h2_client(std::vector<std::string> args) {
   std::vector<std::string> argv{"/usr/bin/python3", SANDGATE_H2_PEERS_DIR "/h2_client.py"};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
+}
+
+BackgroundPeer::BackgroundPeer(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(fds[1], 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  out_ = fds[0];
+}
+
+BackgroundPeer::~BackgroundPeer() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (out_ >= 0) ::close(out_);
+}
+
+std::string BackgroundPeer::ready_line(std::string_view prefix, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    for (auto nl = buffered_.find('\n'); nl != std::string::npos; nl = buffered_.find('\n')) {
+      std::string line = buffered_.substr(0, nl);
+      buffered_.erase(0, nl + 1);
+      if (line.starts_with(prefix)) return line.substr(prefix.size());
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || out_ < 0) return {};
+    pollfd p{out_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return {};
+    char buf[512];
+    const ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) return {};
+    buffered_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+bool wait_listening(std::uint16_t port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  asio::io_context ioc;
+  while (std::chrono::steady_clock::now() < deadline) {
+    tcp::socket s(ioc);
+    boost::system::error_code ec;
+    s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), port), ec);
+    if (!ec) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::uint16_t free_port() {
+  asio::io_context ioc;
+  tcp::acceptor a(ioc, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  return a.local_endpoint().port();
 }
 
 std::string pattern(std::size_t n) {

@@ -109,6 +109,30 @@ std::map<std::string, std::string> run_peer(
 // argv for tests/unit/h2/peers/h2_client.py (Debian's python3, which has python3-h2).
 std::vector<std::string> h2_client(std::vector<std::string> args);
 
+// A peer server run in the background (killed and reaped by the destructor, and with the test
+// process by PR_SET_PDEATHSIG). ready_line() waits for a line starting with `prefix` on its
+// stdout and returns the rest.
+class BackgroundPeer {
+ public:
+  explicit BackgroundPeer(const std::vector<std::string>& argv);
+  ~BackgroundPeer();
+  BackgroundPeer(const BackgroundPeer&) = delete;
+  BackgroundPeer& operator=(const BackgroundPeer&) = delete;
+  std::string ready_line(std::string_view prefix,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+ private:
+  int pid_ = -1;
+  int out_ = -1;
+  std::string buffered_;
+};
+
+// Waits until 127.0.0.1:port accepts a TCP connection.
+bool wait_listening(std::uint16_t port,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(10));
+// A free loopback port (bound and released at once; for peers that take a port argument).
+std::uint16_t free_port();
+
 // Deterministic body bytes: byte i is pattern_byte(i).
 inline std::uint8_t pattern_byte(std::size_t i) {
   return static_cast<std::uint8_t>(i * 7 + i / 251);
