@@ -5,7 +5,6 @@
 
 #include <cstring>
 
-#include "common/ascii.hpp"
 #include "h2/core.hpp"
 
 namespace sandgate::h2::detail {
@@ -135,9 +134,11 @@ int Callbacks::on_data_chunk_recv(nghttp2_session* session, std::uint8_t /*flags
     nghttp2_session_consume(session, stream_id, len);
     return 0;
   }
-  // nghttp2 refuses DATA past the window we gave, so this stays within stream_window.
-  if (s->inbox_pos > 0 && s->inbox_pos == s->inbox.size()) {
-    s->inbox.clear();
+  // nghttp2 refuses DATA past the window we gave, so what is unread stays within
+  // stream_window; the bytes already read are dropped once they are half the buffer, so it
+  // holds at most twice that however the reader slices its reads.
+  if (s->inbox_pos > 0 && s->inbox_pos >= s->inbox.size() / 2) {
+    s->inbox.erase(s->inbox.begin(), s->inbox.begin() + static_cast<std::ptrdiff_t>(s->inbox_pos));
     s->inbox_pos = 0;
   }
   s->inbox.insert(s->inbox.end(), data, data + len);

@@ -17,10 +17,6 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-char to_lower_ascii(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
 // Owns the nghttp2 option and callbacks objects while a session is made from them.
 struct SessionParts {
   nghttp2_option* option = nullptr;
@@ -220,7 +216,8 @@ error_code Core::submit_response(StreamState& s, int status, const Fields& field
   std::vector<nghttp2_nv> nva;
   nva.reserve(fields.size() + 1);
   nva.push_back(make_nv(":status", status_text));
-  for (const Field& f : fields) nva.push_back(make_nv(f.name, f.value));
+  const Fields sendable = sendable_fields(fields);
+  for (const Field& f : sendable) nva.push_back(make_nv(f.name, f.value));
   nghttp2_data_provider provider{};
   provider.source.ptr = &s;
   provider.read_callback = &Callbacks::read_data;
@@ -240,21 +237,6 @@ std::uint32_t Core::client_stream_limit() const {
   return std::min(peer, settings_.max_concurrent_streams);
 }
 
-namespace {
-
-// The fields a request may carry over HTTP/2: names lowercase, no connection-specific field
-// (RFC 9113 section 8.2.2), te only as "trailers", host folded into :authority.
-bool sendable_request_field(const Field& f) {
-  static constexpr std::string_view kConnectionSpecific[] = {
-      "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"};
-  for (std::string_view n : kConnectionSpecific) {
-    if (iequals_ascii(f.name, n)) return false;
-  }
-  return !iequals_ascii(f.name, "te") || iequals_ascii(f.value, "trailers");
-}
-
-}  // namespace
-
 asio::awaitable<std::pair<error_code, std::shared_ptr<StreamState>>> Core::submit_request(
     const RequestHead& head, bool end_stream) {
   for (;;) {
@@ -268,16 +250,9 @@ asio::awaitable<std::pair<error_code, std::shared_ptr<StreamState>>> Core::submi
       co_return std::pair{error_code(asio::error::operation_aborted), nullptr};
     }
   }
-  Fields fields;
-  fields.reserve(head.fields.size());
   std::string authority = head.authority;
-  for (const Field& f : head.fields) {
-    if (authority.empty() && iequals_ascii(f.name, "host")) authority = f.value;
-    if (!sendable_request_field(f)) continue;
-    Field lower{f.name, f.value};
-    for (char& c : lower.name) c = to_lower_ascii(c);
-    fields.push_back(std::move(lower));
-  }
+  if (authority.empty()) authority = find_field_ascii(head.fields, "host");
+  const Fields fields = sendable_fields(head.fields);
   std::vector<nghttp2_nv> nva;
   nva.reserve(fields.size() + 4);
   nva.push_back(make_nv(":method", head.method));
@@ -390,10 +365,7 @@ asio::awaitable<error_code> send_trailers(StreamState& s, const Fields& fields) 
   if (!s.provider || s.local_ended || s.end_after_outbox || !s.outbox.empty()) {
     co_return make_error_code(Error::invalid_state);
   }
-  s.out_trailers = fields;
-  for (Field& f : s.out_trailers) {
-    for (char& c : f.name) c = to_lower_ascii(c);
-  }
+  s.out_trailers = sendable_fields(fields);
   s.has_out_trailers = true;
   s.end_after_outbox = true;
   s.core->resume(s);

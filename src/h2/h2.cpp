@@ -1,6 +1,9 @@
 #include "h2/h2.hpp"
 
+#include <algorithm>
 #include <string>
+
+#include "common/ascii.hpp"
 
 namespace sandgate::h2 {
 
@@ -9,6 +12,31 @@ std::string_view find_field(const Fields& fields, std::string_view name) {
     if (f.name == name) return f.value;
   }
   return {};
+}
+
+std::string_view find_field_ascii(const Fields& fields, std::string_view name) {
+  for (const Field& f : fields) {
+    if (iequals_ascii(f.name, name)) return f.value;
+  }
+  return {};
+}
+
+Fields sendable_fields(const Fields& fields) {
+  static constexpr std::string_view kNotSent[] = {
+      "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"};
+  Fields out;
+  out.reserve(fields.size());
+  for (const Field& f : fields) {
+    if (std::ranges::any_of(kNotSent,
+                            [&](std::string_view n) { return iequals_ascii(f.name, n); })) {
+      continue;
+    }
+    if (iequals_ascii(f.name, "te") && !iequals_ascii(f.value, "trailers")) continue;
+    Field lower{f.name, f.value};
+    for (char& c : lower.name) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    out.push_back(std::move(lower));
+  }
+  return out;
 }
 
 namespace {

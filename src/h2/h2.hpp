@@ -63,6 +63,15 @@ using Fields = std::vector<Field>;
 // The first value of `name` (lowercase), or empty.
 std::string_view find_field(const Fields& fields, std::string_view name);
 
+// Like find_field, with `name` matched without regard to case (fields not yet lowercased).
+std::string_view find_field_ascii(const Fields& fields, std::string_view name);
+
+// What of `fields` may go out on an HTTP/2 stream: names lowercased; connection-specific
+// fields dropped (connection, keep-alive, proxy-connection, transfer-encoding, upgrade; RFC
+// 9113 section 8.2.2), te unless it is "trailers", and host (it becomes :authority). Every
+// head and trailer section the codec sends goes through it.
+Fields sendable_fields(const Fields& fields);
+
 // A request head: the four pseudo-headers and the regular fields in arrival order.
 struct RequestHead {
   std::string method;
