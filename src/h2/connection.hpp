@@ -126,6 +126,13 @@ class ServerConnection {
     co_return ec;
   }
 
+  // Called (on the connection's executor) for each request the codec answered by itself
+  // without a handler: 431 (head over max_header_list_bytes), 405 (CONNECT), 400 (host and
+  // :authority disagree, or neither is there). For the owner's audit line and metrics.
+  void on_refused(std::function<void(const RequestHead&, int status)> f) {
+    core_.on_refused = std::move(f);
+  }
+
   // GOAWAY: no new stream, the open ones finish, then run() returns.
   void shutdown() { core_.shutdown(); }
   // Closes the transport now (a deadline passed): run() returns soon after.

@@ -207,6 +207,7 @@ void Core::answer(StreamState& s, int status) {
   s.inbox.clear();
   s.inbox_pos = 0;
   submit_response(s, status, {}, true);
+  if (on_refused) on_refused(s.request, status);
 }
 
 error_code Core::submit_response(StreamState& s, int status, const Fields& fields,

@@ -131,6 +131,9 @@ class Core {
   // Server: called (inside nghttp2's callbacks) for each stream whose request head is
   // complete and valid.
   std::function<void(std::shared_ptr<StreamState>)> on_request;
+  // Server: called for each request the codec answered itself (431, 405, 400), with what of
+  // its head arrived (fields over the limit are missing), for the owner's audit line.
+  std::function<void(const RequestHead&, int status)> on_refused;
 
   // Client: waits for the peer's first SETTINGS (its stream limit is unknown before) and for a
   // stream slot under both sides' limits, then submits the request.

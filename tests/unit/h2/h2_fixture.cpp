@@ -88,6 +88,11 @@ asio::awaitable<void> LoopbackServer::accept_loop() {
 asio::awaitable<void> LoopbackServer::serve(tcp::socket socket) {
   auto conn = std::make_shared<ServerConnection<tcp::socket>>(socket, settings_);
   live_.push_back(conn);
+  conn->on_refused([this](const RequestHead&, int status) {
+    if (status == 431) ++refused_431;
+    if (status == 405) ++refused_405;
+    if (status == 400) ++refused_400;
+  });
   const boost::system::error_code ec = co_await conn->run(handler_);
   if (conn->calmed()) ++calmed;
   handler_exceptions += static_cast<int>(conn->handler_exceptions());

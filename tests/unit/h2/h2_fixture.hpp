@@ -47,6 +47,9 @@ class LoopbackServer {
   std::atomic<int> connections_ended{0};
   std::atomic<int> calmed{0};  // ended by the abnormal-end bucket
   std::atomic<int> handler_exceptions{0};
+  std::atomic<int> refused_431{0};  // on_refused calls, by status
+  std::atomic<int> refused_405{0};
+  std::atomic<int> refused_400{0};
   std::vector<boost::system::error_code> results() const;
 
  private:

@@ -81,6 +81,10 @@ TEST_P(H2ServerRefuses, Request) {
   EXPECT_EQ(kv["status"], row.status);
   EXPECT_EQ(kv["reset"], row.reset);
   EXPECT_EQ(kv["goaway"], "none");  // a stream's fault, not the connection's
+  // The codec's own answers are reported to the owner.
+  const std::string status = row.status;
+  EXPECT_EQ(server.refused_405.load(), status == "405" ? 1 : 0);
+  EXPECT_EQ(server.refused_400.load(), status == "400" ? 1 : 0);
 }
 
 // HTTP/2 error codes: 1 PROTOCOL_ERROR.
@@ -107,6 +111,7 @@ TEST(H2ServerPeers, OversizeHeaderBlockIs431AndTheConnectionGoesOn) {
   ASSERT_EQ(kv["exit"], "0") << kv["stderr"];
   EXPECT_EQ(kv["status"], "431");
   EXPECT_EQ(kv["after_status"], "200");
+  EXPECT_EQ(server.refused_431.load(), 1);
   EXPECT_EQ(kv["goaway"], "none");
 }
 
