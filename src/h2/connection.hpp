@@ -18,6 +18,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/system/result.hpp>
@@ -35,6 +36,9 @@ namespace asio = boost::asio;
 
 namespace detail {
 
+// How long a failed session's GOAWAY may take to go out before the transport is cancelled.
+inline constexpr std::chrono::seconds kFailedFlushGrace{1};
+
 // Reads from the peer into nghttp2 until EOF or an error; once nghttp2 wants nothing more
 // (or failed) it parks until the write side, which decides the end, is done.
 template <class Stream>
@@ -46,6 +50,19 @@ asio::awaitable<error_code> read_loop(Stream& stream, Core& core, Signal& parked
     auto [ec, n] = co_await stream.async_read_some(into, use_tuple);
     if (ec) co_return ec;
     core.receive({buf.data(), n});
+  }
+  if (core.failed()) {
+    // The peer broke the protocol or flooded us (often while not reading what we send, as in
+    // a PING flood): the write side gets kFailedFlushGrace to send the GOAWAY, then the
+    // transport's operations are cancelled, so a peer that never reads cannot hold us.
+    asio::steady_timer grace(stream.get_executor(), kFailedFlushGrace);
+    auto [ec] = co_await grace.async_wait(use_tuple);
+    if (!ec) {
+      error_code ignored;
+      stream.lowest_layer().cancel(ignored);
+      co_return make_error_code(Error::protocol);
+    }
+    co_return error_code(asio::error::operation_aborted);
   }
   for (;;) {
     const bool woke = co_await parked.wait();

@@ -167,5 +167,27 @@ TEST(H2ServerPeers, ContinuationFloodEndsTheConnection) {
   EXPECT_EQ(next["status"], "200");
 }
 
+// PINGs whose ACKs the client never reads: nghttp2 stops at max_outbound_ack queued ACKs and
+// the connection ends; the server goes on serving.
+TEST(H2ServerPeers, PingFloodEndsTheConnection) {
+  LoopbackServer server(standard_handler);
+  auto kv = run_peer(h2_client({"ping-flood", port_of(server), "3000000"}));
+  ASSERT_EQ(kv["exit"], "0") << kv["stderr"];
+  EXPECT_EQ(kv["closed"], "True") << "sent=" << kv["sent"] << " goaway=" << kv["goaway"];
+  auto next = run_peer(h2_client({"get", port_of(server), "/head"}));
+  EXPECT_EQ(next["status"], "200");
+}
+
+// More SETTINGS entries in one frame than max_settings_entries (32): a connection error.
+TEST(H2ServerPeers, SettingsWithTooManyEntriesEndsTheConnection) {
+  LoopbackServer server(standard_handler);
+  auto kv = run_peer(h2_client({"settings-entries", port_of(server), "64"}));
+  ASSERT_EQ(kv["exit"], "0") << kv["stderr"];
+  EXPECT_EQ(kv["closed"], "True");
+  EXPECT_EQ(kv["goaway"], "11");  // ENHANCE_YOUR_CALM
+  auto fine = run_peer(h2_client({"settings-entries", port_of(server), "8", "1"}));
+  EXPECT_EQ(fine["closed"], "False");
+}
+
 }  // namespace
 }  // namespace sandgate::h2::test

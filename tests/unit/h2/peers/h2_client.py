@@ -10,6 +10,8 @@ ServerConnection, h2c with prior knowledge on 127.0.0.1. Prints what it saw as k
   h2_client.py slow-upload PORT                  POST /hold-body, send while the window lets us
   h2_client.py rapid-reset PORT N [WAIT]         N x (HEADERS + RST_STREAM), then wait for GOAWAY
   h2_client.py continuation PORT N               HEADERS + N CONTINUATION frames, never ending
+  h2_client.py ping-flood PORT N                 N PINGs while never reading the ACKs
+  h2_client.py settings-entries PORT N [WAIT]    one SETTINGS frame with N entries
 """
 import socket
 import sys
@@ -21,7 +23,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import hpack
-from hyperframe.frame import ContinuationFrame, HeadersFrame, SettingsFrame
+from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, SettingsFrame
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -264,6 +266,66 @@ def cmd_continuation(port, n):
     out(goaway=goaway, closed=closed)
 
 
+def read_goaway(s, timeout=5.0):
+    """Reads until the server closes; returns (GOAWAY error code or "none", closed)."""
+    buf = b""
+    closed = False
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            closed = True
+            break
+        if not data:
+            closed = True
+            break
+        buf += data
+    goaway = "none"
+    i = 0
+    while i + 9 <= len(buf):
+        length = int.from_bytes(buf[i:i + 3], "big")
+        if buf[i + 3] == 7 and i + 9 + 8 <= len(buf):
+            goaway = int.from_bytes(buf[i + 9 + 4:i + 9 + 8], "big")
+        i += 9 + length
+    return goaway, closed
+
+
+def cmd_ping_flood(port, n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(0.2)
+    # A small receive buffer, never read while flooding: the ACKs back up in the server.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())
+    ping = PingFrame(0)
+    ping.opaque_data = b"12345678"
+    frame = ping.serialize()
+    sent = 0
+    try:
+        for _ in range(int(n) // 1000):
+            s.sendall(frame * 1000)
+            sent += 1000
+    except (ConnectionResetError, BrokenPipeError, socket.timeout):
+        pass
+    goaway, closed = read_goaway(s)
+    out(sent=sent, goaway=goaway, closed=closed)
+
+
+def cmd_settings_entries(port, n, wait="5"):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(0.2)
+    f = SettingsFrame(0)
+    f.settings = {}
+    payload = b"".join((0x4).to_bytes(2, "big") + (65535 + i).to_bytes(4, "big")
+                       for i in range(int(n)))
+    header = len(payload).to_bytes(3, "big") + bytes([4, 0]) + (0).to_bytes(4, "big")
+    s.sendall(PREFACE + header + payload)
+    goaway, closed = read_goaway(s, float(wait))
+    out(goaway=goaway, closed=closed)
+
+
 def main():
     cmd, port, *args = sys.argv[1:]
     {
@@ -274,6 +336,8 @@ def main():
         "slow-upload": cmd_slow_upload,
         "rapid-reset": cmd_rapid_reset,
         "continuation": cmd_continuation,
+        "ping-flood": cmd_ping_flood,
+        "settings-entries": cmd_settings_entries,
     }[cmd](int(port), *args)
 
 
