@@ -155,5 +155,24 @@ TEST(H2ClientPeers, PythonServerInterimResponseAndTrailers) {
   EXPECT_EQ(got.trailers, expected);
 }
 
+// A response head over max_header_list_bytes resets its stream; the connection goes on.
+TEST(H2ClientPeers, PythonServerOversizeResponseHead) {
+  BackgroundPeer server({"/usr/bin/python3", SANDGATE_H2_PEERS_DIR "/h2_server.py"});
+  const std::string port_text = server.ready_line("port=");
+  ASSERT_FALSE(port_text.empty());
+  const auto port = static_cast<std::uint16_t>(std::stoi(port_text));
+  Got big;
+  Got after;
+  ASSERT_TRUE(run_client([&]() -> asio::awaitable<void> {
+    auto client = co_await TestClient::connect(port);
+    big = co_await fetch(client->conn, get(port, "/big-head"));
+    after = co_await fetch(client->conn, get(port, "/small"));
+    co_await client->finish();
+  }));
+  EXPECT_EQ(big.ec, make_error_code(Error::header_too_large));
+  EXPECT_FALSE(after.ec) << after.ec.message();
+  EXPECT_EQ(after.body, "/small");
+}
+
 }  // namespace
 }  // namespace sandgate::h2::test

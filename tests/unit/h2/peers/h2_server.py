@@ -7,6 +7,7 @@ another until stdin closes or it is killed.
   /goaway/K       held until K requests arrived on the connection; then 200 "ok-<id>" to
                   all but the highest, and GOAWAY whose last-stream-id is the second-highest
                   (the highest is never answered)
+  /big-head       200 whose head is about 80 KB (over the client's 64 KiB limit)
   anything else   200 with the path as its body
 """
 import socket
@@ -39,6 +40,10 @@ def serve(conn):
                     c.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
                     c.send_data(sid, b"final")
                     c.send_headers(sid, [("grpc-status", "0")], end_stream=True)
+                elif path == "/big-head":
+                    head = [(":status", "200")] + [(f"x-big-{i}", "v" * 4000) for i in range(20)]
+                    c.send_headers(sid, head)
+                    c.send_data(sid, b"never read", end_stream=True)
                 elif path.startswith("/goaway/"):
                     held.append(sid)
                     if len(held) == int(path.split("/")[2]):
