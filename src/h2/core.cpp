@@ -302,6 +302,7 @@ void Core::consume(StreamState& s, std::size_t n) {
 }
 
 void Core::release(StreamState& s) {
+  s.discard = true;  // nobody reads on: later DATA is acknowledged as it arrives
   if (s.unread() > 0) consume(s, s.unread());
   s.inbox.clear();
   s.inbox.shrink_to_fit();

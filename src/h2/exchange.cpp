@@ -7,15 +7,22 @@ namespace sandgate::h2 {
 Exchange::Exchange(std::shared_ptr<detail::StreamState> s) : s_(std::move(s)) {}
 
 Exchange::~Exchange() {
-  if (s_ && s_->core) s_->core->release(*s_);
+  drop();
 }
 
 Exchange& Exchange::operator=(Exchange&& other) noexcept {
   if (this != &other) {
-    if (s_ && s_->core) s_->core->release(*s_);
+    drop();
     s_ = std::move(other.s_);
+    reset_on_drop_ = other.reset_on_drop_;
   }
   return *this;
+}
+
+void Exchange::drop() {
+  if (!s_ || !s_->core) return;
+  if (reset_on_drop_ && !s_->closed) s_->core->reset(*s_, ResetCode::cancel);
+  s_->core->release(*s_);
 }
 
 std::int32_t Exchange::stream_id() const {

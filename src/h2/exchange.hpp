@@ -29,7 +29,9 @@ using boost::system::error_code;
 class Exchange {
  public:
   explicit Exchange(std::shared_ptr<detail::StreamState> s);
-  ~Exchange();  // unread bytes are acknowledged to the peer
+  // Unread bytes are acknowledged to the peer and later DATA is dropped; a client exchange
+  // whose stream is still open resets it (CANCEL), so a dropped exchange frees its slot.
+  ~Exchange();
   Exchange(Exchange&&) noexcept = default;
   Exchange& operator=(Exchange&&) noexcept;
   Exchange(const Exchange&) = delete;
@@ -54,11 +56,14 @@ class Exchange {
   void reset(ResetCode code = ResetCode::cancel);
   // True once the stream is over (both ends done, reset, or the connection ended).
   bool closed() const;
-  // The RST_STREAM code when the stream was reset (by either side).
+  // The RST_STREAM code when the stream was reset (by either side). NO_ERROR (0) with a
+  // complete response means the server does not want the rest of the request body.
   std::uint32_t reset_code() const;
 
  protected:
+  void drop();
   std::shared_ptr<detail::StreamState> s_;
+  bool reset_on_drop_ = false;
 };
 
 // The server's side: the request head is complete when the handler gets it.
@@ -76,7 +81,9 @@ class ServerExchange : public Exchange {
 // The client's side: opened by ClientConnection::request() with the request head sent.
 class ClientExchange : public Exchange {
  public:
-  using Exchange::Exchange;
+  explicit ClientExchange(std::shared_ptr<detail::StreamState> s) : Exchange(std::move(s)) {
+    reset_on_drop_ = true;
+  }
   // Waits for the final response head (1xx interim responses are skipped).
   boost::asio::awaitable<error_code> read_response_head();
   const ResponseHead& response() const;  // after read_response_head succeeded

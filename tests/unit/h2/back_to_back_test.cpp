@@ -293,6 +293,42 @@ TEST(H2BackToBack, ClientAfterGoawayFinishesInFlightAndRefusesNew) {
   EXPECT_EQ(body, "done");
 }
 
+// A client that drops an exchange mid-response frees its stream: with one stream allowed,
+// the next request still gets through.
+TEST(H2BackToBack, DroppedClientExchangeFreesItsStream) {
+  Settings one;
+  one.max_concurrent_streams = 1;
+  LoopbackServer server(standard_handler, one);
+  const std::uint16_t port = server.port();
+  std::string first_part;
+  int status = 0;
+  const int cut_before = endless_cut;
+  ASSERT_TRUE(run_client([&]() -> asio::awaitable<void> {
+    auto client = co_await TestClient::connect(port);
+    {
+      const RequestHead big = get(port, "/endless");
+      auto opened = co_await client->conn.request(big, true);
+      if (!opened) co_return;
+      ClientExchange ex = std::move(*opened);
+      const auto e = co_await ex.read_response_head();
+      if (e) co_return;
+      std::vector<std::uint8_t> buf(1000);
+      auto [ec, n] = co_await ex.read_body(buf);
+      if (!ec) first_part.assign(reinterpret_cast<const char*>(buf.data()), n);
+    }  // dropped here, mid-body
+    const RequestHead small = get(port, "/head");
+    auto opened = co_await client->conn.request(small, true);
+    if (!opened) co_return;
+    ClientExchange ex = std::move(*opened);
+    const auto e = co_await ex.read_response_head();
+    if (!e) status = ex.response().status;
+    co_await client->finish();
+  }));
+  EXPECT_FALSE(first_part.empty());
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(endless_cut - cut_before, 1);  // the server saw the reset, not its own cap
+}
+
 // A handler that returns without answering has its stream reset; the connection goes on.
 TEST(H2BackToBack, HandlerWithoutResponseResetsItsStreamOnly) {
   LoopbackServer server([](ServerExchange& ex) -> asio::awaitable<void> {

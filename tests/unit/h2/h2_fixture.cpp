@@ -301,6 +301,8 @@ asio::awaitable<void> send_bytes(ServerExchange& ex, std::size_t total) {
 
 }  // namespace
 
+std::atomic<int> endless_cut{0};
+
 asio::awaitable<void> standard_handler(ServerExchange& ex) {
   const RequestHead& r = ex.request();
   if (r.path == "/echo") {
@@ -322,6 +324,21 @@ asio::awaitable<void> standard_handler(ServerExchange& ex) {
     std::size_t n = 0;
     std::from_chars(r.path.data() + 7, r.path.data() + r.path.size(), n);
     co_await send_bytes(ex, n);
+    co_return;
+  }
+  if (r.path == "/endless") {  // sends until the stream fails (at most 10 s)
+    const Fields none{};
+    co_await ex.send_response_head(200, none, false);
+    const std::string piece_text = pattern(16 * 1024);
+    const auto piece = bytes_of(piece_text);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      const auto e = co_await ex.send_data(piece, false);
+      if (e) {
+        ++endless_cut;
+        break;
+      }
+    }
     co_return;
   }
   if (r.path == "/hold-body") {  // never reads: the client's upload must stall

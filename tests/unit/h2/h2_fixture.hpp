@@ -100,10 +100,13 @@ asio::awaitable<boost::system::error_code> read_all(Exchange& ex, std::string& o
 //                  as trailers with grpc-status: 0 added when there were any
 //   /size          200, body = the number of request body bytes, read 1 KiB at a time
 //   /bytes/N       200, N bytes of pattern() sent in 16 KiB pieces
+//   /endless       200, body sent until the stream fails (at most 10 s)
 //   /hold-body     never reads the body nor answers, until the stream closes (at most 10 s)
 //   /head          200 without a body, x-request-* fields naming what arrived
 //   anything else  404
 asio::awaitable<void> standard_handler(ServerExchange& ex);
+// How many /endless responses ended because their stream failed (not by the 10 s cap).
+extern std::atomic<int> endless_cut;
 
 // Runs a peer command and returns its key=value output lines as a map ("exit" holds the exit
 // code).
