@@ -19,28 +19,40 @@
 // The limits (Settings)
 // - Receiving: DATA is acknowledged (nghttp2_session_consume, automatic WINDOW_UPDATE off) only
 //   once read_body has handed it to the caller, so a slow reader stalls its sender. What one
-//   stream holds unread is bounded by its window (stream_window); what a connection holds by
-//   connection_window. nghttp2 refuses a peer that sends past a window (FLOW_CONTROL_ERROR).
+//   stream holds unread is bounded by its window (stream_window; its buffer is at most twice
+//   that), what a connection holds by connection_window. nghttp2 refuses a peer that sends
+//   past a window (FLOW_CONTROL_ERROR). An exchange that is dropped acknowledges what it did
+//   not read, and DATA arriving after that is acknowledged at once.
 // - Sending: send_data returns once the bytes are framed, which nghttp2 does only within the
 //   peer's windows (the data provider defers, and is resumed by the next send_data); the write
 //   side holds at most one write buffer (kWriteBufferBytes).
 // - Streams: at most max_concurrent_streams open at once (advertised; nghttp2 refuses more);
 //   the client side waits for a free slot under the peer's own limit.
-// - Header blocks: a request head or trailer section over max_header_list_bytes (names plus
-//   values plus 32 per field, as RFC 9113 counts) is answered 431 (server) or resets the
-//   stream (client); nghttp2 ends the connection after max_continuations CONTINUATION frames
-//   (CVE-2024-28182) and bounds HPACK's table.
+// - Header blocks: a request head over max_header_list_bytes (names plus values plus 32 per
+//   field, as RFC 9113 counts; the limit is also advertised) is answered 431; request trailers,
+//   a response head or response trailers over it reset the stream (header_too_large). nghttp2
+//   ends the connection after max_continuations CONTINUATION frames (CVE-2024-28182).
 // - Floods: nghttp2's limits are on and set explicitly: SETTINGS entries per frame, queued
 //   SETTINGS/PING ACKs (max_outbound_ack), RST_STREAM rate (CVE-2023-44487, token bucket). On top,
 //   streams that end abnormally (reset by the peer, or by nghttp2 for the peer's stream errors,
 //   as in "MadeYouReset") drain a token bucket of our own; when it is empty the connection is
-//   ended with GOAWAY ENHANCE_YOUR_CALM.
+//   ended with GOAWAY ENHANCE_YOUR_CALM. A session nghttp2 gave up on (a flood, a protocol
+//   error) gets one second to send its GOAWAY, then the transport is cancelled.
 // - Validation (server): nghttp2's HTTP messaging checks stay on (pseudo-headers, connection-
 //   specific fields, te other than trailers, content-length vs DATA). Beyond them a request
 //   whose host differs from :authority, or a CONNECT (plain; extended CONNECT is never
-//   enabled), never reaches the handler: it is answered 400 / 405 with end of stream.
+//   enabled), never reaches the handler: it is answered 400 / 405 with end of stream
+//   (ServerConnection::on_refused reports those, and 431s, to the owner).
+// - Sending: every head and trailer section goes through sendable_fields (lowercase names, no
+//   connection-specific field); h1_fields.hpp converts to and from Beast's fields.
 //
-// Not here: deadlines. The owner of a connection arms its watchdog and calls abort() on expiry.
+// Not here: deadlines. A peer that stops reading, or never sends, holds its connection until
+// the owner's watchdog calls abort(); an idle connection is not closed by the codec either.
+//
+// Using it with GCC 12: keep every co_await a statement of its own (`auto r = co_await x;`,
+// then test r). A co_await inside a condition (`if (!co_await ...)`) or with temporaries in
+// its operands resumed frames at a bad index here; and a coroutine lambda must outlive the
+// coroutines made from it (no lambda temporary per loop iteration).
 
 #include <boost/system/error_code.hpp>
 #include <chrono>
