@@ -19,6 +19,8 @@ packages=(
   curl python3
   # Clients the end-to-end tests run inside a sandbox besides curl and urllib.
   python3-requests python3-pip
+  # Real HTTP/2 peers for the h2 codec tests: nghttp, nghttpd and python3-h2.
+  nghttp2-client nghttp2-server python3-h2
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   prometheus
 )

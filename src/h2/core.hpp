@@ -1,0 +1,194 @@
+#pragma once
+
+// The part of an HTTP/2 connection that does not depend on the transport: the nghttp2 session,
+// its callbacks, the state of each stream, and the exchange operations. connection.hpp drives
+// it over a stream. Everything runs on one executor; nothing here is thread-safe.
+
+#include <nghttp2/nghttp2.h>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "h2/h2.hpp"
+
+namespace sandgate::h2::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+// Wakes every coroutine waiting on it; each re-checks its own condition. A timer that never
+// expires, cancelled to notify: a notification with nobody waiting is lost, which is fine
+// because every waiter checks its condition right before it waits (one thread, no suspension
+// in between).
+class Signal {
+ public:
+  explicit Signal(const asio::any_io_executor& ex)
+      : timer_(ex, std::chrono::steady_clock::time_point::max()) {}
+  // False when the waiting coroutine itself was cancelled (an `||` it is part of was decided).
+  asio::awaitable<bool> wait();
+  void notify() { timer_.cancel(); }
+
+ private:
+  asio::steady_timer timer_;
+};
+
+// A token bucket: `burst` tokens, `rate` more each second, one taken per event.
+class RateLimit {
+ public:
+  RateLimit(std::uint64_t burst, std::uint64_t rate) : burst_(burst), rate_(rate), tokens_(burst) {}
+  bool take();  // false when the bucket is empty
+
+ private:
+  std::uint64_t burst_;
+  std::uint64_t rate_;
+  double tokens_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+class Core;
+
+// One HTTP/2 stream as both roles see it. Owned by the core while nghttp2 has the stream open,
+// and by the exchange that serves it; `core` is cleared when the connection ends, after which
+// only what was received stays readable.
+struct StreamState {
+  StreamState(Core& c, const asio::any_io_executor& ex);
+  ~StreamState();
+  StreamState(const StreamState&) = delete;
+  StreamState& operator=(const StreamState&) = delete;
+
+  Core* core;
+  std::int32_t id = -1;
+
+  // The head being received: the request (server) or the response (client).
+  RequestHead request;
+  ResponseHead response;
+  Fields trailers;
+  std::size_t header_bytes = 0;  // of the block being received
+  bool head_complete = false;
+  bool too_large = false;  // a header block went over the limit
+  bool discard = false;    // answered by the codec itself: DATA is consumed unread
+
+  // Received DATA not yet read (bounded by the stream window), from inbox_pos on.
+  std::vector<std::uint8_t> inbox;
+  std::size_t inbox_pos = 0;
+  bool remote_ended = false;  // END_STREAM received
+
+  // Sending. The data provider takes from `outbox` (the caller's bytes, during send_data).
+  bool head_sent = false;
+  bool provider = false;  // a data provider is attached (the head did not end the stream)
+  bool deferred = false;  // the provider returned NGHTTP2_ERR_DEFERRED
+  std::span<const std::uint8_t> outbox;
+  bool end_after_outbox = false;
+  bool has_out_trailers = false;
+  Fields out_trailers;
+  bool local_ended = false;  // END_STREAM (or the trailers) handed to nghttp2
+
+  bool closed = false;
+  std::uint32_t close_code = 0;  // RST_STREAM code when closed by a reset
+  bool app_reset = false;        // reset() by our side, not counted as abnormal
+  error_code failure;            // why the stream failed, when it did
+
+  Signal readable;  // data, end of stream, head, close
+  Signal writable;  // outbox drained, close
+
+  std::size_t unread() const { return inbox.size() - inbox_pos; }
+};
+
+// The nghttp2 session of one connection, in the server or the client role.
+class Core {
+ public:
+  enum class Role { server, client };
+  Core(const asio::any_io_executor& ex, Role role, const Settings& settings);
+  ~Core();
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // The I/O side (connection.hpp).
+  // Feeds bytes read from the peer; false once the session failed (a GOAWAY may be queued).
+  bool receive(std::span<const std::uint8_t> bytes);
+  // Appends what nghttp2 has to send to `out`, up to kWriteBufferBytes; false on a fatal error.
+  bool produce(std::vector<std::uint8_t>& out);
+  bool wants_read() const;
+  bool wants_write() const;
+  bool failed() const { return failed_; }
+  Signal& write_wanted() { return write_wanted_; }
+  // The connection ended (I/O error, EOF, or the session is done): every stream fails with
+  // connection_closed, every waiter wakes.
+  void end();
+  bool ended() const { return ended_; }
+  // GOAWAY: graceful (streams in flight finish) or at once with `code`.
+  void shutdown();
+  void terminate(ResetCode code);
+
+  // Server: called (inside nghttp2's callbacks) for each stream whose request head is
+  // complete and valid.
+  std::function<void(std::shared_ptr<StreamState>)> on_request;
+  // Server: called for each request the codec answered itself (431, 405, 400), with what of
+  // its head arrived (fields over the limit are missing), for the owner's audit line.
+  std::function<void(const RequestHead&, int status)> on_refused;
+
+  // Client: waits for the peer's first SETTINGS (its stream limit is unknown before) and for a
+  // stream slot under both sides' limits, then submits the request.
+  asio::awaitable<std::pair<error_code, std::shared_ptr<StreamState>>> submit_request(
+      const RequestHead& head, bool end_stream);
+  // Submits a response head; the stream's data provider is attached unless it ends here.
+  error_code submit_response(StreamState& s, int status, const Fields& fields, bool end_stream);
+  void resume(StreamState& s);
+  void reset(StreamState& s, ResetCode code);
+  // Acknowledges n bytes read from the stream (they return to the peer's windows).
+  void consume(StreamState& s, std::size_t n);
+  // The exchange is done with the stream: unread bytes are acknowledged to the peer's window.
+  void release(StreamState& s);
+
+  // Observed by tests and the owner's metrics.
+  std::uint32_t goaway_last_stream_id() const { return goaway_last_id_; }
+  bool goaway_received() const { return goaway_received_; }
+  bool calmed() const { return calmed_; }  // ended by our abnormal-end bucket
+  nghttp2_session* session() { return session_; }
+
+ private:
+  friend struct StreamState;
+  friend struct Callbacks;
+
+  void on_head_complete(StreamState& s);
+  void answer(StreamState& s, int status);
+  void count_abnormal_end();
+  std::size_t open_client_streams() const { return streams_.size(); }
+  std::uint32_t client_stream_limit() const;
+
+  asio::any_io_executor ex_;
+  Role role_;
+  Settings settings_;
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<std::int32_t, std::shared_ptr<StreamState>> streams_;  // open in nghttp2
+  std::unordered_set<StreamState*> live_;  // every state that points at this core
+  RateLimit abnormal_ends_;
+  Signal write_wanted_;
+  Signal slot_free_;  // client: a stream closed, SETTINGS or GOAWAY arrived, or the end
+  bool ended_ = false;
+  bool failed_ = false;
+  bool calmed_ = false;
+  bool goaway_received_ = false;
+  bool remote_settings_ = false;  // the peer's first SETTINGS arrived
+  std::uint32_t goaway_last_id_ = 0;
+};
+
+// The exchange operations, on a stream whose core may be gone (the connection ended): each
+// checks s.core before it touches the session.
+error_code stream_error(const StreamState& s);
+asio::awaitable<std::pair<error_code, std::size_t>> read_body(StreamState& s,
+                                                              std::span<std::uint8_t> buf);
+asio::awaitable<error_code> send_data(StreamState& s, std::span<const std::uint8_t> bytes,
+                                      bool end_stream);
+asio::awaitable<error_code> send_trailers(StreamState& s, const Fields& fields);
+asio::awaitable<error_code> read_response_head(StreamState& s);
+
+}  // namespace sandgate::h2::detail

@@ -1,0 +1,21 @@
+#pragma once
+
+// Header fields between an HTTP/1.1 message (Beast) and an HTTP/2 stream, for the bridges of
+// intercepted requests (h2 client <-> h1 upstream and the other way round).
+
+#include <boost/beast/http/fields.hpp>
+
+#include "h2/h2.hpp"
+
+namespace sandgate::h2 {
+
+// An HTTP/1.1 header's fields as HTTP/2 sends them (sendable_fields: names lowercased,
+// connection-specific fields, host and te other than "trailers" dropped). Fields the message's
+// Connection header names are hop-by-hop too: strip them first (http::strip_hop_by_hop).
+Fields from_h1(const boost::beast::http::fields& fields);
+
+// HTTP/2 fields appended to an HTTP/1.1 header. Cookie fields, which HTTP/2 may split, are
+// joined into one with "; " (RFC 9113 section 8.2.3). Host and framing are the caller's.
+void to_h1(const Fields& fields, boost::beast::http::fields& out);
+
+}  // namespace sandgate::h2
