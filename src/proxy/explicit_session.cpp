@@ -142,6 +142,7 @@ Session::Session(tcp::socket s, WorkerDeps d)
     boost::system::error_code ignored;
     client.cancel(ignored);
     if (upstream) upstream->socket.cancel(ignored);
+    for (tcp::socket* more : more_upstreams) more->cancel(ignored);
   });
   active_connection = deps.shared->metrics->active_connection();
   deps.shared->connections.total.fetch_add(1);
@@ -165,6 +166,7 @@ void Session::abort() {
   boost::system::error_code ignored;
   client.close(ignored);
   if (upstream) upstream->socket.close(ignored);
+  for (tcp::socket* more : more_upstreams) more->close(ignored);
 }
 
 std::vector<std::uint8_t> Session::take_buffer() {

@@ -172,14 +172,21 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                std::uint16_t port, const std::string& authority,
                                const policy::Decision* decision);
 
+}  // namespace
+
 // Sandgate's own TLS to the intercepted name over the dialled socket: SNI and the verified
 // name are the host (or its address for a literal). Errc::ok, or upstream_tls_failed with the
 // reason in `why`; upstream_timeout when the watchdog ended it.
 asio::awaitable<Errc> upstream_tls(Session& s, UpstreamConn& up, const policy::Host& host,
-                                   std::string& why) {
+                                   std::string& why, bool offer_h2) {
   auto& interception = *s.deps.shared->interception;
   up.tls = std::make_unique<UpstreamTlsLeg>(up.socket, interception.upstream);
   SSL* ssl = up.tls->stream.native_handle();
+  if (offer_h2) {
+    static constexpr unsigned char kH2First[] = {2,   'h', '2', 8,   'h', 't',
+                                                 't', 'p', '/', '1', '.', '1'};
+    SSL_set_alpn_protos(ssl, kH2First, sizeof kH2First);
+  }
   if (host.is_address()) {
     const std::string ip = host.address.to_string();
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ip.c_str());
@@ -197,8 +204,6 @@ asio::awaitable<Errc> upstream_tls(Session& s, UpstreamConn& up, const policy::H
                             : ec.message();
   co_return Errc::upstream_tls_failed;
 }
-
-}  // namespace
 
 asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::uint16_t port) {
   // HTTP/1.0 inside an intercepted stream may name no host: it addresses the intercepted one.
@@ -277,7 +282,7 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
     s.upstream.emplace(std::move(dialed.socket), authority, dialed.address);
     if (s.tls) {
       std::string why;
-      if (const Errc e = co_await upstream_tls(s, *s.upstream, host, why); e != Errc::ok) {
+      if (const Errc e = co_await upstream_tls(s, *s.upstream, host, why, false); e != Errc::ok) {
         const std::string shown = host.display();
         s.upstream.reset();
         s.watchdog->arm(s.limits().header_timeout);

@@ -47,6 +47,13 @@ asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& 
   }
   s.intercepted = v.dial;
   s.intercepted_port = port;
+  const unsigned char* alpn = nullptr;
+  unsigned int alpn_len = 0;
+  SSL_get0_alpn_selected(s.tls->stream.native_handle(), &alpn, &alpn_len);
+  if (alpn_len == 2 && alpn[0] == 'h' && alpn[1] == '2') {
+    co_await serve_h2(s);
+    co_return;
+  }
   for (bool first = true;; first = false) {
     auto request = co_await next_request(s, first);
     if (!request) co_return;

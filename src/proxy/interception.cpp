@@ -9,15 +9,17 @@ namespace sandgate::proxy {
 
 namespace {
 
-// ALPN wire form of the protocols offered to an upstream, and the one chosen with a client.
+// ALPN wire forms: what the upstream leg offers by default, and what the client leg accepts
+// in order of preference.
 constexpr unsigned char kHttp11Alpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char kServedAlpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-// The client leg's ALPN choice: HTTP/1.1 when the client offers it, else no ALPN (the client
-// then speaks HTTP/1.1 or gives up).
+// The client leg's ALPN choice: h2 when the client offers it, else HTTP/1.1, else no ALPN
+// (the client then speaks HTTP/1.1 or gives up).
 int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
                 unsigned int inlen, void*) {
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen, kHttp11Alpn, sizeof kHttp11Alpn, in, inlen) !=
+  if (SSL_select_next_proto(&selected, outlen, kServedAlpn, sizeof kServedAlpn, in, inlen) !=
       OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;
   }

@@ -36,7 +36,7 @@ std::string_view default_message(Errc code) {
   }
 }
 
-std::string git_refusal_response(std::string_view service, const ErrorInfo& info) {
+Reply git_refusal_reply(std::string_view service, const ErrorInfo& info) {
   std::string message = "sandgate: " + std::string(code_name(info.code));
   message += ": " + std::string(info.host) + " is refused to sandbox " + std::string(info.sandbox);
   if (!info.reason.empty()) message += " (" + std::string(info.reason);
@@ -54,18 +54,17 @@ std::string git_refusal_response(std::string_view service, const ErrorInfo& info
   const std::string payload = "ERR " + message + "\n";
   char length[5];
   std::snprintf(length, sizeof length, "%04zx", payload.size() + 4);
-  const std::string body = std::string(length) + payload;
-  std::string out = "HTTP/1.1 200 OK\r\n";
-  out += "Content-Type: application/x-" + std::string(service) + "-advertisement\r\n";
-  out += "Cache-Control: no-cache\r\n";
-  out += "X-Sandgate-Error: " + std::string(code_name(info.code)) + "\r\n";
-  out += "Connection: close\r\n";
-  out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-  out += body;
-  return out;
+  Reply r;
+  r.status = 200;
+  r.fields = {{"Content-Type", "application/x-" + std::string(service) + "-advertisement"},
+              {"Cache-Control", "no-cache"},
+              {"X-Sandgate-Error", std::string(code_name(info.code))},
+              {"Connection", "close"}};
+  r.body = std::string(length) + payload;
+  return r;
 }
 
-std::string error_response(const ErrorInfo& info) {
+Reply error_reply(const ErrorInfo& info) {
   boost::json::object body;
   body["code"] = code_name(info.code);
   body["message"] = info.message.empty() ? default_message(info.code) : info.message;
@@ -78,27 +77,43 @@ std::string error_response(const ErrorInfo& info) {
     body["rule"] = info.rule;
     if (!info.suggestion.empty()) body["suggestion"] = info.suggestion;
   }
-  std::string json = boost::json::serialize(body);
-  json += '\n';
-
-  const unsigned status = http_status(info.code);
-  std::string out;
-  out.reserve(256 + json.size());
-  out += "HTTP/1.1 ";
-  out += std::to_string(status);
-  out += ' ';
-  out += boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
-  out += "\r\nX-Sandgate-Error: ";
-  out += code_name(info.code);
-  out += "\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n";
+  Reply r;
+  r.status = http_status(info.code);
+  r.fields = {{"X-Sandgate-Error", std::string(code_name(info.code))},
+              {"Content-Type", "application/json"},
+              {"Cache-Control", "no-store"}};
   if (info.code == Errc::proxy_auth_required) {
-    out += "Proxy-Authenticate: Basic realm=\"sandgate\"\r\n";
+    r.fields.emplace_back("Proxy-Authenticate", "Basic realm=\"sandgate\"");
   }
-  out += "Connection: close\r\nContent-Length: ";
-  out += std::to_string(json.size());
+  r.fields.emplace_back("Connection", "close");
+  r.body = boost::json::serialize(body);
+  r.body += '\n';
+  return r;
+}
+
+std::string http1_text(const Reply& reply) {
+  std::string out;
+  out.reserve(256 + reply.body.size());
+  out += "HTTP/1.1 ";
+  out += std::to_string(reply.status);
+  out += ' ';
+  out += boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(reply.status));
+  out += "\r\n";
+  for (const auto& [name, value] : reply.fields) {
+    out += name;
+    out += ": ";
+    out += value;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
+  out += std::to_string(reply.body.size());
   out += "\r\n\r\n";
-  out += json;
+  out += reply.body;
   return out;
+}
+
+std::string error_response(const ErrorInfo& info) {
+  return http1_text(error_reply(info));
 }
 
 std::string_view tls_access_denied_alert() {

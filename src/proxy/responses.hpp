@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/errc.hpp"
 #include "policy/policy.hpp"
@@ -22,14 +24,27 @@ struct ErrorInfo {
   std::string_view message;     // human-readable detail; never contains a secret
 };
 
-// The whole HTTP/1.1 response (head and body) as bytes ready to write.
+// A response sandgate answers itself, whatever the codec carries it: HTTP/1.1 text
+// (http1_text) or one HTTP/2 stream.
+struct Reply {
+  unsigned status = 500;
+  std::vector<std::pair<std::string, std::string>> fields;  // besides Content-Length
+  std::string body;
+};
+
+// The error reply: `X-Sandgate-Error: CODE`, a JSON body, `Connection: close`.
+Reply error_reply(const ErrorInfo& info);
+// The whole HTTP/1.1 response (head with Content-Length, then the body).
+std::string http1_text(const Reply& reply);
+
+// The whole HTTP/1.1 error response (head and body) as bytes ready to write.
 std::string error_response(const ErrorInfo& info);
 
 // A refused git smart-HTTP discovery request (GET .../info/refs?service=SERVICE) answered the
 // way git shows it: 200, the service's advertisement type, and one pkt-line "ERR <message>",
 // which git prints as "remote error: <message>" and stops (a 403 would only read "The
 // requested URL returned error: 403"). The message is `info` in one line.
-std::string git_refusal_response(std::string_view service, const ErrorInfo& info);
+Reply git_refusal_reply(std::string_view service, const ErrorInfo& info);
 
 // A default human message for a code.
 std::string_view default_message(Errc code);

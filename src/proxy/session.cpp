@@ -118,13 +118,15 @@ void Session::reset_client() {
 
 asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view shown,
                                     std::uint16_t port, const policy::Decision& d,
-                                    const policy::Host* suggest_for, std::string_view sni) {
+                                    const policy::Host* suggest_for, std::string_view sni,
+                                    Responder* to) {
   if (d.reason == policy::Reason::misdirected_request) {
     // Not the policy's denial contract: the client is told to ask the right connection.
     const std::string message = "this connection serves only " + intercepted->display() + ":" +
                                 std::to_string(intercepted_port) + "; open a new one for " +
                                 std::string(shown);
-    co_await fail(mode, Errc::misdirected_request, shown, port, message);
+    co_await fail(mode, Errc::misdirected_request, shown, port, message, telemetry::Phase::unset,
+                  to);
     co_return;
   }
   record_denial(mode, shown, port, d, sni);
@@ -156,10 +158,9 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
   info.reason = reason;
   info.rule = d.rule;
   info.suggestion = suggestion_line;
-  const std::string response =
-      d.git.advertisement ? git_refusal_response(d.git.service(), info) : error_response(info);
-  watchdog->arm(limits().header_timeout);
-  co_await write_client(response);
+  const Reply reply =
+      d.git.advertisement ? git_refusal_reply(d.git.service(), info) : error_reply(info);
+  co_await answer(reply, to);
 }
 
 void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view host,
@@ -186,7 +187,7 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
 
 asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
                                     std::uint16_t port, std::string_view message,
-                                    telemetry::Phase phase) {
+                                    telemetry::Phase phase, Responder* to) {
   if (!speaks_http(mode)) {
     record_failure(mode, code, host, port, 0, phase);
     reset_client();
@@ -200,9 +201,18 @@ asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::stri
   info.host = host;
   info.port = port;
   info.message = message;
-  const std::string response = error_response(info);
+  const Reply reply = error_reply(info);
+  co_await answer(reply, to);
+}
+
+asio::awaitable<void> Session::answer(const Reply& reply, Responder* to) {
+  if (to != nullptr) {
+    co_await to->send(reply);
+    co_return;
+  }
+  const std::string text = http1_text(reply);
   watchdog->arm(limits().header_timeout);
-  co_await write_client(response);
+  co_await write_client(text);
 }
 
 }  // namespace sandgate::proxy

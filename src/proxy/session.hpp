@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/errc.hpp"
@@ -41,6 +42,14 @@ struct UpstreamConn {
 
 telemetry::Mode to_metrics_mode(policy::EntryMode m);
 
+// Where a reply sandgate answers itself goes when it is not the client connection's HTTP/1
+// stream: one HTTP/2 stream of an intercepted connection.
+class Responder {
+ public:
+  virtual ~Responder() = default;
+  virtual asio::awaitable<void> send(const Reply& reply) = 0;
+};
+
 // One client connection on a listener, from accept to close, on the worker that accepted it;
 // everything here runs on that worker. Owned by the serving coroutine and, once a tunnel is
 // relayed, by the relay (the coroutine may end first).
@@ -70,6 +79,9 @@ struct Session : std::enable_shared_from_this<Session> {
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::optional<UpstreamConn> upstream;
+  // More upstream sockets in use (an HTTP/2 client's streams, each over its own): the
+  // deadline and abort() reach them like `upstream`.
+  std::unordered_set<tcp::socket*> more_upstreams;
   // Intercepted (StreamAction::intercept): the client's TLS, terminated here with a leaf for
   // `intercepted`, the name (and port) every request inside must address.
   std::unique_ptr<ClientTlsLeg> tls;
@@ -122,14 +134,18 @@ struct Session : std::enable_shared_from_this<Session> {
   // the signal the client understands: the 403 with the denial contract (http, connect; its
   // suggestion made for `suggest_for`), a TLS alert (tls), a reset (tcp). `shown`: the
   // destination as logged; `sni` when a ClientHello was read.
+  // `to`: where the reply goes instead of the client connection (an HTTP/2 stream).
   asio::awaitable<void> deny(policy::EntryMode mode, std::string_view shown, std::uint16_t port,
                              const policy::Decision& d, const policy::Host* suggest_for,
-                             std::string_view sni = {});
+                             std::string_view sni = {}, Responder* to = nullptr);
   // The same for any other failure with its own code: the error response (http, connect),
   // or a reset (tls, tcp).
   asio::awaitable<void> fail(policy::EntryMode mode, Errc code, std::string_view host = {},
                              std::uint16_t port = 0, std::string_view message = {},
-                             telemetry::Phase phase = telemetry::Phase::unset);
+                             telemetry::Phase phase = telemetry::Phase::unset,
+                             Responder* to = nullptr);
+  // Sends a reply sandgate answers itself: to `to`, else as HTTP/1.1 on the client connection.
+  asio::awaitable<void> answer(const Reply& reply, Responder* to);
   // Closes the client connection with a TCP reset, so it fails at once instead of timing out.
   void reset_client();
 
@@ -163,6 +179,18 @@ inline constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Establ
 
 asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& v,
                                        std::uint16_t port);
+
+// Sandgate's own TLS to the intercepted name over up.socket, dialled for it: SNI and the
+// verified name are the host (or its address for a literal), against the system roots and
+// [interception] upstream_ca_file. ALPN offers http/1.1, or h2 first when `offer_h2`.
+// Errc::ok, upstream_tls_failed with the reason in `why`, or upstream_timeout.
+asio::awaitable<Errc> upstream_tls(Session& s, UpstreamConn& up, const policy::Host& host,
+                                   std::string& why, bool offer_h2);
+
+// An intercepted connection whose client chose HTTP/2 by ALPN: each stream a request,
+// decided through the request filters and forwarded to the intercepted name over HTTP/2
+// when it speaks it (one multiplexed connection), else over HTTP/1.1 connections.
+asio::awaitable<void> serve_h2(Session& s);
 
 // One plain HTTP request of a client connection (explicit absolute form, or transparent):
 // through the request filters (policy::decide_request first), then forwarded by handle_http.

@@ -4,6 +4,7 @@
 // what the origin receives (sandgate's own TLS and requests), and the audit lines.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,7 @@
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 #include "support/tls_origin.hpp"
+#include "unit/h2/h2_fixture.hpp"
 
 namespace sandgate::test {
 namespace {
@@ -339,6 +341,117 @@ TEST_F(ProxyIntercept, AnH2cUpgradeNeverReachesTheOrigin) {
   EXPECT_FALSE(requests[0].has_header("Upgrade"));
   EXPECT_FALSE(requests[0].has_header("HTTP2-Settings"));
   EXPECT_EQ(requests[0].header("Connection").find("pgrade"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandgate::test
+
+namespace sandgate::test {
+namespace {
+
+TEST_F(ProxyIntercept, Http2ClientsAreServedOverHttp2AndBridgedToAnHttp11Origin) {
+  const auto r =
+      run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "-w", "%{http_version}", "-o",
+                "/dev/null", url("api.test", "/h2/one"), url("api.test", "/h2/two")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(origin_.request_count(), 2u);
+  EXPECT_EQ(origin_.requests()[1].target, "/h2/two");
+  EXPECT_EQ(origin_.requests()[1].header("Host"), "api.test:" + std::to_string(origin_.port()));
+  EXPECT_EQ(origin_.connection_count(), 1u);  // the HTTP/1.1 connection is kept for the second
+  const auto line = daemon_->wait_audit([](const boost::json::object& l) {
+    return json_string(l, "event.code") == "http_request" &&
+           json_string(l, "url.path") == "/h2/two";
+  });
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "http.version"), "2");
+  EXPECT_EQ(json_string(*line, "url.scheme"), "https");
+  EXPECT_EQ(json_int(*line, "http.response.status_code"), 200);
+}
+
+TEST_F(ProxyIntercept, Http2UploadIsStreamedToAnHttp11Origin) {
+  const std::string body = pattern_bytes(200 * 1024, 3);
+  TempDir d;
+  const std::string file = d.write("body.bin", body);
+  const auto r = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "--data-binary",
+                           "@" + file, url("api.test", "/h2/upload")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "POST");
+  EXPECT_TRUE(requests[0].body == body) << requests[0].body.size();
+}
+
+TEST_F(ProxyIntercept, Http2CoalescingOntoTheInterceptedConnectionIs421) {
+  // HTTP/2 connection coalescing: a second :authority on the same connection.
+  const auto r = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "-H",
+                           "Host: other.test:" + std::to_string(origin_.port()),
+                           url("api.test", "/coalesced")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 421);
+  EXPECT_NE(r.body.find("MISDIRECTED_REQUEST"), std::string::npos) << r.body;
+  EXPECT_EQ(origin_.request_count(), 0u);
+}
+
+// An HTTP/2 origin (nghttpd) that answers every GET with trailers, as gRPC servers do, and a
+// python3-h2 client through the proxy: h2 on both legs, trailers kept end to end.
+TEST_F(ProxyIntercept, Http2ToAnHttp2OriginKeepsTrailers) {
+  const std::string key = roots_dir_.write("origin.key", origin_cert_.key_pem);
+  std::filesystem::create_directories(roots_dir_.file("www"));
+  roots_dir_.write("www/data.txt", "payload from an h2 origin\n");
+  const std::uint16_t port = h2::test::free_port();
+  h2::test::BackgroundPeer nghttpd({"nghttpd", "-d", roots_dir_.file("www"),
+                                    "--trailer=grpc-status: 0", std::to_string(port), key,
+                                    origin_ca_});
+  ASSERT_TRUE(h2::test::wait_listening(port));
+  std::string with_port = tables();
+  with_port.replace(with_port.find("ports = ["), 9, "ports = [" + std::to_string(port) + ", ");
+  ASSERT_TRUE(daemon_->reload(with_port));
+  const std::string script = R"(
+import base64, socket, ssl, sys
+import h2.connection, h2.events
+proxy, auth, ca, authority = sys.argv[1:5]
+s = socket.create_connection(("127.0.0.1", int(proxy)))
+s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n"
+           % (authority, authority, base64.b64encode(auth.encode()).decode())).encode())
+head = b""
+while not head.endswith(b"\r\n\r\n"):
+    head += s.recv(1)
+ctx = ssl.create_default_context(cafile=ca)
+ctx.set_alpn_protocols(["h2"])
+t = ctx.wrap_socket(s, server_hostname=authority.rsplit(":", 1)[0])
+print("alpn", t.selected_alpn_protocol())
+c = h2.connection.H2Connection()
+c.initiate_connection()
+c.send_headers(1, [(":method", "GET"), (":scheme", "https"), (":authority", authority),
+                   (":path", "/data.txt"), ("te", "trailers")], end_stream=True)
+t.sendall(c.data_to_send())
+body, done = b"", False
+while not done:
+    data = t.recv(65536)
+    if not data:
+        break
+    for e in c.receive_data(data):
+        if isinstance(e, h2.events.ResponseReceived):
+            print("status", dict(e.headers)[b":status"].decode())
+        elif isinstance(e, h2.events.DataReceived):
+            body += e.data
+            c.acknowledge_received_data(len(e.data), e.stream_id)
+        elif isinstance(e, h2.events.TrailersReceived):
+            for k, v in e.headers:
+                print("trailer", k.decode(), v.decode())
+        elif isinstance(e, h2.events.StreamEnded):
+            done = True
+    t.sendall(c.data_to_send())
+print("body", body.decode().strip())
+)";
+  const auto r =
+      run_command({"/usr/bin/python3", "-c", script, std::to_string(daemon_->explicit_port()),
+                   kId + ":" + kToken, ca_.cert(), "api.test:" + std::to_string(port)});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("alpn h2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("status 200"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trailer grpc-status 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("body payload from an h2 origin"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,0 +1,427 @@
+// HTTP/2 on the client leg of an intercepted connection (src/h2 drives nghttp2). Each stream
+// is one request: it goes through the same request filters as an HTTP/1.1 request, then to
+// the intercepted name over HTTP/2 (h2 to h2: one multiplexed upstream connection, trailers
+// and streaming both ways, as gRPC needs) or, when the destination speaks only HTTP/1.1, over
+// HTTP/1.1 connections of its own (one per stream in flight, kept alive between them).
+// Bodies are pumped through fixed buffers under each side's flow control; nothing is held
+// whole.
+#include <openssl/ssl.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "h2/connection.hpp"
+#include "h2/h1_fields.hpp"
+#include "http/request_head.hpp"
+#include "policy/path.hpp"
+#include "proxy/interception.hpp"
+#include "proxy/request_filter.hpp"
+#include "proxy/session.hpp"
+#include "proxy/tls_streams.hpp"
+
+namespace sandgate::proxy {
+
+namespace {
+
+namespace bhttp = boost::beast::http;
+using ClientStream = asio::ssl::stream<PrefixedSocket>;
+using UpstreamStream = asio::ssl::stream<tcp::socket&>;
+constexpr std::size_t kChunk = 16 * 1024;
+
+// A reply sandgate answers itself, on one stream.
+class StreamResponder final : public Responder {
+ public:
+  explicit StreamResponder(h2::ServerExchange& ex) : ex_(ex) {}
+  asio::awaitable<void> send(const Reply& reply) override {
+    h2::Fields fields;
+    for (const auto& [name, value] : reply.fields) fields.push_back({name, value});
+    fields.push_back({"content-length", std::to_string(reply.body.size())});
+    const h2::Fields sendable = h2::sendable_fields(fields);
+    const bool empty = reply.body.empty();
+    const auto ec =
+        co_await ex_.send_response_head(static_cast<int>(reply.status), sendable, empty);
+    if (ec || empty) co_return;
+    const auto* data = reinterpret_cast<const std::uint8_t*>(reply.body.data());
+    co_await ex_.send_data({data, reply.body.size()}, true);
+  }
+
+ private:
+  h2::ServerExchange& ex_;
+};
+
+// An upstream connection of an HTTP/2 client connection, known to the session while it
+// lives, so that the session's deadline and abort() reach it (Session::more_upstreams).
+struct Tracked {
+  Tracked(Session& s, std::unique_ptr<UpstreamConn> c) : session(s), conn(std::move(c)) {
+    session.more_upstreams.insert(&conn->socket);
+  }
+  ~Tracked() { session.more_upstreams.erase(&conn->socket); }
+  Tracked(const Tracked&) = delete;
+  Tracked& operator=(const Tracked&) = delete;
+  Session& session;
+  std::unique_ptr<UpstreamConn> conn;
+};
+using TrackedPtr = std::unique_ptr<Tracked>;
+
+// The upstream side of one intercepted HTTP/2 connection.
+struct Upstreams {
+  // ALPN chose h2: every stream goes over this one connection.
+  TrackedPtr h2_conn;
+  std::unique_ptr<h2::ClientConnection<UpstreamStream>> h2_client;
+  // Else HTTP/1.1 connections not in use right now (kept alive by their destination).
+  std::vector<TrackedPtr> idle;
+};
+
+// Dials the intercepted name and makes sandgate's TLS to it. On failure the reply has been
+// sent on `to` (and the line written), or nothing at all without `to`; null then.
+asio::awaitable<TrackedPtr> connect_upstream(Session& s, const policy::Host& host,
+                                             std::uint16_t port, bool offer_h2, Responder* to) {
+  const std::string shown = host.display();
+  Dialed dialed = co_await s.dial(host, port);
+  if (dialed.error != Errc::ok && to == nullptr) co_return nullptr;
+  if (dialed.error == Errc::network_denied) {
+    co_await s.deny(policy::EntryMode::http, shown, port, dialed.denial, &dialed.denied_host, {},
+                    to);
+    co_return nullptr;
+  }
+  if (dialed.error != Errc::ok) {
+    co_await s.fail(policy::EntryMode::http, dialed.error, shown, port, {},
+                    telemetry::Phase::connect, to);
+    co_return nullptr;
+  }
+  auto up = std::make_unique<Tracked>(
+      s, std::make_unique<UpstreamConn>(std::move(dialed.socket), shown, dialed.address));
+  std::string why;
+  const Errc e = co_await upstream_tls(s, *up->conn, host, why, offer_h2);
+  s.watchdog->arm(s.limits().idle_timeout);
+  if (e != Errc::ok) {
+    if (to != nullptr) {
+      co_await s.fail(policy::EntryMode::http, e, shown, port, why, telemetry::Phase::connect, to);
+    }
+    co_return nullptr;
+  }
+  co_return up;
+}
+
+bool negotiated_h2(UpstreamConn& up) {
+  const unsigned char* alpn = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(up.tls->stream.native_handle(), &alpn, &len);
+  return len == 2 && alpn[0] == 'h' && alpn[1] == '2';
+}
+
+// What one exchange moved, for its line.
+struct Moved {
+  std::uint64_t up = 0;
+  std::uint64_t down = 0;
+  int status = 0;
+  bool complete = false;
+};
+
+// The client's request body (its first `first` bytes already read) to an upstream stream,
+// then its trailers.
+asio::awaitable<void> pump_request(h2::ServerExchange& ex, h2::ClientExchange& up,
+                                   std::vector<std::uint8_t>& buf, std::size_t first,
+                                   Moved& moved) {
+  std::size_t n = first;
+  while (n > 0) {
+    moved.up += n;
+    if (co_await up.send_data({buf.data(), n}, false)) co_return;
+    auto [ec, got] = co_await ex.read_body(buf);
+    if (ec) {
+      up.reset();
+      co_return;
+    }
+    n = got;
+  }
+  if (!ex.trailers().empty()) {
+    co_await up.send_trailers(ex.trailers());
+  } else {
+    co_await up.send_data({}, true);
+  }
+}
+
+// The upstream stream's response to the client: head, body, trailers.
+asio::awaitable<void> pump_response(h2::ServerExchange& ex, h2::ClientExchange& up, Moved& moved) {
+  if (co_await up.read_response_head()) co_return;
+  moved.status = up.response().status;
+  if (co_await ex.send_response_head(moved.status, up.response().fields, false)) co_return;
+  std::vector<std::uint8_t> buf(kChunk);
+  for (;;) {
+    auto [ec, n] = co_await up.read_body(buf);
+    if (ec) {
+      ex.reset();
+      co_return;
+    }
+    if (n == 0) break;
+    moved.down += n;
+    if (co_await ex.send_data({buf.data(), n}, false)) co_return;
+  }
+  const h2::Fields trailers = up.trailers();
+  const h2::error_code ec =
+      trailers.empty() ? co_await ex.send_data({}, true) : co_await ex.send_trailers(trailers);
+  moved.complete = !ec;
+}
+
+// h2 to h2.
+asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange& ex,
+                                 const h2::RequestHead& head, std::vector<std::uint8_t>& buf,
+                                 std::size_t first, Moved& moved) {
+  using namespace asio::experimental::awaitable_operators;
+  auto opened = co_await ups.h2_client->request(head, first == 0);
+  if (!opened) {
+    co_await s.fail(policy::EntryMode::http, Errc::upstream_connect_failed,
+                    s.intercepted->display(), s.intercepted_port, opened.error().message(),
+                    telemetry::Phase::request, nullptr);
+    ex.reset(h2::ResetCode::refused_stream);
+    co_return;
+  }
+  h2::ClientExchange& up = *opened;
+  if (first == 0) {
+    co_await pump_response(ex, up, moved);
+  } else {
+    co_await (pump_request(ex, up, buf, first, moved) && pump_response(ex, up, moved));
+  }
+}
+
+// h2 to HTTP/1.1: the request head rebuilt, the body chunked unless it has a length, the
+// response's head, body and trailers back as HTTP/2.
+asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange& ex,
+                                 const h2::RequestHead& head, bhttp::fields& fields,
+                                 std::vector<std::uint8_t>& buf, std::size_t first, Moved& moved,
+                                 StreamResponder& responder) {
+  const policy::Host& host = *s.intercepted;
+  TrackedPtr tracked;
+  if (!ups.idle.empty()) {
+    tracked = std::move(ups.idle.back());
+    ups.idle.pop_back();
+  } else {
+    tracked = co_await connect_upstream(s, host, s.intercepted_port, false, &responder);
+    if (!tracked) co_return;
+  }
+  UpstreamConn* up = tracked->conn.get();
+  UpstreamStream& stream = up->tls->stream;
+
+  bhttp::request<bhttp::empty_body> req;
+  for (const auto& f : fields) req.insert(f.name_string(), f.value());
+  req.method_string(head.method);
+  req.target(head.path);
+  req.version(11);
+  req.set(bhttp::field::host, head.authority);
+  const bool length = req.has_content_length();
+  const bool chunked = first > 0 && !length;
+  if (chunked) req.set(bhttp::field::transfer_encoding, "chunked");
+  bhttp::request_serializer<bhttp::empty_body> sr(req);
+  if (auto [ec, n] = co_await bhttp::async_write_header(stream, sr, use_tuple); ec) {
+    co_return;
+  }
+  for (std::size_t n = first; n > 0;) {
+    moved.up += n;
+    const asio::const_buffer bytes(buf.data(), n);
+    if (chunked) {
+      if (auto [ec, w] = co_await asio::async_write(stream, bhttp::make_chunk(bytes), use_tuple);
+          ec) {
+        co_return;
+      }
+    } else if (auto [ec, w] = co_await asio::async_write(stream, bytes, use_tuple); ec) {
+      co_return;
+    }
+    s.watchdog->arm(s.limits().idle_timeout);
+    auto [ec, got] = co_await ex.read_body(buf);
+    if (ec) co_return;
+    n = got;
+  }
+  if (chunked) {
+    bhttp::fields trailers;
+    h2::to_h1(ex.trailers(), trailers);
+    if (auto [ec, w] =
+            co_await asio::async_write(stream, bhttp::make_chunk_last(trailers), use_tuple);
+        ec) {
+      co_return;
+    }
+  }
+
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
+  for (;;) {  // 1xx interim responses are dropped: the HTTP/2 side cannot send them
+    parser.emplace();
+    parser->header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
+    parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+    if (head.method == "HEAD") parser->skip(true);
+    auto [ec, n] = co_await bhttp::async_read_header(stream, up->buffer, *parser, use_tuple);
+    if (ec) {
+      const std::string shown = host.display();
+      co_await s.fail(policy::EntryMode::http, Errc::upstream_protocol_error, shown,
+                      s.intercepted_port, {}, telemetry::Phase::headers, &responder);
+      co_return;
+    }
+    if (parser->get().result_int() >= 200) break;
+  }
+  auto& p = *parser;
+  auto& res = p.get();
+  moved.status = static_cast<int>(res.result_int());
+  http::strip_hop_by_hop(res.base());
+  const h2::Fields out_fields = h2::from_h1(res.base());
+  std::size_t header_fields = 0;
+  for (auto it = res.begin(); it != res.end(); ++it) ++header_fields;
+  if (co_await ex.send_response_head(moved.status, out_fields, p.is_done())) co_return;
+  while (!p.is_done()) {
+    res.body().data = buf.data();
+    res.body().size = buf.size();
+    auto [ec, n] = co_await bhttp::async_read_some(stream, up->buffer, p, use_tuple);
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) {
+      ex.reset();
+      co_return;
+    }
+    const std::size_t got = buf.size() - res.body().size;
+    moved.down += got;
+    s.watchdog->arm(s.limits().idle_timeout);
+    if (got > 0 && co_await ex.send_data({buf.data(), got}, false)) co_return;
+  }
+  // Beast adds a chunked body's trailer fields after the header's: those go out as trailers.
+  h2::Fields trailers;
+  std::size_t i = 0;
+  for (const auto& f : res) {
+    if (i++ >= header_fields)
+      trailers.push_back({std::string(f.name_string()), std::string(f.value())});
+  }
+  const h2::error_code ec = trailers.empty()
+                                ? co_await ex.send_data({}, true)
+                                : co_await ex.send_trailers(h2::sendable_fields(trailers));
+  moved.complete = !ec;
+  if (!ec && p.keep_alive()) ups.idle.push_back(std::move(tracked));
+}
+
+// One stream: decided, forwarded, logged.
+asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchange& ex) {
+  const h2::RequestHead& head = ex.request();
+  s.watchdog->arm(s.limits().idle_timeout);
+  const auto authority = policy::parse_authority(head.authority);
+  const policy::Host host =
+      authority ? policy::normalize_host(authority->host) : policy::normalize_host(head.authority);
+  const std::uint16_t port = authority && authority->port ? *authority->port : s.intercepted_port;
+  bhttp::fields fields;
+  h2::to_h1(head.fields, fields);
+
+  ProxiedRequest request;
+  request.method = head.method;
+  request.scheme = "https";
+  request.host = &host;
+  request.port = port;
+  request.path = head.path;
+  request.fields = &fields;
+  request.intercepted = &*s.intercepted;
+  request.intercepted_port = s.intercepted_port;
+  StreamResponder responder(ex);
+  const std::string shown = host.display();
+  // Every line about this stream names it; set before each report, which reads them at once
+  // (other streams of the connection set their own in between).
+  const auto name_request = [&] {
+    s.request_method = head.method;
+    s.request_path = head.path;
+  };
+  name_request();
+  const ChainResult result = filter_request(s, request);
+  if (!result.allowed) {
+    co_await s.deny(policy::EntryMode::http, shown, port, result.decision, &host, {}, &responder);
+    co_return;
+  }
+  h2::RequestHead out = head;
+  if (s.snap->policy->inspects(s.sandbox, host, port)) {
+    const policy::CanonicalPath canonical = policy::canonicalize_path(head.path);
+    if (!canonical.ambiguous && canonical.path != "*") {
+      out.path = canonical.path + (canonical.has_query ? "?" + std::string(canonical.query) : "");
+    }
+  }
+  out.fields = h2::from_h1(fields);
+
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::uint8_t> buf(kChunk);
+  auto [read_ec, first] = co_await ex.read_body(buf);
+  if (read_ec) co_return;
+  Moved moved;
+  const bool over_h2 = ups.h2_client != nullptr && !ups.h2_client->ended();
+  if (over_h2) {
+    co_await forward_h2(s, ups, ex, out, buf, first, moved);
+  } else {
+    co_await forward_h1(s, ups, ex, out, fields, buf, first, moved, responder);
+  }
+  if (moved.status == 0 && !moved.complete) {
+    if (!ex.response_ended()) ex.reset();
+    if (!over_h2) co_return;  // forward_h1 reported what failed
+  }
+  name_request();
+  telemetry::AuditRecord r = s.record(policy::EntryMode::http);
+  r.event = "http_request";
+  r.outcome = moved.complete ? "success" : "failure";
+  r.host = shown;
+  r.port = port;
+  r.http_status = moved.status;
+  r.bytes_up = moved.up;
+  r.bytes_down = moved.down;
+  r.http_version = "2";
+  r.rule = result.decision.rule;
+  if (result.decision.audit) r.would_deny = policy::reason_name(result.decision.reason);
+  const char* sni = SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+  if (sni != nullptr) r.tls_sni = sni;
+  r.ended =
+      moved.complete ? telemetry::Ended::completed : s.ended(telemetry::Ended::upstream_close);
+  if (!moved.complete) r.phase = telemetry::Phase::body;
+  r.duration = std::chrono::steady_clock::now() - started;
+  auto& shared = *s.deps.shared;
+  shared.audit->write(r);
+  shared.metrics->request(telemetry::Mode::https,
+                          moved.complete ? telemetry::Outcome::allowed : telemetry::Outcome::error);
+  shared.metrics->bytes(telemetry::Direction::upstream, moved.up);
+  shared.metrics->bytes(telemetry::Direction::downstream, moved.down);
+  s.request_method = s.request_path = {};
+}
+
+}  // namespace
+
+asio::awaitable<void> serve_h2(Session& s) {
+  Upstreams ups;
+  const policy::Host host = *s.intercepted;
+  // The destination's protocol is learnt once, before the first stream: every request on
+  // this connection must address it anyway (421 otherwise).
+  // (Quietly: a failure is reported by the first stream, which dials again over HTTP/1.1.)
+  ups.h2_conn = co_await connect_upstream(s, host, s.intercepted_port, true, nullptr);
+  bool client_running = false;
+  asio::steady_timer client_done(s.client.get_executor(),
+                                 std::chrono::steady_clock::time_point::max());
+  if (ups.h2_conn && negotiated_h2(*ups.h2_conn->conn)) {
+    ups.h2_client =
+        std::make_unique<h2::ClientConnection<UpstreamStream>>(ups.h2_conn->conn->tls->stream);
+    client_running = true;
+    asio::co_spawn(s.client.get_executor(), ups.h2_client->run(),
+                   [&](std::exception_ptr, h2::error_code) {
+                     client_running = false;
+                     client_done.cancel();
+                   });
+  } else if (ups.h2_conn) {
+    ups.idle.push_back(std::move(ups.h2_conn));
+  }
+  s.watchdog->arm(s.limits().idle_timeout);
+  h2::ServerConnection<ClientStream> conn(s.tls->stream);
+  auto handler = [&s, &ups](h2::ServerExchange& ex) -> asio::awaitable<void> {
+    co_await serve_stream(s, ups, ex);
+  };
+  co_await conn.run(handler);
+  if (ups.h2_client) {
+    ups.h2_client->shutdown();
+    ups.h2_client->abort();
+    // Its coroutine refers to it: wait for it to see the closed transport and end.
+    if (client_running) co_await client_done.async_wait(use_tuple);
+  }
+}
+
+}  // namespace sandgate::proxy
