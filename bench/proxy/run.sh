@@ -7,18 +7,24 @@
 #   bench/proxy/run.sh --spec          # spec durations (S2 15 s, S3 20 s), no shrinking
 #   bench/proxy/run.sh -- --scenarios S2,S3 --reps 1    # anything after -- goes to the harness
 #   bench/proxy/run.sh --netns         # run everything in a private network namespace (root)
+#   bench/proxy/run.sh --intercept     # TLS interception: S5/S6 vs squid-bump + mitmproxy-bump
+#   bench/proxy/run.sh --intercept --quick
 #
 # Builds build/release (cmake --preset release), runs ../shared/peers/run.sh with sandgate as
 # contender (config/bench.toml via bench/proxy/run_sandgate.sh, credentials bench:bench),
 # then prints the harness's report and the ratio table (bench/proxy/ratios.py) with the
-# project's targets. Exit status: 0 all targets met, 1 some missed, 2 setup/run failure.
-# See bench/README.md.
+# project's targets. With --intercept it runs the harness's S5/S6 instead, with sandgate's
+# interception CA (run_sandgate.sh --ca) as --contender-ca, and, since sandgate does not
+# intercept the harness's IP-literal CONNECT, measures it by name right after on the same
+# origin (bench/proxy/intercept_by_name.sh). Exit status: 0 all targets met,
+# 1 some missed, 2 setup/run failure. See bench/README.md.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 peers_dir=${PEERS_DIR:-$root/../shared/peers}
-peers=squid,haproxy
+peers=""
+intercept=0
 build=1
 netns=auto
 harness_args=()
@@ -28,6 +34,7 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) harness_args+=(--quick); shift ;;
+        --intercept) intercept=1; shift ;;
         --spec) harness_args+=(--max-minutes 0); shift ;;
         --peers) peers=$2; shift 2 ;;
         --no-build) build=0; shift ;;
@@ -39,7 +46,13 @@ while [ $# -gt 0 ]; do
         *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-[ "$peers" = all ] && peers=squid,tinyproxy,haproxy,socat,srt
+if [ "$intercept" = 1 ]; then
+    [ "$peers" = all ] && peers=squid-bump,mitmproxy-bump
+    peers=${peers:-squid-bump,mitmproxy-bump}
+else
+    [ "$peers" = all ] && peers=squid,tinyproxy,haproxy,socat,srt
+    peers=${peers:-squid,haproxy}
+fi
 
 [ -x "$peers_dir/run.sh" ] || { echo "run.sh: peers harness not found at $peers_dir (set PEERS_DIR)" >&2; exit 2; }
 command -v wrk >/dev/null && command -v nginx >/dev/null || {
@@ -47,7 +60,7 @@ command -v wrk >/dev/null && command -v nginx >/dev/null || {
 
 if [ "$build" = 1 ]; then
     (cd "$root" && cmake --preset release >/dev/null &&
-        cmake --build build/release --target sandgate) || { echo "run.sh: build failed" >&2; exit 2; }
+        cmake --build --preset release -j2) || { echo "run.sh: build failed" >&2; exit 2; }
 fi
 bin=$root/build/release/src/app/sandgate
 [ -x "$bin" ] || { echo "run.sh: no binary at $bin" >&2; exit 2; }
@@ -60,7 +73,7 @@ bin=$root/build/release/src/app/sandgate
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 if [ "$netns" = auto ]; then
     netns=0
-    for p in 18080 18443 13128 13129 13200; do port_busy $p && netns=1; done
+    for p in 18080 18443 18446 13128 13129 13132 13133 13200; do port_busy $p && netns=1; done
     [ "$netns" = 1 ] && echo "run.sh: harness ports busy on this machine: using a private network namespace" >&2
 fi
 launcher=()
@@ -72,12 +85,20 @@ fi
 # A private scratch directory, so a concurrent run of the harness elsewhere is not disturbed.
 export PEERS_RUN_DIR=${PEERS_RUN_DIR:-/tmp/peers-run-sandgate}
 
+contender_args=(--contender "sandgate@13200=$here/run_sandgate.sh {PORT}" --contender-auth bench:bench)
+if [ "$intercept" = 1 ]; then
+    # The CA sandgate mints its leaves with: created once (sandgate ca init), its certificate is
+    # what the harness's client trusts for sandgate.
+    ca=$(SANDGATE_BIN=$bin "$here/run_sandgate.sh" --ca) || exit 2
+    contender_args+=(--contender-ca "sandgate=$ca")
+    harness_args=(--scenarios S5,S6 "${harness_args[@]}")
+fi
+
 # The harness writes its results directory on its first log line; keep its whole output.
 log=$(mktemp /tmp/sandgate-bench-run.XXXXXX)
 set +e
 SANDGATE_BIN=$bin "${launcher[@]}" "$peers_dir/run.sh" --peers "$peers" \
-    --contender "sandgate=$here/run_sandgate.sh {PORT}" --contender-auth bench:bench \
-    "${harness_args[@]}" 2>&1 | tee "$log"
+    "${contender_args[@]}" "${harness_args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 out=$(sed -n 's/.*results -> \(.*\)$/\1/p' "$log" | head -1)
@@ -86,7 +107,20 @@ if [ "$rc" != 0 ] || [ -z "$out" ] || [ ! -s "$out/raw.tsv" ]; then
     echo "run.sh: harness failed (exit $rc)${out:+; see $out/run.log}" >&2
     exit 2
 fi
+if [ "$intercept" = 1 ] && ! grep -q '^s56\.sandgate=intercept|[^|]*|1|' "$out/meta.txt"; then
+    # sandgate inspects names, not IP literals: the harness's CONNECT 127.0.0.1:18446 stays
+    # spliced and fails its interception check. Measure it by name, right after, on the same
+    # origin with the same client and settings (bench/proxy/intercept_by_name.sh).
+    echo
+    echo "run.sh: sandgate was not intercepting in the harness's S5/S6 (IP literal); measuring it by name" >&2
+    SANDGATE_BIN=$bin PEERS_DIR=$peers_dir "${launcher[@]}" "$here/intercept_by_name.sh" "$out" ||
+        { echo "run.sh: the by-name S5/S6 run failed; see $out/by-name/" >&2; exit 2; }
+fi
 echo
 echo "## sandgate: ratios to DIRECT and targets"
 echo
-python3 "$here/ratios.py" "$out" --contender sandgate --baseline squid
+if [ "$intercept" = 1 ]; then
+    python3 "$here/ratios.py" "$out" --contender sandgate --intercept
+else
+    python3 "$here/ratios.py" "$out" --contender sandgate --baseline squid
+fi
