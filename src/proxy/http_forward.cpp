@@ -180,8 +180,15 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
 asio::awaitable<Errc> upstream_tls(Session& s, UpstreamConn& up, const policy::Host& host,
                                    std::string& why, bool offer_h2) {
   auto& interception = *s.deps.shared->interception;
-  up.tls = std::make_unique<UpstreamTlsLeg>(up.socket, interception.upstream);
+  boost::system::error_code ec_port;
+  const auto peer = up.socket.remote_endpoint(ec_port);
+  std::string key = host.display() + ":" + std::to_string(ec_port ? 0 : peer.port());
+  up.tls = std::make_unique<UpstreamTlsLeg>(up.socket, interception.upstream, key);
   SSL* ssl = up.tls->stream.native_handle();
+  if (SSL_SESSION* session = interception.session_for(key)) {
+    SSL_set_session(ssl, session);  // a resumption when the destination still accepts it
+    SSL_SESSION_free(session);
+  }
   if (offer_h2) {
     static constexpr unsigned char kH2First[] = {2,   'h', '2', 8,   'h', 't',
                                                  't', 'p', '/', '1', '.', '1'};

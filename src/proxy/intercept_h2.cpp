@@ -294,11 +294,14 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     if (i++ >= header_fields)
       trailers.push_back({std::string(f.name_string()), std::string(f.value())});
   }
+  // The upstream connection is free once its response was read whole: back to the pool
+  // before the end goes to the client, who may send the next request on another stream
+  // before this coroutine resumes.
+  if (p.keep_alive()) ups.idle.push_back(std::move(tracked));
   const h2::error_code ec = trailers.empty()
                                 ? co_await ex.send_data({}, true)
                                 : co_await ex.send_trailers(h2::sendable_fields(trailers));
   moved.complete = !ec;
-  if (!ec && p.keep_alive()) ups.idle.push_back(std::move(tracked));
 }
 
 // One stream: decided, forwarded, logged.

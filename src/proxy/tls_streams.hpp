@@ -7,8 +7,10 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "proxy/interception.hpp"
 #include "proxy/runtime.hpp"
 
 namespace sandgate::proxy {
@@ -69,8 +71,21 @@ struct ClientTlsLeg {
 
 // UpstreamConn::tls: sandgate's own TLS to the intercepted name.
 struct UpstreamTlsLeg {
-  UpstreamTlsLeg(tcp::socket& socket, asio::ssl::context& ctx) : stream(socket, ctx) {}
+  UpstreamTlsLeg(tcp::socket& socket, asio::ssl::context& ctx, std::string key)
+      : stream(socket, ctx), session_key(std::move(key)) {
+    SSL_set_ex_data(stream.native_handle(), upstream_session_index(), &session_key);
+  }
+  // sandgate closes its upstream connections without close_notify; OpenSSL would then mark
+  // their session not resumable (for every later connection): a finished handshake counts
+  // as shut down.
+  ~UpstreamTlsLeg() {
+    SSL* ssl = stream.native_handle();
+    if (SSL_is_init_finished(ssl)) SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  }
+  UpstreamTlsLeg(const UpstreamTlsLeg&) = delete;
+  UpstreamTlsLeg& operator=(const UpstreamTlsLeg&) = delete;
   asio::ssl::stream<tcp::socket&> stream;
+  std::string session_key;  // "host:port": where a session the server sends is remembered
 };
 
 }  // namespace sandgate::proxy

@@ -150,6 +150,17 @@ TEST_F(ProxyIntercept, KeptAliveRequestsShareOneUpstreamConnection) {
   EXPECT_EQ(origin_.sni_seen().size(), 1u);
 }
 
+TEST_F(ProxyIntercept, ANewInterceptedConnectionResumesTheUpstreamSession) {
+  for (const std::string path : {"/first", "/second", "/third"}) {
+    const auto r = curl({url("api.test", path)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // Three client connections, three upstream connections: the later two resume the
+  // session the first one got (verified for api.test then), not a full handshake.
+  EXPECT_EQ(origin_.sni_seen().size(), 3u);
+  EXPECT_EQ(origin_.resumed_handshakes(), 2u);
+}
+
 TEST_F(ProxyIntercept, ARequestBodyIsStreamedToTheOrigin) {
   const std::string body = pattern_bytes(300 * 1024, 7);
   TempDir d;

@@ -132,6 +132,7 @@ struct HttpOrigin::Impl {
   std::unique_ptr<asio::ssl::context> tls;  // HTTPS when set
   std::vector<std::string> sni;
   std::size_t failed_handshakes = 0;
+  std::size_t resumed_handshakes = 0;
 
   mutable std::mutex mutex;
   mutable std::condition_variable changed;
@@ -185,6 +186,7 @@ struct HttpOrigin::Impl {
       } else {
         const char* name = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name);
         sni.emplace_back(name != nullptr ? name : "");
+        if (SSL_session_reused(stream.native_handle())) ++resumed_handshakes;
       }
     }
     changed.notify_all();
@@ -340,6 +342,11 @@ std::vector<std::string> HttpOrigin::sni_seen() const {
 std::size_t HttpOrigin::failed_handshakes() const {
   const std::lock_guard lock(impl_->mutex);
   return impl_->failed_handshakes;
+}
+
+std::size_t HttpOrigin::resumed_handshakes() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->resumed_handshakes;
 }
 
 std::string HttpOrigin::raw_received() const {

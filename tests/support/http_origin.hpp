@@ -86,6 +86,8 @@ class HttpOrigin {
   std::vector<std::string> sni_seen() const;
   // HTTPS: handshakes that failed (a client that did not trust the certificate, say).
   std::size_t failed_handshakes() const;
+  // HTTPS: completed handshakes that resumed an earlier session.
+  std::size_t resumed_handshakes() const;
   // Waits until at least n requests were recorded.
   bool wait_for_requests(std::size_t n,
                          std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
