@@ -6,6 +6,7 @@
 // Bodies are pumped through fixed buffers under each side's flow control; nothing is held
 // whole.
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -14,6 +15,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -52,6 +54,10 @@ class StreamResponder final : public Responder {
     if (ec || empty) co_return;
     const auto* data = reinterpret_cast<const std::uint8_t*>(reply.body.data());
     co_await ex_.send_data({data, reply.body.size()}, true);
+  }
+  void name_request(Session& s) const override {
+    s.request_method = ex_.request().method;
+    s.request_path = ex_.request().path;
   }
 
  private:
@@ -125,6 +131,7 @@ struct Moved {
   std::uint64_t down = 0;
   int status = 0;
   bool complete = false;
+  bool reported = false;  // the failure has its own line already (and reply, when one fits)
 };
 
 // The client's request body (its first `first` bytes already read) to an upstream stream,
@@ -179,10 +186,13 @@ asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange&
   using namespace asio::experimental::awaitable_operators;
   auto opened = co_await ups.h2_client->request(head, first == 0);
   if (!opened) {
-    co_await s.fail(policy::EntryMode::http, Errc::upstream_connect_failed,
-                    s.intercepted->display(), s.intercepted_port, opened.error().message(),
-                    telemetry::Phase::request, nullptr);
+    // The upstream connection is going away (GOAWAY, closed): the client may retry.
+    s.request_method = ex.request().method;
+    s.request_path = ex.request().path;
+    s.record_failure(policy::EntryMode::http, Errc::upstream_connect_failed,
+                     s.intercepted->display(), s.intercepted_port, 0, telemetry::Phase::request);
     ex.reset(h2::ResetCode::refused_stream);
+    moved.reported = true;
     co_return;
   }
   h2::ClientExchange& up = *opened;
@@ -201,12 +211,22 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
                                  StreamResponder& responder) {
   const policy::Host& host = *s.intercepted;
   TrackedPtr tracked;
-  if (!ups.idle.empty()) {
+  while (!ups.idle.empty() && !tracked) {
     tracked = std::move(ups.idle.back());
     ups.idle.pop_back();
-  } else {
+    // One the destination closed while it was idle is dropped (bytes waiting are fine: a
+    // TLS 1.3 session ticket).
+    char byte;
+    const ssize_t n =
+        ::recv(tracked->conn->socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) tracked.reset();
+  }
+  if (!tracked) {
     tracked = co_await connect_upstream(s, host, s.intercepted_port, false, &responder);
-    if (!tracked) co_return;
+    if (!tracked) {
+      moved.reported = true;
+      co_return;
+    }
   }
   UpstreamConn* up = tracked->conn.get();
   UpstreamStream& stream = up->tls->stream;
@@ -261,6 +281,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
       const std::string shown = host.display();
       co_await s.fail(policy::EntryMode::http, Errc::upstream_protocol_error, shown,
                       s.intercepted_port, {}, telemetry::Phase::headers, &responder);
+      moved.reported = true;
       co_return;
     }
     if (parser->get().result_int() >= 200) break;
@@ -332,6 +353,11 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     s.request_method = head.method;
     s.request_path = head.path;
   };
+  // No view of this stream's head outlives it.
+  struct Forget {
+    Session& s;
+    ~Forget() { s.request_method = s.request_path = {}; }
+  } forget{s};
   name_request();
   const ChainResult result = filter_request(s, request);
   if (!result.allowed) {
@@ -358,10 +384,8 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   } else {
     co_await forward_h1(s, ups, ex, out, fields, buf, first, moved, responder);
   }
-  if (moved.status == 0 && !moved.complete) {
-    if (!ex.response_ended()) ex.reset();
-    if (!over_h2) co_return;  // forward_h1 reported what failed
-  }
+  if (!moved.complete && !ex.response_ended()) ex.reset();
+  if (moved.reported) co_return;
   name_request();
   telemetry::AuditRecord r = s.record(policy::EntryMode::http);
   r.event = "http_request";
@@ -386,7 +410,6 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
                           moved.complete ? telemetry::Outcome::allowed : telemetry::Outcome::error);
   shared.metrics->bytes(telemetry::Direction::upstream, moved.up);
   shared.metrics->bytes(telemetry::Direction::downstream, moved.down);
-  s.request_method = s.request_path = {};
 }
 
 }  // namespace

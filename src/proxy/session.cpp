@@ -120,6 +120,7 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
                                     std::uint16_t port, const policy::Decision& d,
                                     const policy::Host* suggest_for, std::string_view sni,
                                     Responder* to) {
+  if (to != nullptr) to->name_request(*this);
   if (d.reason == policy::Reason::misdirected_request) {
     // Not the policy's denial contract: the client is told to ask the right connection.
     const std::string message = "this connection serves only " + intercepted->display() + ":" +
@@ -188,6 +189,7 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
 asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
                                     std::uint16_t port, std::string_view message,
                                     telemetry::Phase phase, Responder* to) {
+  if (to != nullptr) to->name_request(*this);
   if (!speaks_http(mode)) {
     record_failure(mode, code, host, port, 0, phase);
     reset_client();

@@ -48,6 +48,9 @@ class Responder {
  public:
   virtual ~Responder() = default;
   virtual asio::awaitable<void> send(const Reply& reply) = 0;
+  // Names the request the reply answers (Session::request_method, request_path) right before
+  // its line is written: streams of one connection interleave.
+  virtual void name_request(Session&) const {}
 };
 
 // One client connection on a listener, from accept to close, on the worker that accepted it;
