@@ -110,6 +110,38 @@ void read_host_services(const toml::table& table, const std::string& path,
   }
 }
 
+// `inspect`: host patterns, or IP-literal destinations with their port ("10.0.0.5:443",
+// "[fd00::5]:443"): an address has no pattern, so it names one exact address and port.
+void read_inspect(const toml::table& table, const std::string& path,
+                  const std::string& origin_prefix, RuleSet& rules, ErrorSink& sink) {
+  const toml::node* node = table.get("inspect");
+  if (node == nullptr) return;
+  const auto items = read_string_array(*node, join_key(path, "inspect"), sink);
+  if (!items) return;
+  const std::string origin = join_key(origin_prefix, "inspect");
+  for (const StringItem& item : *items) {
+    std::string error;
+    const auto authority = policy::parse_authority(item.value);
+    if (authority && policy::normalize_host(authority->host).is_address()) {
+      if (!authority->port) {
+        sink.add(item.where, item.path,
+                 "an address is inspected on one port: write it with the port, e.g. " +
+                     in_quotes(std::string(item.value) + ":443"));
+      } else if (auto service = parse_host_service(item.value, &error)) {
+        rules.inspect_addresses.push_back({*service, origin});
+      } else {
+        sink.add(item.where, item.path, std::move(error));
+      }
+    } else if (auto pattern = policy::parse_host_pattern(item.value, &error)) {
+      rules.inspect.push_back({std::move(*pattern), origin});
+    } else {
+      sink.add(
+          item.where, item.path,
+          "invalid host pattern " + in_quotes(item.value) + (error.empty() ? "" : ": ") + error);
+    }
+  }
+}
+
 // The keys a profile and a sandbox share. `path` prefixes error keys; `origin_prefix`
 // prefixes rule origins ("profiles.default", "sandboxes.ci").
 RuleSet read_rules(const toml::table& table, const std::string& path,
@@ -124,7 +156,7 @@ RuleSet read_rules(const toml::table& table, const std::string& path,
   read_cidrs(table, "deny_cidrs", path, origin_prefix, rules.deny_cidrs, sink);
   read_opaque(table, path, origin_prefix, rules.opaque, sink);
   read_host_services(table, path, origin_prefix, rules.allow_host_services, sink);
-  read_patterns(table, "inspect", path, origin_prefix, rules.inspect, sink);
+  read_inspect(table, path, origin_prefix, rules, sink);
   read_http_rules(table, path, origin_prefix, rules.http_rules, sink);
   read_git_rules(table, path, origin_prefix, rules.git_rules, sink);
   return rules;
@@ -152,6 +184,7 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
     append(spec.opaque, profile->opaque);
     append(spec.allow_host_services, profile->allow_host_services);
     append(spec.inspect, profile->inspect);
+    append(spec.inspect_addresses, profile->inspect_addresses);
     append(spec.http_rules, profile->http_rules);
     append(spec.git_rules, profile->git_rules);
   }
@@ -162,6 +195,7 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
   append(spec.opaque, own.opaque);
   append(spec.allow_host_services, own.allow_host_services);
   append(spec.inspect, own.inspect);
+  append(spec.inspect_addresses, own.inspect_addresses);
   append(spec.http_rules, own.http_rules);
   append(spec.git_rules, own.git_rules);
   return spec;

@@ -25,6 +25,7 @@ struct RuleSet {
   std::vector<policy::RuleSource> opaque;
   std::vector<policy::HostServiceSource> allow_host_services;
   std::vector<policy::RuleSource> inspect;
+  std::vector<policy::HostServiceSource> inspect_addresses;
   std::vector<policy::HttpRule> http_rules;
   std::vector<policy::GitRule> git_rules;
 };

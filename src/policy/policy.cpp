@@ -111,7 +111,8 @@ struct CompiledSandbox {
   CidrTable allow_cidrs;
   CidrTable deny_cidrs;
   NameTable opaque;
-  std::vector<HostService> host_services;  // few: scanned in order
+  std::vector<HostService> host_services;   // few: scanned in order
+  std::vector<Endpoint> inspect_addresses;  // few: scanned
   bool allow_all_hosts = false;
   std::optional<detail::CompiledRequestRules> request_rules;  // always set once built
 
@@ -257,6 +258,7 @@ Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_en
     for (const auto& h : spec.allow_host_services) {
       sb.host_services.push_back({h.service, h.origin + ":" + endpoint_text(h.service)});
     }
+    for (const auto& a : spec.inspect_addresses) sb.inspect_addresses.push_back(a.service);
     sb.allow_all_hosts = spec.allow_all_hosts;
     sb.request_rules.emplace(spec, sb.ports);
   }
@@ -273,9 +275,15 @@ std::size_t Policy::sandbox_count() const {
 }
 
 bool Policy::inspects(std::string_view sandbox, const Host& host, std::uint16_t port) const {
-  if (!host.is_name()) return false;
+  if (!host.is_valid()) return false;
   const auto it = impl_->sandboxes.find(sandbox);
-  return it != impl_->sandboxes.end() && it->second.request_rules->inspects(host.name, port);
+  if (it == impl_->sandboxes.end()) return false;
+  if (host.is_address()) {
+    const auto& addresses = it->second.inspect_addresses;
+    return std::find(addresses.begin(), addresses.end(), Endpoint{host.address, port}) !=
+           addresses.end();
+  }
+  return it->second.request_rules->inspects(host.name, port);
 }
 
 std::optional<Decision> Policy::decide_request_rules(std::string_view sandbox, const Host& host,

@@ -128,6 +128,8 @@ struct SandboxSpec {
   // Hosts whose TLS is terminated so that each request inside is decided (Policy::inspects);
   // the hosts of http_rules and git_rules are inspected too.
   std::vector<RuleSource> inspect;
+  // IP-literal destinations inspected (exact address and port; rules name only hosts).
+  std::vector<HostServiceSource> inspect_addresses;
   std::vector<HttpRule> http_rules;  // in order: the profile's, then the sandbox's
   std::vector<GitRule> git_rules;    // likewise
 };
@@ -181,8 +183,9 @@ class Policy {
                          const AddressSet& host_addresses) const;
 
   // Whether streams to host:port are intercepted (TLS terminated, each request decided): an
-  // `inspect` pattern matches it, or an http or git rule names it. Names only (patterns
-  // never name an address); costs hash probes like decide. False for an unknown sandbox.
+  // `inspect` pattern matches it, or an http or git rule names it; an address when an
+  // `inspect` entry names it with this port. Costs hash probes like decide (a scan of the few
+  // inspected addresses for an IP literal). False for an unknown sandbox.
   bool inspects(std::string_view sandbox, const Host& host, std::uint16_t port) const;
 
   // The method, path and git rules over one request to host:port, which the host rules

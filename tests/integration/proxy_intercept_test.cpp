@@ -141,6 +141,23 @@ TEST_F(ProxyIntercept, TheDestinationIsSentThePathTheRulesSaw) {
   EXPECT_EQ(requests[0].target, "/a/~user/c-d?x=%2F&y=.");
 }
 
+TEST_F(ProxyIntercept, AnInspectedAddressIsInterceptedWithALeafForTheAddress) {
+  const std::string port = std::to_string(origin_.port());
+  std::string with_address = tables();
+  with_address.replace(with_address.find("inspect = ["), 11,
+                       "inspect = [\"127.0.0.1:" + port + "\", ");
+  ASSERT_TRUE(daemon_->reload(with_address));
+  // curl checks the leaf names 127.0.0.1 (an iPAddress SAN) and is issued by sandgate's CA.
+  const auto r = curl({"https://127.0.0.1:" + port + "/by-address"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.body, "origin says: GET /by-address\n");
+  EXPECT_EQ(origin_.sni_seen(), std::vector<std::string>{""});  // no SNI for an address
+  const auto line = daemon_->wait_audit_code("http_request");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "destination.address"), "127.0.0.1");
+  EXPECT_EQ(json_string(*line, "url.scheme"), "https");
+}
+
 TEST_F(ProxyIntercept, KeptAliveRequestsShareOneUpstreamConnection) {
   const auto r = curl({url("api.test", "/one"), url("api.test", "/two"), url("api.test", "/3")});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -961,6 +961,32 @@ TEST(ConfigLoad, InterceptionPathsResolveAgainstTheFileAndDefaultsHold) {
   EXPECT_FALSE(load_config_from_string("", kFile).interception.enabled());
 }
 
+TEST(ConfigLoad, InspectTakesAddressesWithTheirPort) {
+  const Config c = load_config_from_string(R"([sandboxes.ci]
+token = "t"
+inspect = ["a.test", "10.0.0.5:443", "[fd00::5]:8443"]
+
+[interception]
+ca_cert = "c"
+ca_key = "k"
+)",
+                                           kFile);
+  const policy::SandboxSpec& spec = c.find_sandbox("ci")->spec;
+  ASSERT_EQ(spec.inspect.size(), 1u);
+  ASSERT_EQ(spec.inspect_addresses.size(), 2u);
+  EXPECT_EQ(policy::endpoint_text(spec.inspect_addresses[0].service), "10.0.0.5:443");
+  EXPECT_EQ(policy::endpoint_text(spec.inspect_addresses[1].service), "[fd00::5]:8443");
+  const auto policy = c.build_policy();
+  EXPECT_TRUE(policy->inspects("ci", policy::normalize_host("10.0.0.5"), 443));
+  EXPECT_FALSE(policy->inspects("ci", policy::normalize_host("10.0.0.5"), 80));
+  EXPECT_FALSE(policy->inspects("ci", policy::normalize_host("10.0.0.6"), 443));
+
+  const auto errors = errors_of("[sandboxes.ci]\ntoken = \"t\"\ninspect = [\"10.0.0.5\"]\n");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "sandboxes.ci.inspect[0]");
+  EXPECT_NE(errors[0].message.find("\"10.0.0.5:443\""), std::string::npos) << errors[0].message;
+}
+
 TEST(ConfigErrors, InterceptionKeysWithoutACaAreErrorsWhereTheyAreWritten) {
   const auto errors = errors_of(R"([profiles.p]
 inspect = ["a.test"]

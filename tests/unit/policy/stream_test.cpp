@@ -39,6 +39,7 @@ std::shared_ptr<const Policy> make_policy() {
   git.fetch = true;
   git.origin = "sandboxes.web.git[0]";
   web.git_rules = {git};
+  web.inspect_addresses = {{{*parse_ip_literal("198.18.0.7"), 443}, "sandboxes.web.inspect"}};
   web.allow_cidrs = {{*parse_cidr("198.18.0.0/15"), "sandboxes.web.allow_cidrs"},
                      {*parse_cidr("127.0.0.0/8"), "sandboxes.web.allow_cidrs"}};
   std::vector<Endpoint> self = {{*parse_ip_literal("127.0.0.1"), 15001}};
@@ -509,7 +510,35 @@ INSTANTIATE_TEST_SUITE_P(Intercepted, DecideStream,
                                              R::allowed_by_rule,
                                              M::http,
                                              "",
-                                             false}));
+                                             false},
+                                         // An inspect entry names an address with its port:
+                                         // intercepted there, spliced on another port.
+                                         Row{"connect_to_inspected_address",
+                                             M::connect,
+                                             true,
+                                             silent,
+                                             nullptr,
+                                             {},
+                                             "198.18.0.7",
+                                             443,
+                                             A::intercept,
+                                             R::allowed_by_cidr,
+                                             M::connect,
+                                             "198.18.0.7",
+                                             false},
+                                         Row{"connect_to_inspected_address_other_port",
+                                             M::connect,
+                                             true,
+                                             silent,
+                                             nullptr,
+                                             {},
+                                             "198.18.0.7",
+                                             80,
+                                             A::tunnel,
+                                             R::allowed_by_cidr,
+                                             M::connect,
+                                             "198.18.0.7",
+                                             true}));
 
 INSTANTIATE_TEST_SUITE_P(Connect, DecideStream,
                          testing::Values(Row{"allowed_is_gated",
