@@ -153,9 +153,8 @@ void require_interception(const toml::table& root, const std::vector<Sandbox>& s
   }
   for (const Sandbox& sandbox : sandboxes) {
     const policy::SandboxSpec& spec = sandbox.spec;
-    if (sandbox.in_drop_in &&
-        (!spec.inspect.empty() || !spec.inspect_addresses.empty() || !spec.http_rules.empty() ||
-         !spec.git_rules.empty())) {
+    if (sandbox.in_drop_in && (!spec.inspect.empty() || !spec.inspect_addresses.empty() ||
+                               !spec.http_rules.empty() || !spec.git_rules.empty())) {
       sink.add_unlocated(sandbox.file + ": sandboxes." + spec.id, kMessage);
     }
   }
