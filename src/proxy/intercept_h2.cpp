@@ -136,12 +136,13 @@ struct Moved {
 
 // The client's request body (its first `first` bytes already read) to an upstream stream,
 // then its trailers.
-asio::awaitable<void> pump_request(h2::ServerExchange& ex, h2::ClientExchange& up,
+asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
                                    std::vector<std::uint8_t>& buf, std::size_t first,
                                    Moved& moved) {
   std::size_t n = first;
   while (n > 0) {
     moved.up += n;
+    s.watchdog->arm(s.limits().idle_timeout);
     if (co_await up.send_data({buf.data(), n}, false)) co_return;
     auto [ec, got] = co_await ex.read_body(buf);
     if (ec) {
@@ -158,7 +159,8 @@ asio::awaitable<void> pump_request(h2::ServerExchange& ex, h2::ClientExchange& u
 }
 
 // The upstream stream's response to the client: head, body, trailers.
-asio::awaitable<void> pump_response(h2::ServerExchange& ex, h2::ClientExchange& up, Moved& moved) {
+asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
+                                    Moved& moved) {
   if (co_await up.read_response_head()) co_return;
   moved.status = up.response().status;
   if (co_await ex.send_response_head(moved.status, up.response().fields, false)) co_return;
@@ -171,6 +173,7 @@ asio::awaitable<void> pump_response(h2::ServerExchange& ex, h2::ClientExchange& 
     }
     if (n == 0) break;
     moved.down += n;
+    s.watchdog->arm(s.limits().idle_timeout);
     if (co_await ex.send_data({buf.data(), n}, false)) co_return;
   }
   const h2::Fields trailers = up.trailers();
@@ -197,9 +200,9 @@ asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange&
   }
   h2::ClientExchange& up = *opened;
   if (first == 0) {
-    co_await pump_response(ex, up, moved);
+    co_await pump_response(s, ex, up, moved);
   } else {
-    co_await (pump_request(ex, up, buf, first, moved) && pump_response(ex, up, moved));
+    co_await (pump_request(s, ex, up, buf, first, moved) && pump_response(s, ex, up, moved));
   }
 }
 
