@@ -111,17 +111,6 @@ telemetry::Ended ended_by(const Session& s, bool client, const boost::system::er
   return client ? Ended::client_close : Ended::upstream_close;
 }
 
-// True when a kept-alive upstream connection still looks usable (not closed by the server,
-// no stray bytes waiting). Over TLS, bytes may wait that are no response (a TLS 1.3 session
-// ticket): only a close or an error rules the connection out.
-bool upstream_reusable(UpstreamConn& up) {
-  if (up.buffer.size() != 0) return false;
-  char byte;
-  const ssize_t n = ::recv(up.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
-  return n > 0 && up.tls != nullptr;
-}
-
 // Copies what `in` sends (bytes already buffered first) to `out` until either ends.
 template <class In, class Out>
 asio::awaitable<boost::system::error_code> pump(In& in, boost::beast::flat_buffer& buffered,
@@ -173,6 +162,25 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                const policy::Decision* decision);
 
 }  // namespace
+
+bool upstream_reusable(UpstreamConn& up) {
+  if (up.buffer.size() != 0) return false;
+  char byte;
+  const ssize_t n = ::recv(up.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+  return n > 0 && up.tls != nullptr;
+}
+
+std::string forwarded_target(const Session& s, const policy::Host& host, std::uint16_t port,
+                             std::string_view target) {
+  if (s.snap->policy->inspects(s.sandbox, host, port)) {
+    const policy::CanonicalPath canonical = policy::canonicalize_path(target);
+    if (!canonical.ambiguous && canonical.path != "*") {
+      return canonical.path + (canonical.has_query ? "?" + std::string(canonical.query) : "");
+    }
+  }
+  return std::string(target);
+}
 
 // Sandgate's own TLS to the intercepted name over the dialled socket: SNI and the verified
 // name are the host (or its address for a literal). Errc::ok, or upstream_tls_failed with the
@@ -248,17 +256,9 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
     co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
     co_return false;
   }
-  // A host with request rules is sent the path the rules matched, not another spelling of it
-  // (%2E%2E, %7E, dot-segments) that the destination might read differently.
-  if (s.snap->policy->inspects(s.sandbox, host, request.port)) {
-    const policy::CanonicalPath canonical = policy::canonicalize_path(head.path_and_query);
-    if (!canonical.ambiguous && canonical.path != "*") {
-      std::string target =
-          canonical.path + (canonical.has_query ? "?" + std::string(canonical.query) : "");
-      head.path_and_query = std::move(target);
-      s.request_path = head.path_and_query;
-    }
-  }
+  std::string target = forwarded_target(s, host, request.port, head.path_and_query);
+  head.path_and_query = std::move(target);
+  s.request_path = head.path_and_query;
   co_return co_await handle_http(s, head, host, request.port, &result.decision);
 }
 

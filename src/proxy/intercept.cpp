@@ -47,10 +47,7 @@ asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& 
   }
   s.intercepted = v.dial;
   s.intercepted_port = port;
-  const unsigned char* alpn = nullptr;
-  unsigned int alpn_len = 0;
-  SSL_get0_alpn_selected(s.tls->stream.native_handle(), &alpn, &alpn_len);
-  if (alpn_len == 2 && alpn[0] == 'h' && alpn[1] == '2') {
+  if (alpn_is_h2(s.tls->stream.native_handle())) {
     co_await serve_h2(s);
     co_return;
   }

@@ -24,7 +24,6 @@
 #include "h2/connection.hpp"
 #include "h2/h1_fields.hpp"
 #include "http/request_head.hpp"
-#include "policy/path.hpp"
 #include "proxy/interception.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
@@ -116,13 +115,6 @@ asio::awaitable<TrackedPtr> connect_upstream(Session& s, const policy::Host& hos
     co_return nullptr;
   }
   co_return up;
-}
-
-bool negotiated_h2(UpstreamConn& up) {
-  const unsigned char* alpn = nullptr;
-  unsigned int len = 0;
-  SSL_get0_alpn_selected(up.tls->stream.native_handle(), &alpn, &len);
-  return len == 2 && alpn[0] == 'h' && alpn[1] == '2';
 }
 
 // What one exchange moved, for its line.
@@ -217,12 +209,8 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   while (!ups.idle.empty() && !tracked) {
     tracked = std::move(ups.idle.back());
     ups.idle.pop_back();
-    // One the destination closed while it was idle is dropped (bytes waiting are fine: a
-    // TLS 1.3 session ticket).
-    char byte;
-    const ssize_t n =
-        ::recv(tracked->conn->socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) tracked.reset();
+    // One the destination closed while it was idle is dropped.
+    if (!upstream_reusable(*tracked->conn)) tracked.reset();
   }
   if (!tracked) {
     tracked = co_await connect_upstream(s, host, s.intercepted_port, false, &responder);
@@ -368,12 +356,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     co_return;
   }
   h2::RequestHead out = head;
-  if (s.snap->policy->inspects(s.sandbox, host, port)) {
-    const policy::CanonicalPath canonical = policy::canonicalize_path(head.path);
-    if (!canonical.ambiguous && canonical.path != "*") {
-      out.path = canonical.path + (canonical.has_query ? "?" + std::string(canonical.query) : "");
-    }
-  }
+  out.path = forwarded_target(s, host, port, head.path);
   out.fields = h2::from_h1(fields);
 
   const auto started = std::chrono::steady_clock::now();
@@ -427,7 +410,7 @@ asio::awaitable<void> serve_h2(Session& s) {
   bool client_running = false;
   asio::steady_timer client_done(s.client.get_executor(),
                                  std::chrono::steady_clock::time_point::max());
-  if (ups.h2_conn && negotiated_h2(*ups.h2_conn->conn)) {
+  if (ups.h2_conn && alpn_is_h2(ups.h2_conn->conn->tls->stream.native_handle())) {
     ups.h2_client =
         std::make_unique<h2::ClientConnection<UpstreamStream>>(ups.h2_conn->conn->tls->stream);
     client_running = true;

@@ -183,6 +183,17 @@ inline constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Establ
 asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& v,
                                        std::uint16_t port);
 
+// True when a kept-alive upstream connection still looks usable (not closed by the server,
+// no stray bytes waiting). Over TLS, bytes may wait that are no response (a TLS 1.3 session
+// ticket): only a close or an error rules the connection out.
+bool upstream_reusable(UpstreamConn& up);
+
+// The target the destination is sent: for a host with request rules, the canonical path its
+// rules matched (dot-segments, unreserved escapes resolved; the query as sent), so that it
+// never reads another spelling differently; else `target` as sent.
+std::string forwarded_target(const Session& s, const policy::Host& host, std::uint16_t port,
+                             std::string_view target);
+
 // Sandgate's own TLS to the intercepted name over up.socket, dialled for it: SNI and the
 // verified name are the host (or its address for a literal), against the system roots and
 // [interception] upstream_ca_file. ALPN offers http/1.1, or h2 first when `offer_h2`.

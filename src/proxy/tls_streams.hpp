@@ -62,6 +62,14 @@ class PrefixedSocket {
   std::size_t offset_ = 0;
 };
 
+// Whether ALPN chose HTTP/2 on this connection (either leg).
+inline bool alpn_is_h2(SSL* ssl) {
+  const unsigned char* alpn = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl, &alpn, &len);
+  return len == 2 && alpn[0] == 'h' && alpn[1] == '2';
+}
+
 // Session::tls: the client's TLS, terminated with the intercepted name's leaf.
 struct ClientTlsLeg {
   ClientTlsLeg(tcp::socket& socket, std::vector<std::uint8_t> prefix, SSL* ssl)
