@@ -135,10 +135,11 @@ int run_audit(const AuditOptions& options) {
     }
     inputs.push_back(std::move(summary));
   }
-  audit::Report report = aggregator.report(options.top);
+  audit::Report report = aggregator.take_report(options.top);
+  std::ios::sync_with_stdio(false);  // the report is many small writes
   report.inputs = std::move(inputs);
   if (options.format == "json") {
-    std::cout << audit::render_json(report);
+    audit::render_json(report, std::cout);
   } else if (options.format == "html") {
     audit::render_html(report, std::cout);
   } else {

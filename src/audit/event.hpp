@@ -1,8 +1,7 @@
 #pragma once
 
-#include <boost/json/monotonic_resource.hpp>
-#include <boost/json/parser.hpp>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -37,13 +36,16 @@ enum class LineError {
   missing_fields,  // no valid @timestamp or no event.code
 };
 
-// Parses audit lines one at a time with Boost.JSON. Pure (bytes in, fields out) and reused
-// across lines: the parser's stack and the tree it builds live in storage owned here that is
-// released (not freed) before each line, so a steady stream of lines allocates nothing once
-// the first few have sized it. Not thread-safe.
+// Parses audit lines one at a time with Boost.JSON's SAX parser (basic_parser): no tree is
+// built; a handler follows the path of each value and copies only the fields AuditEvent
+// names into buffers owned here, which keep their capacity from line to line, so a steady
+// stream of lines allocates nothing once the first few have sized them. The JSON is still
+// checked whole (syntax, UTF-8, depth at most 32). Pure (bytes in, fields out). Not
+// thread-safe.
 class LineParser {
  public:
   LineParser();
+  ~LineParser();
   LineParser(const LineParser&) = delete;
   LineParser& operator=(const LineParser&) = delete;
 
@@ -52,11 +54,8 @@ class LineParser {
   std::optional<AuditEvent> parse(std::string_view line, LineError& error);
 
  private:
-  // Tree nodes of one line go here; the first 16 KiB never touch the heap.
-  alignas(16) unsigned char initial_[16 * 1024];
-  boost::json::monotonic_resource storage_;
-  boost::json::parser parser_;
-  boost::json::value value_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace sandgate::audit

@@ -26,8 +26,9 @@ struct InputSummary {
   std::string error;        // "" when read to its end
 };
 
-// Reads `path` ("-": standard input) line by line through zlib, so a gzip file (a rotated
-// `audit.log.1.gz`, several members included) and a plain one read alike. Memory is one
+// Reads `path` ("-": standard input) line by line; gzip (a rotated `audit.log.1.gz`, several
+// members included, on stdin too) is recognised by its magic bytes and inflated with zlib,
+// a plain input is read as it is. Memory is one
 // buffer of about max(1 MiB, max_line_bytes) whatever the size of the input. A read error or
 // a truncated gzip stream ends the input with `error` set; the lines before it count.
 InputSummary read_lines(const std::string& path, std::size_t max_line_bytes, LineSink& sink);

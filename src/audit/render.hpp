@@ -14,8 +14,8 @@ namespace sandgate::audit {
 // (\x1b), so a hostile host name cannot drive the terminal.
 void render_table(const Report& r, std::ostream& out);
 
-// For scripts: one JSON document (schema "sandgate-audit-report/1").
-std::string render_json(const Report& r);
+// For scripts: one JSON document (schema "sandgate-audit-report/1"), then '\n'.
+void render_json(const Report& r, std::ostream& out);
 
 // One self-contained HTML page: inline CSS and SVG, no script, no external reference (a
 // Content-Security-Policy of default-src 'none' says so to the browser too). Every string

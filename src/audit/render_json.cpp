@@ -44,9 +44,15 @@ json::array strings(const std::vector<std::string>& list) {
 
 }  // namespace
 
-std::string render_json(const Report& r) {
-  json::object root;
-  root["schema"] = "sandgate-audit-report/1";
+void render_json(const Report& r, std::ostream& out) {
+  // Written piece by piece: one group at a time is a tree, never the whole report, so the
+  // output costs memory for one group whatever the number of groups.
+  const auto field = [&](std::string_view key, const json::value& v, bool first = false) {
+    out << (first ? "" : ",") << json::serialize(json::string_view(key.data(), key.size())) << ":"
+        << json::serialize(v);
+  };
+  out << "{";
+  field("schema", "sandgate-audit-report/1", true);
   json::array inputs;
   for (const InputSummary& in : r.inputs) {
     json::object o{
@@ -54,31 +60,19 @@ std::string render_json(const Report& r) {
     if (!in.error.empty()) o["error"] = in.error;
     inputs.push_back(std::move(o));
   }
-  root["inputs"] = std::move(inputs);
-  root["lines"] = r.lines;
-  root["matched"] = r.matched;
-  root["malformed"] = r.malformed;
-  root["too_long"] = r.too_long;
-  root["first_seen"] = time_or_null(r.first_ms, r.matched > 0);
-  root["last_seen"] = time_or_null(r.last_ms, r.matched > 0);
+  field("inputs", inputs);
+  field("lines", r.lines);
+  field("matched", r.matched);
+  field("malformed", r.malformed);
+  field("too_long", r.too_long);
+  field("first_seen", time_or_null(r.first_ms, r.matched > 0));
+  field("last_seen", time_or_null(r.last_ms, r.matched > 0));
 
-  // Denial groups nested under their sandbox.
-  std::map<std::string, json::array> denials;
-  for (const DenialGroup& g : r.denials) {
-    json::object o{{"host", g.host},
-                   {"port", g.port},
-                   {"reason", g.reason},
-                   {"rule", g.rule},
-                   {"count", g.count},
-                   {"first_seen", format_rfc3339_ms(g.first_ms)},
-                   {"last_seen", format_rfc3339_ms(g.last_ms)},
-                   {"protocols", strings(g.protocols)},
-                   {"suggestion_source", source_name(g.suggestion_source)}};
-    o["suggestion"] = g.suggestion.empty() ? json::value(nullptr) : json::value(g.suggestion);
-    denials[g.sandbox].push_back(std::move(o));
-  }
-  json::array sandboxes;
-  for (const SandboxSummary& s : r.sandboxes) {
+  // Denial groups nested under their sandbox (both lists are sorted by sandbox id).
+  out << ",\"sandboxes\":[";
+  std::size_t g = 0;
+  for (std::size_t i = 0; i < r.sandboxes.size(); ++i) {
+    const SandboxSummary& s = r.sandboxes[i];
     json::object o{{"sandbox", s.sandbox},
                    {"lines", s.lines},
                    {"connections", s.connections},
@@ -89,11 +83,28 @@ std::string render_json(const Report& r) {
                    {"bytes_down", s.bytes_down},
                    {"first_seen", format_rfc3339_ms(s.first_ms)},
                    {"last_seen", format_rfc3339_ms(s.last_ms)}};
-    auto it = denials.find(s.sandbox);
-    o["denials"] = it == denials.end() ? json::array() : std::move(it->second);
-    sandboxes.push_back(std::move(o));
+    std::string head = json::serialize(o);
+    head.pop_back();  // the closing brace: the denials follow
+    out << (i == 0 ? "" : ",") << head << ",\"denials\":[";
+    while (g < r.denials.size() && r.denials[g].sandbox < s.sandbox) ++g;  // an overflowed sandbox
+    for (bool first = true; g < r.denials.size() && r.denials[g].sandbox == s.sandbox; ++g) {
+      const DenialGroup& d = r.denials[g];
+      json::object group{{"host", d.host},
+                         {"port", d.port},
+                         {"reason", d.reason},
+                         {"rule", d.rule},
+                         {"count", d.count},
+                         {"first_seen", format_rfc3339_ms(d.first_ms)},
+                         {"last_seen", format_rfc3339_ms(d.last_ms)},
+                         {"protocols", strings(d.protocols)},
+                         {"suggestion_source", source_name(d.suggestion_source)}};
+      group["suggestion"] = d.suggestion.empty() ? json::value(nullptr) : json::value(d.suggestion);
+      out << (first ? "" : ",") << json::serialize(group);
+      first = false;
+    }
+    out << "]}";
   }
-  root["sandboxes"] = std::move(sandboxes);
+  out << "]";
 
   json::array suggestions;
   for (const SuggestionBlock& b : r.suggestions) {
@@ -103,39 +114,41 @@ std::string render_json(const Report& r) {
                                        {"sandboxes", strings(b.sandboxes)},
                                        {"denials", b.denials}});
   }
-  root["suggestions"] = std::move(suggestions);
+  field("suggestions", suggestions);
 
-  root["destinations"] = json::object{{"distinct", r.destinations},
-                                      {"top", r.top},
-                                      {"by_bytes", destinations_json(r.top_by_bytes)},
-                                      {"by_connections", destinations_json(r.top_by_connections)}};
+  field("destinations", json::object{{"distinct", r.destinations},
+                                     {"top", r.top},
+                                     {"by_bytes", destinations_json(r.top_by_bytes)},
+                                     {"by_connections", destinations_json(r.top_by_connections)}});
 
-  json::array errors;
   std::map<std::string, std::uint64_t> by_side;
-  for (const ErrorGroup& e : r.errors) {
-    by_side[e.side] += e.count;
-    errors.push_back(json::object{{"side", e.side},
-                                  {"code", e.code},
-                                  {"sandbox", e.sandbox},
-                                  {"count", e.count},
-                                  {"first_seen", format_rfc3339_ms(e.first_ms)},
-                                  {"last_seen", format_rfc3339_ms(e.last_ms)}});
-  }
+  for (const ErrorGroup& e : r.errors) by_side[e.side] += e.count;
   json::object sides;
   for (const auto& [side, n] : by_side) sides[side] = n;
-  root["errors_by_side"] = std::move(sides);
-  root["errors"] = std::move(errors);
-
-  json::array credentials;
-  for (const CredentialGroup& c : r.credentials) {
-    credentials.push_back(json::object{{"host", c.host},
-                                       {"name", c.name},
-                                       {"fingerprint", c.fingerprint},
-                                       {"count", c.count},
-                                       {"first_seen", format_rfc3339_ms(c.first_ms)},
-                                       {"last_seen", format_rfc3339_ms(c.last_ms)}});
+  field("errors_by_side", sides);
+  out << ",\"errors\":[";
+  for (std::size_t i = 0; i < r.errors.size(); ++i) {
+    const ErrorGroup& e = r.errors[i];
+    out << (i == 0 ? "" : ",")
+        << json::serialize(json::object{{"side", e.side},
+                                        {"code", e.code},
+                                        {"sandbox", e.sandbox},
+                                        {"count", e.count},
+                                        {"first_seen", format_rfc3339_ms(e.first_ms)},
+                                        {"last_seen", format_rfc3339_ms(e.last_ms)}});
   }
-  root["credentials"] = std::move(credentials);
+  out << "],\"credentials\":[";
+  for (std::size_t i = 0; i < r.credentials.size(); ++i) {
+    const CredentialGroup& c = r.credentials[i];
+    out << (i == 0 ? "" : ",")
+        << json::serialize(json::object{{"host", c.host},
+                                        {"name", c.name},
+                                        {"fingerprint", c.fingerprint},
+                                        {"count", c.count},
+                                        {"first_seen", format_rfc3339_ms(c.first_ms)},
+                                        {"last_seen", format_rfc3339_ms(c.last_ms)}});
+  }
+  out << "]";
 
   json::array series;
   for (const DenialSeries& s : r.series) {
@@ -143,17 +156,17 @@ std::string render_json(const Report& r) {
     for (const std::uint64_t n : s.counts) counts.push_back(n);
     series.push_back(json::object{{"sandbox", s.sandbox}, {"counts", std::move(counts)}});
   }
-  root["denials_over_time"] =
-      json::object{{"start", time_or_null(r.series_start_ms, r.series_width_ms > 0)},
-                   {"bucket_ms", r.series_width_ms},
-                   {"series", std::move(series)}};
+  field("denials_over_time",
+        json::object{{"start", time_or_null(r.series_start_ms, r.series_width_ms > 0)},
+                     {"bucket_ms", r.series_width_ms},
+                     {"series", std::move(series)}});
 
-  root["not_shown"] = json::object{{"denials", overflow_json(r.denial_overflow)},
-                                   {"destinations", overflow_json(r.destination_overflow)},
-                                   {"errors", overflow_json(r.error_overflow)},
-                                   {"credentials", overflow_json(r.credential_overflow)},
-                                   {"sandboxes", overflow_json(r.sandbox_overflow)}};
-  return json::serialize(root) + "\n";
+  field("not_shown", json::object{{"denials", overflow_json(r.denial_overflow)},
+                                  {"destinations", overflow_json(r.destination_overflow)},
+                                  {"errors", overflow_json(r.error_overflow)},
+                                  {"credentials", overflow_json(r.credential_overflow)},
+                                  {"sandboxes", overflow_json(r.sandbox_overflow)}});
+  out << "}\n";
 }
 
 }  // namespace sandgate::audit

@@ -172,12 +172,13 @@ void Aggregator::add(const AuditEvent& e) {
   key_.assign(e.sandbox);
   auto sandbox = sandboxes_.find(key_);
   if (sandbox == sandboxes_.end() && sandbox_table_.has_room(sandboxes_.size(), e.sandbox)) {
-    sandbox = sandboxes_.emplace(std::string(e.sandbox), SandboxSummary{}).first;
-    sandbox->second.sandbox = e.sandbox;
-    sandbox->second.first_ms = sandbox->second.last_ms = e.time_ms;
+    sandbox = sandboxes_.emplace(key_, SandboxState{}).first;
+    SandboxSummary& s = sandbox->second.summary;
+    s.sandbox = e.sandbox;
+    s.first_ms = s.last_ms = e.time_ms;
   }
   if (sandbox != sandboxes_.end()) {
-    SandboxSummary& s = sandbox->second;
+    SandboxSummary& s = sandbox->second.summary;
     ++s.lines;
     s.connections += connection ? 1 : 0;
     s.denied += denied ? 1 : 0;
@@ -186,7 +187,7 @@ void Aggregator::add(const AuditEvent& e) {
     s.bytes_up += e.bytes_up;
     s.bytes_down += e.bytes_down;
     widen(e.time_ms, s.first_ms, s.last_ms, false);
-    if (denied) add_series(sandbox->first, e.time_ms);
+    if (denied) add_series(sandbox->second, e.time_ms);
   }
 
   if (!e.host.empty()) {
@@ -305,26 +306,42 @@ std::pair<std::string, SuggestionSource> Aggregator::derive_suggestion(const Aud
   return {"[sandboxes." + std::string(e.sandbox) + "] " + line, SuggestionSource::derived};
 }
 
-void Aggregator::add_series(const std::string& sandbox, std::int64_t t) {
+void Aggregator::add_series(SandboxState& sandbox, std::int64_t t) {
   std::int64_t bucket = floor_div(t, width_ms_);
   if (!min_bucket_ || bucket < *min_bucket_) min_bucket_ = bucket;
   if (!max_bucket_ || bucket > *max_bucket_) max_bucket_ = bucket;
   const auto span = [&] { return static_cast<std::size_t>(*max_bucket_ - *min_bucket_ + 1); };
   while (span() > limits_.max_time_buckets) {
     width_ms_ *= 2;
-    for (auto& [name, counts] : series_) {
-      std::map<std::int64_t, std::uint64_t> merged;
-      for (const auto& [index, n] : counts) merged[floor_div(index, 2)] += n;
-      counts.swap(merged);
+    for (auto& [name, state] : sandboxes_) {
+      if (state.series.empty()) continue;
+      const std::int64_t base = floor_div(state.series_base, 2);
+      std::vector<std::uint64_t> merged(state.series.size() / 2 + 2, 0);
+      for (std::size_t i = 0; i < state.series.size(); ++i) {
+        const std::int64_t index = state.series_base + static_cast<std::int64_t>(i);
+        merged[static_cast<std::size_t>(floor_div(index, 2) - base)] += state.series[i];
+      }
+      while (!merged.empty() && merged.back() == 0) merged.pop_back();
+      state.series_base = base;
+      state.series.swap(merged);
     }
     min_bucket_ = floor_div(*min_bucket_, 2);
     max_bucket_ = floor_div(*max_bucket_, 2);
     bucket = floor_div(t, width_ms_);
   }
-  ++series_[sandbox][bucket];
+  std::vector<std::uint64_t>& counts = sandbox.series;
+  if (counts.empty()) {
+    sandbox.series_base = bucket;
+  } else if (bucket < sandbox.series_base) {
+    counts.insert(counts.begin(), static_cast<std::size_t>(sandbox.series_base - bucket), 0);
+    sandbox.series_base = bucket;
+  }
+  const auto at = static_cast<std::size_t>(bucket - sandbox.series_base);
+  if (at >= counts.size()) counts.resize(at + 1, 0);
+  ++counts[at];
 }
 
-Report Aggregator::report(std::size_t top) const {
+Report Aggregator::take_report(std::size_t top) {
   Report r;
   r.top = top;
   r.max_groups = limits_.max_groups;
@@ -334,11 +351,12 @@ Report Aggregator::report(std::size_t top) const {
   r.too_long = too_long_;
   r.first_ms = first_ms_;
   r.last_ms = last_ms_;
-  for (const auto& [key, s] : sandboxes_) r.sandboxes.push_back(s);
+  for (auto& [key, s] : sandboxes_) r.sandboxes.push_back(std::move(s.summary));
   std::sort(r.sandboxes.begin(), r.sandboxes.end(),
             [](const auto& a, const auto& b) { return a.sandbox < b.sandbox; });
 
-  for (const auto& [key, g] : denials_) r.denials.push_back(g);
+  for (auto& [key, g] : denials_) r.denials.push_back(std::move(g));
+  denials_.clear();
   std::sort(r.denials.begin(), r.denials.end(), [](const DenialGroup& a, const DenialGroup& b) {
     if (a.sandbox != b.sandbox) return a.sandbox < b.sandbox;
     if (a.count != b.count) return a.count > b.count;
@@ -350,7 +368,8 @@ Report Aggregator::report(std::size_t top) const {
 
   std::vector<DestinationGroup> destinations;
   destinations.reserve(destinations_.size());
-  for (const auto& [key, d] : destinations_) destinations.push_back(d);
+  for (auto& [key, d] : destinations_) destinations.push_back(std::move(d));
+  destinations_.clear();
   r.destinations = destinations.size();
   const auto take_top = [&](auto measure) {
     std::vector<DestinationGroup> out = destinations;
@@ -368,13 +387,13 @@ Report Aggregator::report(std::size_t top) const {
   r.top_by_bytes = take_top([](const DestinationGroup& d) { return d.bytes(); });
   r.top_by_connections = take_top([](const DestinationGroup& d) { return d.connections; });
 
-  for (const auto& [key, e] : errors_) r.errors.push_back(e);
+  for (auto& [key, e] : errors_) r.errors.push_back(std::move(e));
   std::sort(r.errors.begin(), r.errors.end(), [](const ErrorGroup& a, const ErrorGroup& b) {
     if (a.side != b.side) return a.side < b.side;
     if (a.code != b.code) return a.code < b.code;
     return a.sandbox < b.sandbox;
   });
-  for (const auto& [key, c] : credentials_) r.credentials.push_back(c);
+  for (auto& [key, c] : credentials_) r.credentials.push_back(std::move(c));
   std::sort(r.credentials.begin(), r.credentials.end(),
             [](const CredentialGroup& a, const CredentialGroup& b) {
               if (a.host != b.host) return a.host < b.host;
@@ -386,12 +405,14 @@ Report Aggregator::report(std::size_t top) const {
     r.series_width_ms = width_ms_;
     r.series_start_ms = *min_bucket_ * width_ms_;
     const auto buckets = static_cast<std::size_t>(*max_bucket_ - *min_bucket_ + 1);
-    for (const auto& [name, counts] : series_) {
+    for (const auto& [name, state] : sandboxes_) {
+      if (state.series.empty()) continue;
       DenialSeries s;
       s.sandbox = name;
       s.counts.assign(buckets, 0);
-      for (const auto& [index, n] : counts) {
-        s.counts[static_cast<std::size_t>(index - *min_bucket_)] = n;
+      for (std::size_t i = 0; i < state.series.size(); ++i) {
+        const std::int64_t index = state.series_base + static_cast<std::int64_t>(i);
+        s.counts[static_cast<std::size_t>(index - *min_bucket_)] += state.series[i];
       }
       r.series.push_back(std::move(s));
     }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -7,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -174,8 +174,8 @@ class Aggregator {
   void add_too_long() { ++too_long_; }
 
   // The report: denials, errors, credentials and sandboxes whole (as kept); destinations
-  // and series cut to the `top` largest.
-  Report report(std::size_t top) const;
+  // and series cut to the `top` largest. Moves the groups out: call it once, last.
+  Report take_report(std::size_t top);
 
  private:
   struct Bitmap {
@@ -191,7 +191,8 @@ class Aggregator {
   };
 
   void add_denial(const AuditEvent& e);
-  void add_series(const std::string& sandbox, std::int64_t t);
+  struct SandboxState;
+  void add_series(SandboxState& sandbox, std::int64_t t);
   // A suggestion from the line itself (policy::suggest_rule), placed by placer_ if it can.
   std::pair<std::string, SuggestionSource> derive_suggestion(const AuditEvent& e) const;
 
@@ -202,18 +203,26 @@ class Aggregator {
   std::int64_t first_ms_ = 0, last_ms_ = 0;
   std::string key_;  // scratch key, reused
 
-  std::unordered_map<std::string, DenialGroup> denials_;
-  std::unordered_map<std::string, DestinationGroup> destinations_;
-  std::unordered_map<std::string, ErrorGroup> errors_;
-  std::unordered_map<std::string, CredentialGroup> credentials_;
-  std::unordered_map<std::string, SandboxSummary> sandboxes_;
+  // Open addressing (Boost's flat map): a lookup per line and table is most of the work.
+  template <class V>
+  using Map = boost::unordered_flat_map<std::string, V>;
+  // A sandbox's totals and its denials over time: counts per bucket (time / width). One
+  // width for all sandboxes, doubled whenever the span of indices would exceed
+  // max_time_buckets.
+  struct SandboxState {
+    SandboxSummary summary;
+    std::int64_t series_base = 0;       // bucket index of series[0]
+    std::vector<std::uint64_t> series;  // at most max_time_buckets long
+  };
+  Map<DenialGroup> denials_;
+  Map<DestinationGroup> destinations_;
+  Map<ErrorGroup> errors_;
+  Map<CredentialGroup> credentials_;
+  Map<SandboxState> sandboxes_;
   Table denial_table_, destination_table_, error_table_, credential_table_, sandbox_table_;
 
-  // Denials over time: bucket index (time / width) -> count, per sandbox; one width for all,
-  // doubled whenever the span of indices would exceed max_time_buckets.
   std::int64_t width_ms_ = 60'000;
   std::optional<std::int64_t> min_bucket_, max_bucket_;
-  std::unordered_map<std::string, std::map<std::int64_t, std::uint64_t>> series_;
 };
 
 // Splits daemon suggestions into paste-ready blocks, one per target, items merged per key

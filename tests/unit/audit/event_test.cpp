@@ -118,6 +118,11 @@ TEST(AuditLineParser, CountsBrokenLinesAndRecovers) {
       {"two values", good + good, LineError::not_json},
       {"trailing comma", R"({"a":1,})", LineError::not_json},
       {"too deep", std::string(100, '[') + std::string(100, ']'), LineError::not_json},
+      {"invalid UTF-8 in a field read",
+       R"({"@timestamp":"2026-12-02T00:00:00Z","event":{"code":"x\xC3("}})", LineError::not_json},
+      {"a surrogate in a field read",
+       R"({"@timestamp":"2026-12-02T00:00:00Z","event":{"code":"\xED\xA0\x80"}})",
+       LineError::not_json},
       {"array", "[1,2]", LineError::not_an_object},
       {"string", R"("x")", LineError::not_an_object},
       {"no timestamp", R"({"event":{"code":"x"}})", LineError::missing_fields},
@@ -138,6 +143,18 @@ TEST(AuditLineParser, CountsBrokenLinesAndRecovers) {
     ASSERT_TRUE(e) << "after " << row.name;
     EXPECT_EQ(e->code, "x");
   }
+}
+
+TEST(AuditLineParser, ChecksUtf8OnlyInTheFieldsItReads) {
+  // Bytes no daemon writes, in a field the report does not read: the line still counts.
+  LineParser parser;
+  LineError error{};
+  const auto e = parser.parse(
+      "{\"@timestamp\":\"2026-12-02T00:00:00Z\",\"event\":{\"code\":\"x\"},"
+      "\"url\":{\"path\":\"/\xFF\"}}",
+      error);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "x");
 }
 
 TEST(AuditLineParser, IgnoresFieldsOfTheWrongType) {

@@ -28,7 +28,7 @@ Report hostile_report() {
   e.code = "connection_closed";
   e.bytes_down = 99;
   a.add(e);
-  Report r = a.report(10);
+  Report r = a.take_report(10);
   InputSummary input;
   input.name = "<in>.log";
   input.lines = 2;
@@ -65,7 +65,9 @@ TEST(AuditRender, TableEscapesControlCharacters) {
 }
 
 TEST(AuditRender, JsonParsesBackWithTheHostileStringsIntact) {
-  const boost::json::value v = boost::json::parse(render_json(hostile_report()));
+  std::ostringstream out;
+  render_json(hostile_report(), out);
+  const boost::json::value v = boost::json::parse(out.str());
   const auto& sandbox = v.at("sandboxes").at(0);
   EXPECT_EQ(sandbox.at("sandbox").as_string(), "<b>sb</b>");
   EXPECT_EQ(sandbox.at("denials").at(0).at("host").as_string(), kHostile);

@@ -61,7 +61,7 @@ TEST(AuditAggregator, GroupsDenialsBySandboxHostPortAndReason) {
   a.add(denial(kT0, "sb1", "evil.example", 80));
   a.add(denial(kT0, "sb1", "evil.example", 443, "denied_by_rule"));
   a.add(denial(kT0, "sb2", "evil.example", 443));
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   ASSERT_EQ(r.denials.size(), 4u);
   const DenialGroup& top = r.denials[0];
   EXPECT_EQ(top.sandbox, "sb1");
@@ -139,7 +139,7 @@ TEST(AuditAggregator, Filters) {
   for (const FilterRow& row : rows) {
     Aggregator a{row.filter};
     for (const AuditEvent& e : events) a.add(e);
-    const Report r = a.report(10);
+    const Report r = a.take_report(10);
     EXPECT_EQ(r.lines, 4u) << row.name;
     EXPECT_EQ(r.matched, row.matched) << row.name;
   }
@@ -160,7 +160,7 @@ TEST(AuditAggregator, TakesTheLogsSuggestionElseDerivesOne) {
                443));  // shortened: not a name
   a.add(denial(kT0, "sb1", "git.example", 443, "not_a_reason"));
   a.add(denial(kT0, "", "y.example", 443, "unknown_sandbox"));
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   std::map<std::string, const DenialGroup*> by_host;
   for (const DenialGroup& g : r.denials) by_host[g.host] = &g;
   ASSERT_EQ(by_host.size(), 7u);
@@ -187,7 +187,7 @@ TEST(AuditAggregator, PlacesDerivedSuggestionsWithThePlacer) {
   Aggregator a{Filter{}, Limits{}, placer};
   a.add(denial(kT0, "known", "x.example", 443));
   a.add(denial(kT0, "gone", "x.example", 443));
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   ASSERT_EQ(r.denials.size(), 2u);
   EXPECT_EQ(r.denials[0].sandbox, "gone");
   EXPECT_EQ(r.denials[0].suggestion, "[sandboxes.gone] allow = [\"x.example:443\"]");
@@ -204,7 +204,7 @@ TEST(AuditAggregator, BoundsTheGroupsItKeeps) {
       a.add(denial(kT0 + i, "sb", host, 443));
     }
   }
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   ASSERT_EQ(r.denials.size(), 2u);
   EXPECT_EQ(r.denials[0].count, 3u);  // kept groups go on counting
   EXPECT_EQ(r.denial_overflow.lines, 24u);
@@ -222,7 +222,7 @@ TEST(AuditAggregator, TopDestinationsByBytesAndByConnections) {
   a.add(tunnel(kT0, "sb", "b.example", 5, 5));
   a.add(tunnel(kT0, "sb", "a.example", 5, 5));
   a.add(denial(kT0, "sb", "denied.example", 443));
-  const Report r = a.report(3);
+  const Report r = a.take_report(3);
   ASSERT_EQ(r.top_by_bytes.size(), 3u);
   EXPECT_EQ(r.top_by_bytes[0].host, "big.example");
   EXPECT_EQ(r.top_by_bytes[0].bytes(), 1'000'010u);
@@ -247,7 +247,7 @@ TEST(AuditAggregator, ErrorCodesBySide) {
   cut.code = "http_request";
   cut.outcome = "failure";  // the client went away: not an error code
   a.add(cut);
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   std::map<std::string, std::pair<std::string, std::uint64_t>> by_code;
   for (const ErrorGroup& e : r.errors) by_code[e.code] = {e.side, e.count};
   const std::map<std::string, std::pair<std::string, std::uint64_t>> want = {
@@ -272,7 +272,7 @@ TEST(AuditAggregator, CredentialsPerHost) {
   e.credential_fingerprint = "sha256:bb";  // refreshed token
   a.add(e);
   a.add(tunnel(kT0, "sb", "api.github.com", 1, 1));  // without a credential
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   ASSERT_EQ(r.credentials.size(), 2u);
   EXPECT_EQ(r.credentials[0].host, "api.github.com");
   EXPECT_EQ(r.credentials[0].name, "github-app");
@@ -288,7 +288,7 @@ TEST(AuditAggregator, DenialSeriesWidenBucketsToStayBounded) {
   // Minute buckets at first; ten minutes of denials make them wider, keeping every count.
   for (int m = 0; m < 10; ++m) a.add(denial(kT0 + m * kMinute, "sb1", "x.example", 443));
   a.add(denial(kT0 + 9 * kMinute, "sb2", "x.example", 443));
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   ASSERT_EQ(r.series.size(), 2u);
   EXPECT_EQ(r.series[0].sandbox, "sb1");
   EXPECT_LE(r.series[0].counts.size(), 4u);
@@ -309,7 +309,7 @@ TEST(AuditAggregator, CountsMalformedAndTooLongLines) {
   a.add_malformed();
   a.add_malformed();
   a.add_too_long();
-  const Report r = a.report(10);
+  const Report r = a.take_report(10);
   EXPECT_EQ(r.malformed, 2u);
   EXPECT_EQ(r.too_long, 1u);
   EXPECT_EQ(r.lines, 0u);
