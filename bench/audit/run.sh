@@ -4,7 +4,7 @@
 #   bench/audit/run.sh                  # 1 GiB log, build Release, print times and ratios
 #   bench/audit/run.sh --size 200000000 # a smaller log (bytes)
 #   bench/audit/run.sh --bin build/dev/src/app/sandgate   # no build, use this binary
-#   bench/audit/run.sh --gzip           # also time sandgate on a gzip copy (and jq via zcat)
+#   bench/audit/run.sh --gzip           # also time both on a gzip copy (jq through zcat)
 #   bench/audit/run.sh --keep           # keep the generated log in the work directory
 #
 # Generates a realistic audit log (bench/audit/gen_log.py: 340 sandboxes, ~3,000 allowed
@@ -48,7 +48,7 @@ fi
 
 mkdir -p "$work"
 log=$work/audit.log
-cleanup() { [ "$keep" = 1 ] || rm -f "$log" "$log.gz"; }
+cleanup() { [ "$keep" = 1 ] || rm -f "$log" "$log.gz"; rm -f "$work"/*.out; }
 trap cleanup EXIT
 if [ ! -f "$log" ] || [ "$(stat -c %s "$log")" -lt "$size" ]; then
     python3 "$here/gen_log.py" "$size" "$log"
@@ -76,11 +76,23 @@ printf '%-34s %11s %11s %13s %15s\n' "" "wall" "cpu" "max RSS" "throughput"
 row "sandgate audit --format json" "$sg_wall" "$sg_cpu" "$sg_rss"
 row "jq -n -f denials.jq" "$jq_wall" "$jq_cpu" "$jq_rss"
 
+# Memory follows the groups, not the input: the same log twice (twice the lines, the same
+# groups) must not take more memory than once.
+read -r twice_wall twice_cpu twice_rss < <(measure sandgate_twice "$bin" audit --format json --max-groups 10000000 "$log" "$log")
+row "sandgate audit, the log twice" "$twice_wall" "$twice_cpu" "$twice_rss"
+if [ "$twice_rss" -gt $(( sg_rss + sg_rss / 10 + 4096 )) ]; then
+    echo "memory grew with the input: ${sg_rss} KiB once, ${twice_rss} KiB twice"
+    status=1
+fi
+
 if [ "$gzip_too" = 1 ]; then
     gzip -1 -c "$log" >"$log.gz"
     read -r gz_wall gz_cpu gz_rss < <(measure sandgate_gz "$bin" audit --format json --max-groups 10000000 "$log.gz")
-    row "sandgate audit (.gz input)" "$gz_wall" "$gz_cpu" "$gz_rss"
+    row "sandgate audit, gzip input" "$gz_wall" "$gz_cpu" "$gz_rss"
+    read -r zjq_wall zjq_cpu zjq_rss < <(measure jq_gz sh -c "zcat '$log.gz' | jq -n -c -f '$here/denials.jq'")
+    row "zcat | jq -n -f denials.jq" "$zjq_wall" "$zjq_cpu" "$zjq_rss"
     python3 "$here/compare.py" "$work/sandgate_gz.out" "$work/jq.out" || status=1
+    echo "ratio on gzip input (wall): $(awk -v a="$zjq_wall" -v b="$gz_wall" 'BEGIN { printf "%.1f", a / b }')x"
 fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }'; }

@@ -176,14 +176,15 @@ void render_table(const Report& r, std::ostream& out) {
 
   out << "\nConfig lines that would allow them\n";
   if (r.suggestions.empty()) out << "  none\n";
-  for (const SuggestionBlock& b : r.suggestions) {
+  for (std::size_t i = 0; i < r.suggestions.size(); ++i) {
+    const SuggestionBlock& b = r.suggestions[i];
+    if (i > 0) out << "\n";
     std::string who;
     for (const std::string& s : b.sandboxes) who += (who.empty() ? "" : ", ") + shown_sandbox(s);
     out << "  # " << terminal_safe(who) << ": " << b.denials << " denials\n";
     if (b.kind == "table") out << "  " << terminal_safe(b.target) << "\n";
     if (b.kind == "file") out << "  # in " << terminal_safe(b.target) << "\n";
     for (const std::string& line : b.lines) out << "  " << terminal_safe(line) << "\n";
-    out << "\n";
   }
 
   const auto destinations = [&](std::string_view title, const std::vector<DestinationGroup>& l) {
