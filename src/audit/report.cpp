@@ -56,6 +56,11 @@ void key_part(std::string& key, std::string_view part) {
   key.append(part);
 }
 
+void key_port(std::string& key, std::uint16_t port) {
+  key.push_back(static_cast<char>(port >> 8U));
+  key.push_back(static_cast<char>(port & 0xFFU));
+}
+
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
 }
@@ -193,7 +198,7 @@ void Aggregator::add(const AuditEvent& e) {
   if (!e.host.empty()) {
     key_.clear();
     key_part(key_, e.host);
-    key_part(key_, std::to_string(e.port));
+    key_port(key_, e.port);
     auto it = destinations_.find(key_);
     if (it == destinations_.end() && destination_table_.has_room(destinations_.size(), key_)) {
       it = destinations_.emplace(key_, DestinationGroup{}).first;
@@ -253,7 +258,7 @@ void Aggregator::add_denial(const AuditEvent& e) {
   key_.clear();
   key_part(key_, e.sandbox);
   key_part(key_, e.host);
-  key_part(key_, std::to_string(e.port));
+  key_port(key_, e.port);
   key_part(key_, e.reason);
   auto it = denials_.find(key_);
   if (it == denials_.end()) {
