@@ -96,13 +96,14 @@ constexpr auto kFields = static_cast<std::size_t>(Field::count_);
 
 // What one line left: a string or a number per field, and whether the root was an object.
 struct Values {
-  std::array<std::string, kFields> text;
+  std::array<std::string_view, kFields> view;  // into the line, or into text
+  std::array<std::string, kFields> text;       // an escaped value, unescaped
   std::array<std::uint64_t, kFields> number{};
   std::array<bool, kFields> is_text{};
   bool root_object = false;
 
   void clear() {
-    for (std::string& s : text) s.clear();
+    view.fill({});
     number.fill(0);
     is_text.fill(false);
     root_object = false;
@@ -119,6 +120,7 @@ struct Handler {
   static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
 
   Values values;
+  std::uintptr_t line_begin = 0, line_end = 0;  // the line being parsed
   int depth = 0;   // open containers
   int arrays = 0;  // of which arrays
   Top top = Top::other;
@@ -182,10 +184,18 @@ struct Handler {
     scalar_at_root();
     const Field f = target();
     if (f != Field::none) {
-      std::string& out = values.text[static_cast<std::size_t>(f)];
-      out.assign(string_part);
-      out.append(s.data(), s.size());
-      values.is_text[static_cast<std::size_t>(f)] = true;
+      const auto i = static_cast<std::size_t>(f);
+      const auto at = reinterpret_cast<std::uintptr_t>(s.data());
+      if (string_part.empty() && at >= line_begin && at + s.size() <= line_end) {
+        // Unescaped and whole in the line: a view into it, no copy.
+        values.view[i] = std::string_view(s.data(), s.size());
+      } else {
+        std::string& out = values.text[i];
+        out.assign(string_part);
+        out.append(s.data(), s.size());
+        values.view[i] = out;
+      }
+      values.is_text[i] = true;
     }
     string_part.clear();
     return true;
@@ -285,6 +295,8 @@ std::optional<AuditEvent> LineParser::parse(std::string_view line, LineError& er
   json::basic_parser<Handler>& p = impl_->parser;
   p.reset();
   p.handler().reset();
+  p.handler().line_begin = reinterpret_cast<std::uintptr_t>(line.data());
+  p.handler().line_end = p.handler().line_begin + line.size();
   json::error_code ec;
   const std::size_t used = p.write_some(false, line.data(), line.size(), ec);
   bool whole = !ec && p.done();
@@ -299,14 +311,14 @@ std::optional<AuditEvent> LineParser::parse(std::string_view line, LineError& er
     return std::nullopt;
   }
   for (std::size_t i = 0; i < kFields; ++i) {
-    if (v.is_text[i] && !valid_utf8(v.text[i])) {
+    if (v.is_text[i] && !valid_utf8(v.view[i])) {
       error = LineError::not_json;  // JSON text is UTF-8 (RFC 8259)
       return std::nullopt;
     }
   }
   const auto text = [&](Field f) -> std::string_view {
     const auto i = static_cast<std::size_t>(f);
-    return v.is_text[i] ? std::string_view(v.text[i]) : std::string_view();
+    return v.is_text[i] ? v.view[i] : std::string_view();
   };
   const auto number = [&](Field f) -> std::uint64_t {
     const auto i = static_cast<std::size_t>(f);
