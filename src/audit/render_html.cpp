@@ -86,7 +86,7 @@ std::string bars_svg(const std::vector<DestinationGroup>& list, Measure measure,
     const DestinationGroup& d = list[i];
     const double y = kRow * static_cast<double>(i);
     const double w = std::max(
-        1.0, (kWidth - kLabel - 110) * static_cast<double>(measure(d)) / static_cast<double>(peak));
+        1.0, (kWidth - kLabel - 200) * static_cast<double>(measure(d)) / static_cast<double>(peak));
     std::string name = d.host + ":" + num(d.port);
     std::string shown = name;
     if (name.size() > 48) {

@@ -1,6 +1,7 @@
 #include "audit/report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -49,16 +50,32 @@ bool contains(const List& list, std::string_view value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
 
+}  // namespace
+
+// Appends raw bytes; on passing kInline the key moves to long_ whole.
+void GroupKey::append(std::string_view part) {
+  const std::size_t size = size_ + part.size();
+  if (size <= kInline) {
+    std::memcpy(inline_ + size_, part.data(), part.size());
+  } else {
+    if (size_ <= kInline) long_.assign(inline_, size_);
+    long_.append(part);
+  }
+  size_ = static_cast<std::uint32_t>(size);
+}
+
+namespace {
+
 // Appends a field to a composite key, length first, so no two field lists share a key.
-void key_part(std::string& key, std::string_view part) {
+void key_part(GroupKey& key, std::string_view part) {
   const auto n = static_cast<std::uint32_t>(part.size());
-  key.append(reinterpret_cast<const char*>(&n), sizeof n);
+  key.append(std::string_view(reinterpret_cast<const char*>(&n), sizeof n));
   key.append(part);
 }
 
-void key_port(std::string& key, std::uint16_t port) {
-  key.push_back(static_cast<char>(port >> 8U));
-  key.push_back(static_cast<char>(port & 0xFFU));
+void key_port(GroupKey& key, std::uint16_t port) {
+  const std::array<char, 2> bytes{static_cast<char>(port >> 8U), static_cast<char>(port & 0xFFU)};
+  key.append(std::string_view(bytes.data(), bytes.size()));
 }
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
@@ -174,7 +191,8 @@ void Aggregator::add(const AuditEvent& e) {
   const bool connection = is_connection(e.code);
   const bool error = !denied && !connection;
 
-  key_.assign(e.sandbox);
+  key_.clear();
+  key_.append(e.sandbox);
   auto sandbox = sandboxes_.find(key_);
   if (sandbox == sandboxes_.end() && sandbox_table_.has_room(sandboxes_.size(), e.sandbox)) {
     sandbox = sandboxes_.emplace(key_, SandboxState{}).first;
@@ -200,7 +218,8 @@ void Aggregator::add(const AuditEvent& e) {
     key_part(key_, e.host);
     key_port(key_, e.port);
     auto it = destinations_.find(key_);
-    if (it == destinations_.end() && destination_table_.has_room(destinations_.size(), key_)) {
+    if (it == destinations_.end() &&
+        destination_table_.has_room(destinations_.size(), key_.view())) {
       it = destinations_.emplace(key_, DestinationGroup{}).first;
       it->second.host = e.host;
       it->second.port = e.port;
@@ -220,7 +239,7 @@ void Aggregator::add(const AuditEvent& e) {
     key_part(key_, e.sandbox);
     key_part(key_, e.code);
     auto it = errors_.find(key_);
-    if (it == errors_.end() && error_table_.has_room(errors_.size(), key_)) {
+    if (it == errors_.end() && error_table_.has_room(errors_.size(), key_.view())) {
       it = errors_.emplace(key_, ErrorGroup{}).first;
       it->second.sandbox = e.sandbox;
       it->second.code = e.code;
@@ -240,7 +259,7 @@ void Aggregator::add(const AuditEvent& e) {
     key_part(key_, e.credential_name);
     key_part(key_, e.credential_fingerprint);
     auto it = credentials_.find(key_);
-    if (it == credentials_.end() && credential_table_.has_room(credentials_.size(), key_)) {
+    if (it == credentials_.end() && credential_table_.has_room(credentials_.size(), key_.view())) {
       it = credentials_.emplace(key_, CredentialGroup{}).first;
       it->second.host = e.host;
       it->second.name = e.credential_name;
@@ -262,7 +281,7 @@ void Aggregator::add_denial(const AuditEvent& e) {
   key_part(key_, e.reason);
   auto it = denials_.find(key_);
   if (it == denials_.end()) {
-    if (!denial_table_.has_room(denials_.size(), key_)) return;
+    if (!denial_table_.has_room(denials_.size(), key_.view())) return;
     it = denials_.emplace(key_, DenialGroup{}).first;
     DenialGroup& g = it->second;
     g.sandbox = e.sandbox;
@@ -413,7 +432,7 @@ Report Aggregator::take_report(std::size_t top) {
     for (const auto& [name, state] : sandboxes_) {
       if (state.series.empty()) continue;
       DenialSeries s;
-      s.sandbox = name;
+      s.sandbox = name.view();
       s.counts.assign(buckets, 0);
       for (std::size_t i = 0; i < state.series.size(); ++i) {
         const std::int64_t index = state.series_base + static_cast<std::int64_t>(i);

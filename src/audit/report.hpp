@@ -3,6 +3,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -161,6 +162,33 @@ struct Report {
   std::vector<InputSummary> inputs;  // filled by the caller that read them
 };
 
+// A group's key: its fields, each after its length. Kept inline up to kInline bytes (most
+// keys), so comparing a probed slot's key reads the slot itself, not a heap buffer
+// elsewhere (a cache miss per line with std::string keys).
+class GroupKey {
+ public:
+  static constexpr std::size_t kInline = 88;
+  void clear() {
+    size_ = 0;
+    long_.clear();
+  }
+  void append(std::string_view part);
+  std::string_view view() const {
+    return size_ <= kInline ? std::string_view(inline_, size_) : std::string_view(long_);
+  }
+  bool operator==(const GroupKey& other) const { return view() == other.view(); }
+
+ private:
+  std::uint32_t size_ = 0;
+  char inline_[kInline];
+  std::string long_;  // the key when longer than kInline
+};
+struct GroupKeyHash {
+  std::size_t operator()(const GroupKey& k) const {
+    return std::hash<std::string_view>{}(k.view());
+  }
+};
+
 // The streaming core of `sandgate audit`: takes events one at a time and keeps only
 // per-group state, bounded by Limits. Pure: no I/O. Not thread-safe.
 class Aggregator {
@@ -201,11 +229,11 @@ class Aggregator {
   Placer placer_;
   std::uint64_t lines_ = 0, matched_ = 0, malformed_ = 0, too_long_ = 0;
   std::int64_t first_ms_ = 0, last_ms_ = 0;
-  std::string key_;  // scratch key, reused
+  GroupKey key_;  // scratch key, reused
 
   // Open addressing (Boost's flat map): a lookup per line and table is most of the work.
   template <class V>
-  using Map = boost::unordered_flat_map<std::string, V>;
+  using Map = boost::unordered_flat_map<GroupKey, V, GroupKeyHash>;
   // A sandbox's totals and its denials over time: counts per bucket (time / width). One
   // width for all sandboxes, doubled whenever the span of indices would exceed
   // max_time_buckets.
