@@ -54,6 +54,7 @@ bool contains(const List& list, std::string_view value) {
 
 // Appends raw bytes; on passing kInline the key moves to long_ whole.
 void GroupKey::append(std::string_view part) {
+  if (part.empty()) return;  // an absent field: a null view, which memcpy may not take
   const std::size_t size = size_ + part.size();
   if (size <= kInline) {
     std::memcpy(inline_ + size_, part.data(), part.size());
