@@ -10,6 +10,8 @@ packages=(
   libnghttp2-dev
   libc-ares-dev
   libtomlplusplus-dev
+  # zlib: `sandgate audit` reads rotated .gz audit logs.
+  zlib1g-dev
   prometheus-cpp-dev libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format ccache
@@ -17,6 +19,8 @@ packages=(
   # sanitizer runtimes (a Recommends of clang-14 only, so it is named here).
   clang libclang-rt-14-dev
   curl python3
+  # jq: bench/audit/run.sh measures `sandgate audit` against a jq pipeline.
+  jq
   # Clients the end-to-end tests run inside a sandbox besides curl and urllib.
   python3-requests python3-pip
   # Real HTTP/2 peers for the h2 codec tests: nghttp, nghttpd and python3-h2.

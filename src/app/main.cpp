@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "app/audit_command.hpp"
 #include "app/ca_command.hpp"
 #include "app/decide_command.hpp"
 #include "common/version.hpp"
@@ -20,6 +21,12 @@ constexpr const char* kUsage =
     "                                          (exit 0 allow, 3 deny, 2 error)\n"
     "       sandgate ca init DIR [--force]     create the interception CA in DIR\n"
     "                                          (exit 0 created, 1 refused or failed)\n"
+    "       sandgate audit [--sandbox ID]... [--code CODE]... [--host PATTERN]...\n"
+    "                      [--since TIME] [--until TIME] [--denied-only]\n"
+    "                      [--format table|json|html] [--top N] [--config FILE]\n"
+    "                      [--max-groups N] [--max-line-bytes N] [FILE|-]...\n"
+    "                                          report on audit logs (plain or .gz; stdin\n"
+    "                                          when no FILE); exit 0, 1 unreadable input\n"
     "       sandgate --version\n";
 
 int usage_error(const std::string& message) {
@@ -102,6 +109,12 @@ int main(int argc, char** argv) {
     }
     if (dir.empty()) return usage_error("ca init needs a DIR");
     return sandgate::app::run_ca_init(dir, force);
+  }
+  if (args[0] == "audit") {
+    std::string error;
+    const auto options = sandgate::app::parse_audit_args({args.begin() + 1, args.end()}, error);
+    if (!options) return usage_error(error);
+    return sandgate::app::run_audit(*options);
   }
   if (args[0] == "--config") {
     if (args.size() != 2) return usage_error("--config takes one FILE");

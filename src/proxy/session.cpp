@@ -51,7 +51,8 @@ asio::awaitable<Dialed> Session::dial(const policy::Host& host, std::uint16_t po
 }
 
 void Session::record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
-                            const policy::Decision& d, std::string_view sni) {
+                            const policy::Decision& d, std::string_view sni,
+                            std::string_view suggestion) {
   const std::string_view reason = policy::reason_name(d.reason);
   telemetry::AuditRecord r = record(mode);
   r.event = code_name(Errc::network_denied);
@@ -61,6 +62,7 @@ void Session::record_denial(policy::EntryMode mode, std::string_view host, std::
   r.reason = reason;
   r.rule = d.rule;
   r.tls_sni = sni;
+  r.suggestion = suggestion;
   if (mode == policy::EntryMode::http || mode == policy::EntryMode::connect) r.http_status = 403;
   deps.shared->audit->write(r);
   deps.shared->metrics->denial(reason);
@@ -130,7 +132,14 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
                   to);
     co_return;
   }
-  record_denial(mode, shown, port, d, sni);
+  // The body's suggestion is made for `suggest_for`; the audit line's also for a refusal
+  // without a body (a transparent stream), from the host as shown.
+  const std::string suggestion_line =
+      suggest_for != nullptr ? placed_suggestion(d, *suggest_for, port) : std::string();
+  const std::string logged_suggestion =
+      suggest_for != nullptr ? suggestion_line
+                             : placed_suggestion(d, policy::normalize_host(shown), port);
+  record_denial(mode, shown, port, d, sni, logged_suggestion);
   if (mode == policy::EntryMode::tls) {
     co_await asio::async_write(client, asio::buffer(tls_access_denied_alert()), use_tuple);
     co_return;
@@ -139,18 +148,7 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
     reset_client();
     co_return;
   }
-  const std::string suggestion =
-      suggest_for ? policy::suggest_rule(d, *suggest_for, port) : std::string();
   const std::string_view reason = policy::reason_name(d.reason);
-
-  std::string suggestion_line;
-  if (!suggestion.empty()) {
-    // Where the operator can add it: the sandbox's table, its drop-in, or for a launcher-made
-    // sandbox its profile or the launcher's flag (config::suggestion_for).
-    const config::Sandbox* defined = snap ? snap->config->find_sandbox(sandbox) : nullptr;
-    suggestion_line = defined != nullptr ? config::suggestion_for(*defined, suggestion)
-                                         : "[sandboxes." + sandbox + "] " + suggestion;
-  }
   ErrorInfo info;
   info.code = Errc::network_denied;
   info.sandbox = sandbox;
@@ -162,6 +160,17 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
   const Reply reply =
       d.git.advertisement ? git_refusal_reply(d.git.service(), info) : error_reply(info);
   co_await answer(reply, to);
+}
+
+std::string Session::placed_suggestion(const policy::Decision& d, const policy::Host& host,
+                                       std::uint16_t port) const {
+  const std::string suggestion = policy::suggest_rule(d, host, port);
+  if (suggestion.empty() || sandbox.empty()) return {};
+  // Where the operator can add it: the sandbox's table, its drop-in, or for a launcher-made
+  // sandbox its profile or the launcher's flag (config::suggestion_for).
+  const config::Sandbox* defined = snap ? snap->config->find_sandbox(sandbox) : nullptr;
+  return defined != nullptr ? config::suggestion_for(*defined, suggestion)
+                            : "[sandboxes." + sandbox + "] " + suggestion;
 }
 
 void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view host,

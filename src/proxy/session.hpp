@@ -120,9 +120,15 @@ struct Session : std::enable_shared_from_this<Session> {
   // current deadline.
   asio::awaitable<boost::system::error_code> write_client(std::string_view bytes);
 
-  // Audit line and metrics of a refusal by policy; `sni` when a ClientHello was read.
+  // Audit line and metrics of a refusal by policy; `sni` when a ClientHello was read;
+  // `suggestion`: the placed config line that would allow it (labels.suggestion), if any.
   void record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
-                     const policy::Decision& d, std::string_view sni = {});
+                     const policy::Decision& d, std::string_view sni = {},
+                     std::string_view suggestion = {});
+  // The config line that would allow what `d` refused, placed where this sandbox is defined
+  // (config::suggestion_for), as the 403 body and the audit line carry it; "" when none.
+  std::string placed_suggestion(const policy::Decision& d, const policy::Host& host,
+                                std::uint16_t port) const;
   // Audit line and metrics of a failure with its own code; `status`: the HTTP status sent, if
   // any (0: none, e.g. a stream that is reset).
   // `phase`: where an exchange past the decision ended (connect for a failed dial).

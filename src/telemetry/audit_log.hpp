@@ -69,6 +69,9 @@ struct AuditRecord {
   // allowed request with, were it enforced.
   std::string_view would_deny;
   std::string_view tls_sni;  // tls.client.server_name, when a ClientHello was read
+  // labels.suggestion: on a denial, the config line that would allow it, placed where the
+  // sandbox is defined (the 403 body's `suggestion`); empty when no config can.
+  std::string_view suggestion;
   // labels.original_destination: "ip:port" a transparent connection was addressed to (what
   // the sandbox dialled; recorded, never used for routing).
   std::string_view original_destination;

@@ -119,6 +119,14 @@ TEST(FormatAuditLine, DeniedRecordHasEveryField) {
   EXPECT_FALSE(has(v, "/event/duration"));
 }
 
+TEST(FormatAuditLine, DenialCarriesItsSuggestion) {
+  AuditRecord r = denied_record();
+  r.suggestion = "[profiles.dev] allow = [\"evil.example:443\"]";
+  const json::value v = parse_line(format_audit_line(r));
+  EXPECT_EQ(v.at_pointer("/labels/suggestion"), "[profiles.dev] allow = [\"evil.example:443\"]");
+  EXPECT_FALSE(has(parse_line(format_audit_line(denied_record())), "/labels/suggestion"));
+}
+
 TEST(FormatAuditLine, ClosedConnectionCarriesBytesDurationAndDialledAddress) {
   AuditRecord r;
   r.event = "connection_closed";
