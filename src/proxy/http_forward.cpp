@@ -251,10 +251,14 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
     Session& s;
     ~Forget() { s.request_method = s.request_path = {}; }
   } forget{s};
-  const ChainResult result = filter_request(s, request);
+  const ChainResult result = co_await filter_request(s, request);
   if (!result.allowed) {
     const std::string shown = host.display();
-    co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
+    if (result.error != Errc::ok) {
+      co_await s.fail(policy::EntryMode::http, result.error, shown, request.port, result.message);
+    } else {
+      co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
+    }
     co_return false;
   }
   std::string target = forwarded_target(s, host, request.port, head.path_and_query);

@@ -367,7 +367,12 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     ~Forget() { s.request_method = s.request_path = {}; }
   } forget{s};
   name_request();
-  const ChainResult result = filter_request(s, request);
+  const ChainResult result = co_await filter_request(s, request);
+  if (!result.allowed && result.error != Errc::ok) {
+    co_await s.fail(policy::EntryMode::http, result.error, shown, port, result.message,
+                    telemetry::Phase::unset, &responder);
+    co_return;
+  }
   if (!result.allowed) {
     co_await s.deny(policy::EntryMode::http, shown, port, result.decision, &host, {}, &responder);
     co_return;

@@ -12,7 +12,8 @@ namespace {
 // The policy decision over the request's destination (policy::decide_request).
 class DecisionFilter final : public RequestFilter {
  public:
-  FilterResult on_request(const Session& s, ProxiedRequest& r) const override {
+  boost::asio::awaitable<FilterResult> on_request(const Session& s,
+                                                  ProxiedRequest& r) const override {
     policy::RequestFacts facts;
     facts.sandbox = s.sandbox;
     facts.host = r.host;
@@ -26,7 +27,7 @@ class DecisionFilter final : public RequestFilter {
     FilterResult out;
     out.next = r.decision.allowed;
     if (!out.next) out.denial = r.decision;
-    return out;
+    co_return out;
   }
 };
 
@@ -39,12 +40,16 @@ std::span<const RequestFilter* const> request_filters() {
   return kChain;
 }
 
-ChainResult filter_request(const Session& s, ProxiedRequest& r) {
+boost::asio::awaitable<ChainResult> filter_request(const Session& s, ProxiedRequest& r) {
   for (const RequestFilter* f : request_filters()) {
-    FilterResult result = f->on_request(s, r);
-    if (!result.next) return {false, std::move(result.denial)};
+    FilterResult result = co_await f->on_request(s, r);
+    if (result.next) continue;
+    if (result.error != Errc::ok) {
+      co_return ChainResult{false, r.decision, result.error, std::move(result.message)};
+    }
+    co_return ChainResult{false, std::move(result.denial), Errc::ok, {}};
   }
-  return {true, r.decision};
+  co_return ChainResult{true, r.decision, Errc::ok, {}};
 }
 
 }  // namespace sandgate::proxy

@@ -1,10 +1,13 @@
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
+#include "common/errc.hpp"
 #include "policy/host.hpp"
 #include "policy/policy.hpp"
 
@@ -30,32 +33,39 @@ struct ProxiedRequest {
   policy::Decision decision;
 };
 
-// What a filter decided: go on to the next one, or refuse the request by policy.
+// What a filter decided: go on to the next one, or stop the request: refused by policy
+// (`denial`), or failed with a code of its own (`error`, e.g. no credential to attach).
 struct FilterResult {
   bool next = true;
-  policy::Decision denial;  // when !next
+  policy::Decision denial;  // when !next and error is ok
+  Errc error = Errc::ok;    // when !next: a failure that is not a policy refusal
+  std::string message;      // for `error`: what the client is told (never a secret)
 };
 
 // What the whole chain decided: `decision` is the policy's (allowed, or the first refusal);
 // an allowed request with decision.audit set would have been refused by an audit-mode rule.
+// A request stopped by a failure has `error` set (and decision is the policy's allowance).
 struct ChainResult {
   bool allowed = true;
   policy::Decision decision;
+  Errc error = Errc::ok;
+  std::string message;
 };
 
 // One step of the chain every request goes through before it is forwarded (the decision;
 // then method and path rules, credential injection). Stateless: one instance serves every
-// worker.
+// worker. A filter may wait (a credential being fetched), on the session's worker.
 class RequestFilter {
  public:
   virtual ~RequestFilter() = default;
-  virtual FilterResult on_request(const Session& s, ProxiedRequest& r) const = 0;
+  virtual boost::asio::awaitable<FilterResult> on_request(const Session& s,
+                                                          ProxiedRequest& r) const = 0;
 };
 
 // The request filters, in order.
 std::span<const RequestFilter* const> request_filters();
 
-// Runs the chain; the first filter that refuses ends it.
-ChainResult filter_request(const Session& s, ProxiedRequest& r);
+// Runs the chain; the first filter that refuses or fails ends it.
+boost::asio::awaitable<ChainResult> filter_request(const Session& s, ProxiedRequest& r);
 
 }  // namespace sandgate::proxy
