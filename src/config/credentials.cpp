@@ -188,7 +188,7 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
       return {"app_id", "private_key_file", "installation_id", "installation_account", "api_url",
               "permissions"};
     case ProviderKind::oauth2_client_credentials:
-      return {"token_url", "client_id", "client_secret_file", "scopes", "audience"};
+      return {"token_url", "client_id", "client_secret_file", "scopes", "audience", "ttl"};
   }
   return {};
 }
@@ -318,6 +318,9 @@ void read_oauth2(const toml::table& table, const std::string& path, const fs::pa
     }
   }
   if (auto audience = read_text(table, "audience", path, false, sink)) spec.audience = *audience;
+  if (auto ttl = read_duration(table, "ttl", path, std::chrono::seconds(1), sink)) {
+    spec.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+  }
 }
 
 std::optional<CredentialSpec> read_credential(const std::string& name, const toml::table& table,
