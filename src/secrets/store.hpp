@@ -62,7 +62,9 @@ class CredentialStore {
   // dropped, its waiting callers answered "reconfigured" (retryable).
   void update(std::vector<CredentialSpec> specs);
 
-  // A token of `credential` for `scope`, or why there is none. Never throws.
+  // A token of `credential` for `scope`, or why there is none. Never throws. `credential`
+  // and `scope` are referred to until the returned awaitable completes: pass the rule's own
+  // (they live in the config snapshot the session holds) and co_await it at once.
   boost::asio::awaitable<TokenResult> get(std::string_view credential, const Scope& scope,
                                           std::chrono::milliseconds max_wait);
 
