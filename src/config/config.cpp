@@ -129,6 +129,34 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
   }
 }
 
+// Two credentials of one sandbox that set the same variable would leave the sandbox one
+// placeholder for two hosts' credentials: an error where the sandbox is defined.
+void check_placeholder_env(const Config& config, ErrorSink& sink) {
+  for (const Sandbox& sandbox : config.sandboxes) {
+    std::vector<const std::vector<secrets::InjectRule>*> rule_sets{&sandbox.inject};
+    if (const auto it = config.profile_inject.find(sandbox.profile);
+        it != config.profile_inject.end()) {
+      rule_sets.push_back(&it->second);
+    }
+    std::map<std::string, std::string> owner;  // variable -> credential
+    for (const auto* rules : rule_sets) {
+      for (const secrets::InjectRule& rule : *rules) {
+        const secrets::CredentialSpec* spec = config.find_credential(rule.credential);
+        if (spec == nullptr) continue;
+        for (const std::string& env : spec->env) {
+          const auto [it, fresh] = owner.emplace(env, spec->name);
+          if (fresh || it->second == spec->name) continue;
+          sink.add_unlocated((sandbox.in_drop_in ? sandbox.file + ": " : std::string()) +
+                                 "sandboxes." + sandbox.spec.id,
+                             "credentials " + detail::in_quotes(it->second) + " and " +
+                                 detail::in_quotes(spec->name) + " both set " + env +
+                                 " (env) in this sandbox");
+        }
+      }
+    }
+  }
+}
+
 // Loads the main file's text; `sink` is the main file's.
 // Keys that make sandgate terminate TLS need a CA to do it with: without [interception], each
 // one is an error where it is written (a drop-in's sandbox: named by its file).
@@ -226,6 +254,7 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
       !credentials.placeholder_key_file.empty()
           ? credentials.placeholder_key_file
           : (fs::path(config.launcher.state_dir) / "placeholder.key").string();
+  check_placeholder_env(config, sink);
   // Checked once everything else reads cleanly, so that it never buries the errors above.
   if (!config.interception.enabled() && !sink.any()) {
     require_interception(*root, config.sandboxes, sink);

@@ -159,26 +159,9 @@ asio::awaitable<TokenResult> CredentialStore::get(std::string_view name, const S
   std::shared_ptr<Credential> credential = find(name);
   if (!credential) co_return failed(false, "no credential named " + std::string(name));
   std::string key = slot_key(scope);
-  const TimePoint now = options_.clock();
 
   // Hot path: atomic loads, no lock, no suspension.
-  {
-    const auto slots = credential->slots.load();
-    if (const auto it = slots->find(key); it != slots->end()) {
-      const std::shared_ptr<Slot>& slot = it->second;
-      std::shared_ptr<const Token> token = slot->token.load();
-      if (is_fresh(token.get(), now)) co_return served(std::move(token));
-      if (is_usable(token.get(), now)) {
-        // Refresh ahead: tell the store once; serve the cached token meanwhile.
-        if (!slot->poke_pending.exchange(true)) {
-          asio::post(io_, [this, credential, key, scope] {
-            handle(credential, key, scope, nullptr);
-          });
-        }
-        co_return served(std::move(token));
-      }
-    }
-  }
+  if (auto token = cached(credential, key, scope)) co_return served(std::move(token));
 
   // Slow path: the store's thread decides; wait for its answer on our own executor.
   auto waiter = std::make_shared<Waiter>(co_await asio::this_coro::executor);
@@ -193,6 +176,28 @@ asio::awaitable<TokenResult> CredentialStore::get(std::string_view name, const S
   waiter->result = failed(true, "no token for credential " + std::string(name) + " within " +
                                     std::to_string(max_wait.count()) + " ms");
   co_return *waiter->result;
+}
+
+std::shared_ptr<const Token> CredentialStore::cached(std::string_view name, const Scope& scope) {
+  const std::shared_ptr<Credential> credential = find(name);
+  return credential ? cached(credential, slot_key(scope), scope) : nullptr;
+}
+
+std::shared_ptr<const Token> CredentialStore::cached(const std::shared_ptr<Credential>& credential,
+                                                     const std::string& key, const Scope& scope) {
+  const auto slots = credential->slots.load();
+  const auto it = slots->find(key);
+  if (it == slots->end()) return nullptr;
+  const std::shared_ptr<Slot>& slot = it->second;
+  std::shared_ptr<const Token> token = slot->token.load();
+  const TimePoint now = options_.clock();
+  if (is_fresh(token.get(), now)) return token;
+  if (!is_usable(token.get(), now)) return nullptr;
+  // Refresh ahead: tell the store once; serve the cached token meanwhile.
+  if (!slot->poke_pending.exchange(true)) {
+    asio::post(io_, [this, credential, key, scope] { handle(credential, key, scope, nullptr); });
+  }
+  return token;
 }
 
 void CredentialStore::handle(std::shared_ptr<Credential> credential, std::string key, Scope scope,

@@ -2,6 +2,10 @@
 // file, line, column and key.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -399,6 +403,33 @@ TEST(CredentialsConfig, InjectWithoutInterceptionIsAnError) {
   ASSERT_EQ(errors.size(), 1u) << dump(errors);
   EXPECT_EQ(errors[0].key, "profiles.p.inject");
   EXPECT_NE(errors[0].message.find("needs [interception]"), std::string::npos);
+}
+
+TEST(CredentialsConfig, TwoCredentialsOfASandboxCannotSetOneVariable) {
+  const auto errors = errors_of(with_credentials(
+      "[credentials.npm2]\nprovider = \"static\"\nfile = \"/f2\"\nenv = [\"NPM_TOKEN\"]\n"
+      "[sandboxes.s]\ntoken = \"t\"\n"
+      "[[sandboxes.s.inject]]\nhosts = [\"a.test\"]\ncredential = \"npm\"\nas = \"bearer\"\n"
+      "[[sandboxes.s.inject]]\nhosts = [\"b.test\"]\ncredential = \"npm2\"\nas = \"bearer\"\n"));
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "sandboxes.s");
+  EXPECT_EQ(errors[0].message,
+            "credentials \"npm\" and \"npm2\" both set NPM_TOKEN (env) in this sandbox");
+}
+
+TEST(CredentialsConfig, DropInSandboxesUseMainFileCredentials) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sandgate-cred-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "sandboxes.d");
+  std::ofstream(dir / "sandgate.toml") << with_credentials("[profiles.p]\n");
+  std::ofstream(dir / "sandboxes.d" / "s.toml")
+      << "id = \"s\"\ntoken = \"t\"\nprofile = \"p\"\n[[inject]]\nhosts = [\"a.test\"]\n"
+         "credential = \"npm\"\nas = \"bearer\"\n";
+  const Config config = load_config((dir / "sandgate.toml").string());
+  const auto table = config.build_injection();
+  ASSERT_NE(table->for_sandbox("s"), nullptr);
+  EXPECT_EQ(table->for_sandbox("s")->rules()[0].origin, "sandboxes.s.inject[0]");
+  fs::remove_all(dir);
 }
 
 TEST(CredentialsConfig, InlineSecretValueNeverAppearsInTheMessage) {
