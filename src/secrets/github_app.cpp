@@ -128,6 +128,11 @@ class GithubAppProvider final : public Provider {
                                                  detail::kMaxTokenResponse);
     FetchResult out = interpret(result, jwt);
     cleanse(jwt);
+    // An installation looked up by account may have been replaced (the app reinstalled): look
+    // it up again next time.
+    if (result.response && result.response->status == 404 && !spec_.installation_account.empty()) {
+      installation_id_ = 0;
+    }
     if (result.response) cleanse(result.response->body);
     co_return out;
   }

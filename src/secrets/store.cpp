@@ -29,6 +29,9 @@ struct CredentialStore::Slot {
   explicit Slot(Scope s, BackoffPolicy backoff) : scope(std::move(s)), state(backoff) {}
   std::atomic<std::shared_ptr<const Token>> token;
   std::atomic<bool> poke_pending{false};  // a refresh-ahead request is posted already
+  // No refresh-ahead request before this (nanoseconds since the epoch): the backoff after a
+  // failure, so a failing credential does not cost every request a post to the store.
+  std::atomic<std::int64_t> quiet_until{0};
   Scope scope;
   RefreshState state;
   std::vector<std::shared_ptr<Waiter>> waiters;
@@ -194,7 +197,8 @@ std::shared_ptr<const Token> CredentialStore::cached(const std::shared_ptr<Crede
   if (is_fresh(token.get(), now)) return token;
   if (!is_usable(token.get(), now)) return nullptr;
   // Refresh ahead: tell the store once; serve the cached token meanwhile.
-  if (!slot->poke_pending.exchange(true)) {
+  if (now.time_since_epoch().count() >= slot->quiet_until.load(std::memory_order_relaxed) &&
+      !slot->poke_pending.exchange(true)) {
     asio::post(io_, [this, credential, key, scope] { handle(credential, key, scope, nullptr); });
   }
   return token;
@@ -278,6 +282,8 @@ asio::awaitable<void> CredentialStore::refresh(std::shared_ptr<Credential> crede
   } else {
     credential->failures.fetch_add(1, std::memory_order_relaxed);
     slot->state.on_failure(now, result.error, options_.random());
+    slot->quiet_until.store(slot->state.retry_at().time_since_epoch().count(),
+                            std::memory_order_relaxed);
     log("credential " + credential->spec.name + ": refresh failed (" +
         (result.error.retryable ? "retrying" : "not retryable, retrying slowly") + " in " +
         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
