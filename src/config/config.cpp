@@ -182,9 +182,9 @@ void require_interception(const toml::table& root, const std::vector<Sandbox>& s
   }
   for (const Sandbox& sandbox : sandboxes) {
     const policy::SandboxSpec& spec = sandbox.spec;
-    if (sandbox.in_drop_in && (!spec.inspect.empty() || !spec.inspect_addresses.empty() ||
-                               !spec.http_rules.empty() || !spec.git_rules.empty() ||
-                               !sandbox.inject.empty())) {
+    if (sandbox.in_drop_in &&
+        (!spec.inspect.empty() || !spec.inspect_addresses.empty() || !spec.http_rules.empty() ||
+         !spec.git_rules.empty() || !sandbox.inject.empty())) {
       sink.add_unlocated(sandbox.file + ": sandboxes." + spec.id, kMessage);
     }
   }
@@ -322,9 +322,9 @@ std::shared_ptr<const policy::Policy> Config::build_policy(
 }
 
 const secrets::CredentialSpec* Config::find_credential(std::string_view name) const {
-  const auto it = std::lower_bound(
-      credentials.begin(), credentials.end(), name,
-      [](const secrets::CredentialSpec& spec, std::string_view wanted) { return spec.name < wanted; });
+  const auto it = std::lower_bound(credentials.begin(), credentials.end(), name,
+                                   [](const secrets::CredentialSpec& spec,
+                                      std::string_view wanted) { return spec.name < wanted; });
   return it != credentials.end() && it->name == name ? &*it : nullptr;
 }
 

@@ -112,9 +112,9 @@ struct Sandbox {
 
 // One environment variable sandgate-launch sets in a sandbox: a credential's placeholder.
 struct PlaceholderEnv {
-  std::string name;         // e.g. "GH_TOKEN"
-  std::string value;        // the placeholder (secrets/placeholder.hpp)
-  std::string credential;   // whose it is
+  std::string name;        // e.g. "GH_TOKEN"
+  std::string value;       // the placeholder (secrets/placeholder.hpp)
+  std::string credential;  // whose it is
 };
 
 // The first line of every drop-in sandgate-launch writes (and removes at `down`).

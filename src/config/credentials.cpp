@@ -24,12 +24,9 @@ struct InlineSecret {
   std::string_view instead;
 };
 constexpr InlineSecret kInlineSecrets[] = {
-    {"token", "file (provider = \"static\")"},
-    {"secret", "client_secret_file"},
-    {"client_secret", "client_secret_file"},
-    {"private_key", "private_key_file"},
-    {"password", "file (provider = \"static\")"},
-    {"value", "file (provider = \"static\")"},
+    {"token", "file (provider = \"static\")"},    {"secret", "client_secret_file"},
+    {"client_secret", "client_secret_file"},      {"private_key", "private_key_file"},
+    {"password", "file (provider = \"static\")"}, {"value", "file (provider = \"static\")"},
 };
 
 constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
@@ -167,9 +164,9 @@ std::optional<ProviderKind> read_provider(const toml::table& table, const std::s
                                           ErrorSink& sink) {
   const auto text = read_text(table, "provider", path, true, sink);
   if (!text) return std::nullopt;
-  for (const ProviderKind kind : {ProviderKind::static_file, ProviderKind::exec,
-                                  ProviderKind::github_app,
-                                  ProviderKind::oauth2_client_credentials}) {
+  for (const ProviderKind kind :
+       {ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
+        ProviderKind::oauth2_client_credentials}) {
     if (*text == secrets::kind_name(kind)) return kind;
   }
   sink.add(table.get("provider")->source(), join_key(path, "provider"),
@@ -185,8 +182,8 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
     case ProviderKind::exec:
       return {"command", "ttl"};
     case ProviderKind::github_app:
-      return {"app_id", "private_key_file", "installation_id", "installation_account", "api_url",
-              "permissions"};
+      return {"app_id",  "private_key_file", "installation_id", "installation_account",
+              "api_url", "permissions"};
     case ProviderKind::oauth2_client_credentials:
       return {"token_url", "client_id", "client_secret_file", "scopes", "audience", "ttl"};
   }
@@ -216,9 +213,9 @@ void check_credential_keys(const toml::table& table, const std::string& path,
     }
     if (!kind) continue;  // the provider is unknown or missing: already reported
     std::optional<ProviderKind> owner;
-    for (const ProviderKind other : {ProviderKind::static_file, ProviderKind::exec,
-                                     ProviderKind::github_app,
-                                     ProviderKind::oauth2_client_credentials}) {
+    for (const ProviderKind other :
+         {ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
+          ProviderKind::oauth2_client_credentials}) {
       const auto keys = provider_keys(other);
       if (std::find(keys.begin(), keys.end(), name) != keys.end()) owner = other;
     }
@@ -259,8 +256,8 @@ void read_exec(const toml::table& table, const std::string& path, CredentialSpec
   }
 }
 
-void read_github_app(const toml::table& table, const std::string& path,
-                     const fs::path& base_dir, CredentialSpec& spec, ErrorSink& sink) {
+void read_github_app(const toml::table& table, const std::string& path, const fs::path& base_dir,
+                     CredentialSpec& spec, ErrorSink& sink) {
   constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
   if (const toml::node* node = table.get("app_id")) {
     spec.app_id = read_int(*node, join_key(path, "app_id"), 1, kMaxId, sink).value_or(0);
@@ -279,8 +276,8 @@ void read_github_app(const toml::table& table, const std::string& path,
              "is installed on)");
   }
   if (id != nullptr) {
-    spec.installation_id = read_int(*id, join_key(path, "installation_id"), 1, kMaxId, sink)
-                               .value_or(0);
+    spec.installation_id =
+        read_int(*id, join_key(path, "installation_id"), 1, kMaxId, sink).value_or(0);
   }
   if (account != nullptr) {
     if (auto text = read_text(table, "installation_account", path, true, sink)) {
@@ -294,8 +291,8 @@ void read_github_app(const toml::table& table, const std::string& path,
   }
   read_https_url(table, "api_url", path, false, spec.api_url, sink);
   if (const toml::node* node = table.get("permissions")) {
-    spec.permissions =
-        read_permissions(*node, join_key(path, "permissions"), sink).value_or(secrets::Permissions{});
+    spec.permissions = read_permissions(*node, join_key(path, "permissions"), sink)
+                           .value_or(secrets::Permissions{});
   }
 }
 
@@ -336,8 +333,8 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
     if (const auto items = read_string_array(*node, join_key(path, "env"), sink)) {
       for (const StringItem& item : *items) {
         if (!valid_env_name(item.value)) {
-          sink.add(item.where, item.path, "invalid environment variable name " +
-                                              in_quotes(item.value));
+          sink.add(item.where, item.path,
+                   "invalid environment variable name " + in_quotes(item.value));
         } else if (std::find(spec.env.begin(), spec.env.end(), item.value) == spec.env.end()) {
           spec.env.push_back(item.value);
         }
@@ -380,8 +377,7 @@ std::optional<secrets::InjectAs> read_as(const toml::table& rule, const std::str
   const std::string key_path = join_key(path, "as");
   const toml::node* node = rule.get("as");
   if (node == nullptr) {
-    sink.add(rule.source(), key_path,
-             "missing required key (\"bearer\", \"basic\" or \"header\")");
+    sink.add(rule.source(), key_path, "missing required key (\"bearer\", \"basic\" or \"header\")");
     return std::nullopt;
   }
   const auto text = read_string(*node, key_path, sink);
@@ -398,9 +394,8 @@ std::optional<secrets::InjectAs> read_as(const toml::table& rule, const std::str
 // framed or routed: never a credential's header.
 bool reserved_header(std::string_view name) {
   constexpr std::string_view kReserved[] = {
-      "host", "content-length", "transfer-encoding", "connection",          "upgrade",
-      "te",   "trailer",        "keep-alive",        "proxy-authorization", "proxy-connection",
-      "expect"};
+      "host",    "content-length", "transfer-encoding",   "connection",       "upgrade", "te",
+      "trailer", "keep-alive",     "proxy-authorization", "proxy-connection", "expect"};
   std::string lower(name);
   for (char& c : lower) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -408,8 +403,8 @@ bool reserved_header(std::string_view name) {
   return std::find(std::begin(kReserved), std::end(kReserved), lower) != std::end(kReserved);
 }
 
-void read_injection_style(const toml::table& rule, const std::string& path,
-                          secrets::InjectRule& r, ErrorSink& sink) {
+void read_injection_style(const toml::table& rule, const std::string& path, secrets::InjectRule& r,
+                          ErrorSink& sink) {
   const auto as = read_as(rule, path, sink);
   if (as) r.as = *as;
   const auto only_for = [&](std::string_view key, std::string_view style) {
@@ -451,14 +446,13 @@ void read_injection_style(const toml::table& rule, const std::string& path,
     }
     if (auto format = read_text(rule, "format", path, false, sink)) {
       const auto first = format->find("{token}");
-      const bool printable = std::all_of(format->begin(), format->end(),
-                                         [](char c) { return c >= ' ' && c <= '~'; });
+      const bool printable =
+          std::all_of(format->begin(), format->end(), [](char c) { return c >= ' ' && c <= '~'; });
       if (first == std::string::npos || format->find("{token}", first + 1) != std::string::npos) {
         sink.add(rule.get("format")->source(), join_key(path, "format"),
                  "must contain \"{token}\" exactly once, e.g. \"Token {token}\"");
       } else if (!printable) {
-        sink.add(rule.get("format")->source(), join_key(path, "format"),
-                 "must be printable ASCII");
+        sink.add(rule.get("format")->source(), join_key(path, "format"), "must be printable ASCII");
       } else {
         r.format = *format;
       }
@@ -469,8 +463,8 @@ void read_injection_style(const toml::table& rule, const std::string& path,
   }
 }
 
-void read_path_prefixes(const toml::table& rule, const std::string& path,
-                        secrets::InjectRule& r, ErrorSink& sink) {
+void read_path_prefixes(const toml::table& rule, const std::string& path, secrets::InjectRule& r,
+                        ErrorSink& sink) {
   const toml::node* node = rule.get("path_prefixes");
   if (node == nullptr) return;
   const std::string key_path = join_key(path, "path_prefixes");
@@ -547,10 +541,9 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, s
   if (unit == "m") scale = 60'000;
   if (unit == "h") scale = 3'600'000;
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
-  if (ec != std::errc() || end == text.data() || value < 0 || scale == 0 ||
-      value > kMax / scale) {
-    *error = "expected a duration such as \"500ms\", \"30s\", \"10m\" or \"1h\", got " +
-             in_quotes(text);
+  if (ec != std::errc() || end == text.data() || value < 0 || scale == 0 || value > kMax / scale) {
+    *error =
+        "expected a duration such as \"500ms\", \"30s\", \"10m\" or \"1h\", got " + in_quotes(text);
     return std::nullopt;
   }
   return std::chrono::milliseconds(value * scale);

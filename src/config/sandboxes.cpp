@@ -276,12 +276,11 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     const std::string path = join_key("sandboxes", id);
     const toml::table* body = read_table(value, path, sink);
     if (body == nullptr) continue;
-    check_known_keys(
-        *body, path,
-        {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
-         "opaque", "allow_host_services", "allow_all_hosts", "inspect", "http_rules", "git",
-         "inject"},
-        sink);
+    check_known_keys(*body, path,
+                     {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
+                      "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
+                      "http_rules", "git", "inject"},
+                     sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
 }
@@ -289,12 +288,11 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
 void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink, bool launcher_made) {
   in_drop_in_ = true;
   launcher_made_ = launcher_made;
-  check_known_keys(
-      root, "",
-      {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
-       "opaque", "allow_host_services", "allow_all_hosts", "inspect", "http_rules", "git",
-         "inject"},
-      sink);
+  check_known_keys(root, "",
+                   {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
+                    "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
+                    "http_rules", "git", "inject"},
+                   sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;
   if (id_node == nullptr) {

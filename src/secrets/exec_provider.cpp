@@ -36,8 +36,8 @@ constexpr std::size_t kMaxStderrLogged = 2 * 1024;
 
 // Reads a pipe to its end, keeping at most `max` bytes (the rest is drained and dropped, so
 // the helper never blocks on a full pipe). Sets `overflow` when something was dropped.
-asio::awaitable<void> drain(asio::posix::stream_descriptor& pipe, std::string& out,
-                            std::size_t max, bool& overflow) {
+asio::awaitable<void> drain(asio::posix::stream_descriptor& pipe, std::string& out, std::size_t max,
+                            bool& overflow) {
   char buffer[4096];
   for (;;) {
     auto [ec, n] = co_await pipe.async_read_some(asio::buffer(buffer), use_tuple);
@@ -85,8 +85,8 @@ Child spawn(const std::vector<std::string>& command) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   std::vector<char*> argv;
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -147,9 +147,9 @@ class ExecProvider final : public Provider {
     struct Pipes {
       asio::posix::stream_descriptor out, err;
     };
-    const auto pipes = std::make_shared<Pipes>(
-        Pipes{asio::posix::stream_descriptor(executor, child.out),
-              asio::posix::stream_descriptor(executor, child.err)});
+    const auto pipes =
+        std::make_shared<Pipes>(Pipes{asio::posix::stream_descriptor(executor, child.out),
+                                      asio::posix::stream_descriptor(executor, child.err)});
     std::string stdout_text;
     std::string stderr_text;
     bool out_overflow = false;
@@ -183,20 +183,20 @@ class ExecProvider final : public Provider {
   FetchResult interpret(const std::string& program, int status, bool timed_out,
                         const std::string& text, bool overflow) const {
     if (timed_out) {
-      return fetch_failure(true, program + ": timed out after " +
-                                     std::to_string(timeout_.count()) + " ms (killed)");
+      return fetch_failure(
+          true, program + ": timed out after " + std::to_string(timeout_.count()) + " ms (killed)");
     }
     if (WIFSIGNALED(status)) {
-      return fetch_failure(true, program + ": killed by signal " +
-                                     std::to_string(WTERMSIG(status)));
+      return fetch_failure(true,
+                           program + ": killed by signal " + std::to_string(WTERMSIG(status)));
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      return fetch_failure(true, program + ": exited with status " +
-                                     std::to_string(WEXITSTATUS(status)));
+      return fetch_failure(true,
+                           program + ": exited with status " + std::to_string(WEXITSTATUS(status)));
     }
     if (overflow) {
-      return fetch_failure(false, program + ": printed more than " +
-                                      std::to_string(kMaxStdout) + " bytes");
+      return fetch_failure(
+          false, program + ": printed more than " + std::to_string(kMaxStdout) + " bytes");
     }
     boost::system::error_code ec;
     const boost::json::value json = boost::json::parse(text, ec);
@@ -209,8 +209,8 @@ class ExecProvider final : public Provider {
                                       "string on stdout");
     }
     const std::string_view value(token->as_string().data(), token->as_string().size());
-    const auto printable = std::all_of(value.begin(), value.end(),
-                                       [](char c) { return c > ' ' && c <= '~'; });
+    const auto printable =
+        std::all_of(value.begin(), value.end(), [](char c) { return c > ' ' && c <= '~'; });
     if (!printable) {
       return fetch_failure(false, program + ": the token has spaces or control characters");
     }
@@ -219,10 +219,10 @@ class ExecProvider final : public Provider {
     fetched.expires_at = now + ttl_;
     if (const boost::json::value* expires = object->if_contains("expires_at")) {
       const auto* text_value = expires->if_string();
-      const auto parsed = text_value != nullptr
-                              ? parse_rfc3339(std::string_view(text_value->data(),
-                                                               text_value->size()))
-                              : std::nullopt;
+      const auto parsed =
+          text_value != nullptr
+              ? parse_rfc3339(std::string_view(text_value->data(), text_value->size()))
+              : std::nullopt;
       if (!parsed) {
         return fetch_failure(false, program + ": \"expires_at\" is not an RFC 3339 date-time");
       }
@@ -246,9 +246,9 @@ class ExecProvider final : public Provider {
     // its stdout counts as secret too.
     std::size_t start = std::string::npos;
     for (std::size_t i = 0; i <= stdout_text.size(); ++i) {
-      const bool word = i < stdout_text.size() &&
-                        std::string_view(" \t\r\n\"'{}:,").find(stdout_text[i]) ==
-                            std::string_view::npos;
+      const bool word =
+          i < stdout_text.size() &&
+          std::string_view(" \t\r\n\"'{}:,").find(stdout_text[i]) == std::string_view::npos;
       if (word && start == std::string::npos) start = i;
       if (!word && start != std::string::npos) {
         if (i - start >= 8) needles.push_back(stdout_text.substr(start, i - start));

@@ -111,8 +111,8 @@ class GithubAppProvider final : public Provider {
       }
       body["repositories"] = std::move(names);
     }
-    const Permissions& permissions = scope.permissions.empty() ? spec_.permissions
-                                                               : scope.permissions;
+    const Permissions& permissions =
+        scope.permissions.empty() ? spec_.permissions : scope.permissions;
     if (!permissions.empty()) {
       json::object p;
       for (const auto& [name, level] : permissions) p[name] = level;
@@ -152,9 +152,8 @@ class GithubAppProvider final : public Provider {
     if (!result.response) return fetch_failure(true, what + ": " + result.error);
     const HttpsResponse& response = *result.response;
     if (response.status / 100 != 2) {
-      return detail::status_failure(what + " (installation " + std::to_string(installation_id_) +
-                                        ")",
-                                    response, {jwt});
+      return detail::status_failure(
+          what + " (installation " + std::to_string(installation_id_) + ")", response, {jwt});
     }
     boost::system::error_code ec;
     const json::value parsed = json::parse(response.body, ec);
@@ -165,12 +164,12 @@ class GithubAppProvider final : public Provider {
         expires == nullptr || !expires->is_string()) {
       return fetch_failure(true, what + ": the answer has no token and expires_at");
     }
-    const auto expires_at = parse_rfc3339(
-        std::string_view(expires->as_string().data(), expires->as_string().size()));
+    const auto expires_at =
+        parse_rfc3339(std::string_view(expires->as_string().data(), expires->as_string().size()));
     if (!expires_at) return fetch_failure(true, what + ": expires_at is not a date-time");
     Fetched fetched;
-    fetched.value = SecretBytes(std::string_view(token->as_string().data(),
-                                                 token->as_string().size()));
+    fetched.value =
+        SecretBytes(std::string_view(token->as_string().data(), token->as_string().size()));
     fetched.expires_at = *expires_at;
     FetchResult out;
     out.token = std::move(fetched);
@@ -179,15 +178,15 @@ class GithubAppProvider final : public Provider {
 
   // GET /orgs/{account}/installation, then /users/{account}/installation; remembers the id.
   asio::awaitable<FetchResult> find_installation(const std::string& jwt) {
-    const std::string what = "credentials." + spec_.name + ": installation of " +
-                             spec_.installation_account;
+    const std::string what =
+        "credentials." + spec_.name + ": installation of " + spec_.installation_account;
     for (const std::string_view kind : {"orgs", "users"}) {
       HttpsRequest request = base_request(jwt);
       request.method = "GET";
       request.url = spec_.api_url + "/" + std::string(kind) + "/" + spec_.installation_account +
                     "/installation";
-      HttpsResult result = co_await https_exchange(client_.ctx, std::move(request),
-                                                   spec_.timeout, detail::kMaxTokenResponse);
+      HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), spec_.timeout,
+                                                   detail::kMaxTokenResponse);
       if (!result.response) co_return fetch_failure(true, what + ": " + result.error);
       if (result.response->status == 404 && kind == "orgs") continue;
       if (result.response->status / 100 != 2) {

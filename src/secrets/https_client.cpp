@@ -52,8 +52,7 @@ std::shared_ptr<asio::ssl::context> make_client_context(const std::string& ca_fi
 }
 
 asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> ctx,
-                                            HttpsRequest request,
-                                            std::chrono::milliseconds timeout,
+                                            HttpsRequest request, std::chrono::milliseconds timeout,
                                             std::size_t max_body) {
   HttpsResult out;
   const auto target = policy::parse_target(request.url);
@@ -121,10 +120,10 @@ asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> 
   parser.header_limit(16 * 1024);
   auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, use_tuple);
   if (read_ec) {
-    out.error = read_ec == http::error::body_limit
-                    ? "the response from " + host + " is larger than " + std::to_string(max_body) +
-                          " bytes"
-                    : "no valid response from " + host + ": " + describe(read_ec);
+    out.error =
+        read_ec == http::error::body_limit
+            ? "the response from " + host + " is larger than " + std::to_string(max_body) + " bytes"
+            : "no valid response from " + host + ": " + describe(read_ec);
     co_return out;
   }
   HttpsResponse response;

@@ -65,8 +65,8 @@ bool InjectionRules::host_matches(const InjectRule& rule, const policy::Host& ho
                                   std::uint16_t port) const {
   if (!host.is_name()) return false;
   return std::any_of(rule.hosts.begin(), rule.hosts.end(), [&](const policy::HostPattern& p) {
-    const bool port_ok = p.port ? *p.port == port
-                                : std::binary_search(ports_.begin(), ports_.end(), port);
+    const bool port_ok =
+        p.port ? *p.port == port : std::binary_search(ports_.begin(), ports_.end(), port);
     return port_ok && pattern_matches(p, host.name);
   });
 }

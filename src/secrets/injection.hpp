@@ -31,8 +31,8 @@ struct InjectRule {
   std::vector<std::string> path_prefixes;
   std::string credential;  // a [credentials.NAME]
   InjectAs as = InjectAs::bearer;
-  std::string user;               // basic
-  std::string header;             // header: the field name
+  std::string user;                // basic
+  std::string header;              // header: the field name
   std::string format = "{token}";  // header: contains "{token}" exactly once
   Scope scope;                     // github_app: repositories, permissions (else empty)
   std::string origin;              // "profiles.default.inject[0]", for logs and audit lines

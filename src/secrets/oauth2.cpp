@@ -103,7 +103,8 @@ class OAuth2Provider final : public Provider {
 
 }  // namespace
 
-std::shared_ptr<Provider> make_oauth2_provider(const CredentialSpec& spec, ProviderContext context) {
+std::shared_ptr<Provider> make_oauth2_provider(const CredentialSpec& spec,
+                                               ProviderContext context) {
   return std::make_shared<OAuth2Provider>(spec, std::move(context));
 }
 

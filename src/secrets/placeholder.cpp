@@ -34,8 +34,8 @@ std::string read_key(int fd, const std::string& path) {
     throw file_error(path, "accessible by group or others; run chmod 600 " + path);
   }
   if (st.st_uid != ::geteuid()) {
-    throw file_error(path, "owned by uid " + std::to_string(st.st_uid) +
-                               ", not by the user sandgate runs as");
+    throw file_error(
+        path, "owned by uid " + std::to_string(st.st_uid) + ", not by the user sandgate runs as");
   }
   std::string bytes(PlaceholderKey::kSize + 1, '\0');
   std::size_t got = 0;
@@ -99,9 +99,9 @@ PlaceholderKey PlaceholderKey::load_or_create(const std::string& path) {
     std::string bytes(kSize, '\0');
     const bool random =
         RAND_bytes(reinterpret_cast<unsigned char*>(bytes.data()), static_cast<int>(kSize)) == 1;
-    const bool written = random && ::write(out, bytes.data(), bytes.size()) ==
-                                       static_cast<ssize_t>(bytes.size()) &&
-                         ::fsync(out) == 0;
+    const bool written =
+        random && ::write(out, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) &&
+        ::fsync(out) == 0;
     ::close(out);
     if (!written) {
       cleanse(bytes);

@@ -40,7 +40,7 @@ class Redactor {
  private:
   std::vector<std::string> needles_;
   std::size_t longest_ = 0;
-  std::string held_;       // original bytes not released yet
+  std::string held_;        // original bytes not released yet
   std::vector<bool> mask_;  // per held byte: to be replaced
   std::size_t redactions_ = 0;
 };

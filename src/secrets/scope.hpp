@@ -25,9 +25,7 @@ struct Scope {
   // A canonical string: equal for equal (normalised) scopes, different otherwise (every item
   // is length-prefixed, so no choice of names can make two scopes collide).
   std::string key() const;
-  bool empty() const {
-    return repositories.empty() && permissions.empty() && oauth_scopes.empty();
-  }
+  bool empty() const { return repositories.empty() && permissions.empty() && oauth_scopes.empty(); }
   bool operator==(const Scope&) const = default;
 };
 

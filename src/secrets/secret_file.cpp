@@ -45,8 +45,8 @@ SecretFile read_secret_file(const std::string& path, std::string_view what) {
     out.error = path + ": " + role + " is owned by uid " + std::to_string(st.st_uid) +
                 ", not by the user sandgate runs as (uid " + std::to_string(::geteuid()) + ")";
   } else if (static_cast<std::size_t>(st.st_size) > kMaxSecretFileBytes) {
-    out.error = path + ": " + role + " is larger than " + std::to_string(kMaxSecretFileBytes) +
-                " bytes";
+    out.error =
+        path + ": " + role + " is larger than " + std::to_string(kMaxSecretFileBytes) + " bytes";
   } else {
     content.resize(static_cast<std::size_t>(st.st_size) + 1);
     std::size_t got = 0;
@@ -99,8 +99,8 @@ std::vector<std::string> check_credential(const CredentialSpec& spec) {
       SecretFile key = check(spec.private_key_file, "private key file");
       if (!key.ok()) break;
       BIO* bio = BIO_new_mem_buf(key.content.view().data(), static_cast<int>(key.content.size()));
-      EVP_PKEY* pkey = bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr)
-                                      : nullptr;
+      EVP_PKEY* pkey =
+          bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr;
       ERR_clear_error();
       if (pkey == nullptr) {
         problems.push_back(prefix + spec.private_key_file +
@@ -116,10 +116,10 @@ std::vector<std::string> check_credential(const CredentialSpec& spec) {
     }
     case ProviderKind::exec:
       if (spec.command.empty() || ::access(spec.command.front().c_str(), X_OK) != 0) {
-        problems.push_back(prefix + (spec.command.empty() ? std::string("(no command)")
-                                                          : spec.command.front()) +
-                           ": not an executable file" +
-                           (spec.command.empty() ? "" : std::string(": ") + std::strerror(errno)));
+        problems.push_back(
+            prefix + (spec.command.empty() ? std::string("(no command)") : spec.command.front()) +
+            ": not an executable file" +
+            (spec.command.empty() ? "" : std::string(": ") + std::strerror(errno)));
       }
       break;
   }

@@ -36,7 +36,8 @@ class StaticProvider final : public Provider {
 
 }  // namespace
 
-std::shared_ptr<Provider> make_static_provider(const CredentialSpec& spec, ProviderContext context) {
+std::shared_ptr<Provider> make_static_provider(const CredentialSpec& spec,
+                                               ProviderContext context) {
   return std::make_shared<StaticProvider>(spec, std::move(context));
 }
 

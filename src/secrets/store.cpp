@@ -272,9 +272,8 @@ asio::awaitable<void> CredentialStore::refresh(std::shared_ptr<Credential> crede
     token->fingerprint = fingerprint(result.token->value.view());
     token->value = std::move(result.token->value);
     token->expires_at = result.token->expires_at;
-    token->refresh_at =
-        result.token->refresh_at.value_or(refresh_time(now, token->expires_at,
-                                                       credential->spec.refresh_before));
+    token->refresh_at = result.token->refresh_at.value_or(
+        refresh_time(now, token->expires_at, credential->spec.refresh_before));
     std::shared_ptr<const Token> shared = std::move(token);
     slot->state.on_success(shared);
     slot->token.store(shared);
@@ -286,9 +285,9 @@ asio::awaitable<void> CredentialStore::refresh(std::shared_ptr<Credential> crede
                             std::memory_order_relaxed);
     log("credential " + credential->spec.name + ": refresh failed (" +
         (result.error.retryable ? "retrying" : "not retryable, retrying slowly") + " in " +
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           slot->state.retry_at() - now)
-                           .count()) +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(slot->state.retry_at() - now)
+                .count()) +
         " ms): " + result.error.message);
     if (auto usable = slot->state.usable(now)) {
       answer = served(std::move(usable));

@@ -820,13 +820,13 @@ struct CredentialFiles {
   CredentialFiles() {
     const RunResult ca = run_sandgate({"ca", "init", dir.file("ca")});
     EXPECT_EQ(ca.exit_code, 0) << describe(ca);
-    const auto rsa = sandgate::test::run_command(
-        {"openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out",
-         dir.file("app.pem")});
+    const auto rsa =
+        sandgate::test::run_command({"openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt",
+                                     "rsa_keygen_bits:2048", "-out", dir.file("app.pem")});
     EXPECT_EQ(rsa.exit_code, 0) << rsa.err;
-    const auto ec = sandgate::test::run_command(
-        {"openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out",
-         dir.file("ec.pem")});
+    const auto ec =
+        sandgate::test::run_command({"openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
+                                     "ec_paramgen_curve:P-256", "-out", dir.file("ec.pem")});
     EXPECT_EQ(ec.exit_code, 0) << ec.err;
     dir.write("garbage.pem", "-----BEGIN PRIVATE KEY-----\nnot base64\n");
     dir.write("token", "npm_secret_value\n");
@@ -837,9 +837,10 @@ struct CredentialFiles {
     ::chmod(dir.file("open-token").c_str(), 0644);
   }
   std::string config(const std::string& credentials) const {
-    return dir.write("sandgate.toml", "sandboxes_dir = \"\"\n[interception]\nca_cert = "
-                                      "\"ca/ca.pem\"\nca_key = \"ca/ca.key\"\n" +
-                                          credentials);
+    return dir.write("sandgate.toml",
+                     "sandboxes_dir = \"\"\n[interception]\nca_cert = "
+                     "\"ca/ca.pem\"\nca_key = \"ca/ca.key\"\n" +
+                         credentials);
   }
 };
 
@@ -875,7 +876,8 @@ TEST(CliCheckConfig, ReadsEveryCredentialFile) {
                 "key\" gives one)\n" +
                 bad + ": credentials.npm: " + d +
                 "/open-token: token file is accessible by group or others (mode 0644); run chmod "
-                "600 " + d + "/open-token\n");
+                "600 " +
+                d + "/open-token\n");
   EXPECT_EQ(r.err.find("npm_secret_value"), std::string::npos);
 }
 

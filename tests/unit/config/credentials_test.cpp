@@ -1,7 +1,6 @@
 // [credentials] and [[...inject]]: what loads, what it compiles to, and every error with its
 // file, line, column and key.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -98,7 +97,8 @@ TEST(CredentialsConfig, EveryProviderLoadsWithDefaultsAndResolvedPaths) {
   EXPECT_EQ(github->installation_id, 0);
   EXPECT_EQ(github->installation_account, "Acme");
   EXPECT_EQ(github->api_url, "https://api.github.com");
-  EXPECT_EQ(github->permissions, (secrets::Permissions{{"contents", "write"}, {"metadata", "read"}}));
+  EXPECT_EQ(github->permissions,
+            (secrets::Permissions{{"contents", "write"}, {"metadata", "read"}}));
   EXPECT_EQ(github->env, (std::vector<std::string>{"GH_TOKEN", "GITHUB_TOKEN"}));
   EXPECT_EQ(github->refresh_before, std::chrono::minutes(15));
   EXPECT_EQ(github->ca_file, "/etc/ssl/extra.pem");
@@ -117,8 +117,7 @@ TEST(CredentialsConfig, EveryProviderLoadsWithDefaultsAndResolvedPaths) {
 
   const auto* vault = config.find_credential("vault");
   ASSERT_NE(vault, nullptr);
-  EXPECT_EQ(vault->command,
-            (std::vector<std::string>{"/usr/local/bin/get-token", "--scope", "x"}));
+  EXPECT_EQ(vault->command, (std::vector<std::string>{"/usr/local/bin/get-token", "--scope", "x"}));
   EXPECT_EQ(vault->timeout, std::chrono::milliseconds(2500));
   EXPECT_EQ(vault->ttl, std::chrono::hours(1));
 
@@ -281,8 +280,8 @@ std::vector<CredentialErrorCase> credential_error_cases() {
        "missing required key"},
       {"KeyOfAnotherProvider", cred + "provider = \"static\"\nfile = \"/f\"\napp_id = 3\n", false,
        8, 1, "credentials.x.app_id", "is a key of provider \"github_app\", not of \"static\""},
-      {"UnknownKeySuggests", cred + "provider = \"static\"\nfile = \"/f\"\nfiel = \"/f\"\n", false, 8, 1,
-       "credentials.x.fiel", "did you mean \"file\""},
+      {"UnknownKeySuggests", cred + "provider = \"static\"\nfile = \"/f\"\nfiel = \"/f\"\n", false,
+       8, 1, "credentials.x.fiel", "did you mean \"file\""},
       {"ExecRelativeCommand", cred + "provider = \"exec\"\ncommand = [\"get-token\"]\n", false, 7,
        12, "credentials.x.command[0]", "must be an absolute path"},
       {"ExecEmptyCommand", cred + "provider = \"exec\"\ncommand = []\n", false, 7, 11,
@@ -380,8 +379,8 @@ class CredentialErrorCaseTest : public ::testing::TestWithParam<CredentialErrorC
 
 TEST_P(CredentialErrorCaseTest, ReportsExactlyThisError) {
   const CredentialErrorCase& c = GetParam();
-  const std::string toml = c.with_credentials ? with_credentials(c.toml)
-                                              : std::string(kInterception) + c.toml;
+  const std::string toml =
+      c.with_credentials ? with_credentials(c.toml) : std::string(kInterception) + c.toml;
   const auto errors = errors_of(toml);
   ASSERT_EQ(errors.size(), 1u) << dump(errors);
   EXPECT_EQ(errors[0].file, kFile);
@@ -419,7 +418,8 @@ TEST(CredentialsConfig, TwoCredentialsOfASandboxCannotSetOneVariable) {
 
 TEST(CredentialsConfig, DropInSandboxesUseMainFileCredentials) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("sandgate-cred-test-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("sandgate-cred-test-" + std::to_string(::getpid()));
   fs::create_directories(dir / "sandboxes.d");
   std::ofstream(dir / "sandgate.toml") << with_credentials("[profiles.p]\n");
   std::ofstream(dir / "sandboxes.d" / "s.toml")

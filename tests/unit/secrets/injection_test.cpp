@@ -68,8 +68,7 @@ INSTANTIATE_TEST_SUITE_P(
         MatchCase{"SegmentBoundary", "api.github.com", 443, "/repos/acme/x", "api"},
         MatchCase{"SegmentBoundaryExact", "api.github.com", 443, "/repos/acme", "api"},
         MatchCase{"NotAPrefixOfASegment", "api.github.com", 443, "/repos/acmex/y", ""},
-        MatchCase{"AmbiguousPathMatchesNoPrefixRule", "api.github.com", 443, "/repos/acme%2Fx",
-                  ""},
+        MatchCase{"AmbiguousPathMatchesNoPrefixRule", "api.github.com", 443, "/repos/acme%2Fx", ""},
         MatchCase{"AmbiguousPathStillMatchesHostOnlyRule", "github.com", 443, "/acme%2Fx",
                   "fallback"},
         MatchCase{"HostCaseAndDotNormalised", "GitHub.com.", 443, "/x", "fallback"},
@@ -123,8 +122,7 @@ TEST(Encoding, KnownVectors) {
   EXPECT_EQ(base64("f"), "Zg==");
   EXPECT_EQ(base64("foobar"), "Zm9vYmFy");
   EXPECT_EQ(base64url(std::string("\xfb\xff", 2)), "-_8");
-  EXPECT_EQ(sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(fingerprint("abc"), "ba7816bf8f01");
 }
 

@@ -38,19 +38,24 @@ TEST_P(RedactorTable, OneShot) {
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, RedactorTable,
-    ::testing::Values(
-        RedactCase{"Nothing", {"ghs_abc"}, "hello world", "hello world", 0},
-        RedactCase{"Once", {"ghs_abc"}, "token=ghs_abc;", "token=*******;", 1},
-        RedactCase{"Twice", {"ghs_abc"}, "ghs_abcghs_abc", "**************", 2},
-        RedactCase{"WholeInput", {"s3cr3t"}, "s3cr3t", "******", 1},
-        RedactCase{"Overlapping", {"aba"}, "ababa", "*****", 2},
-        RedactCase{"TwoNeedlesOverlap", {"abc", "bcdef"}, "xabcdefx", "x******x", 2},
-        RedactCase{"Base64Form", {"tok", "eDp0b2s="}, "Basic eDp0b2s=", "Basic ********", 1},
-        RedactCase{"Prefix only", {"ghs_abc"}, "ghs_ab", "ghs_ab", 0},
-        RedactCase{"EmptyNeedleIgnored", {""}, "abc", "abc", 0},
-        RedactCase{"NoNeedles", {}, "abc", "abc", 0},
-        RedactCase{"Binary", {std::string("\0\xff", 2)}, std::string("a\0\xff" "b", 4), "a**b",
-                   1}),
+    ::testing::Values(RedactCase{"Nothing", {"ghs_abc"}, "hello world", "hello world", 0},
+                      RedactCase{"Once", {"ghs_abc"}, "token=ghs_abc;", "token=*******;", 1},
+                      RedactCase{"Twice", {"ghs_abc"}, "ghs_abcghs_abc", "**************", 2},
+                      RedactCase{"WholeInput", {"s3cr3t"}, "s3cr3t", "******", 1},
+                      RedactCase{"Overlapping", {"aba"}, "ababa", "*****", 2},
+                      RedactCase{"TwoNeedlesOverlap", {"abc", "bcdef"}, "xabcdefx", "x******x", 2},
+                      RedactCase{
+                          "Base64Form", {"tok", "eDp0b2s="}, "Basic eDp0b2s=", "Basic ********", 1},
+                      RedactCase{"Prefix only", {"ghs_abc"}, "ghs_ab", "ghs_ab", 0},
+                      RedactCase{"EmptyNeedleIgnored", {""}, "abc", "abc", 0},
+                      RedactCase{"NoNeedles", {}, "abc", "abc", 0},
+                      RedactCase{"Binary",
+                                 {std::string("\0\xff", 2)},
+                                 std::string("a\0\xff"
+                                             "b",
+                                             4),
+                                 "a**b",
+                                 1}),
     [](const auto& row) {
       std::string n = row.param.name;
       for (char& ch : n) {

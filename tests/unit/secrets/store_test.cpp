@@ -178,8 +178,7 @@ Scope widgets_scope() {
 
 class GithubAppStore : public ::testing::Test {
  protected:
-  GithubAppStore()
-      : key_(dir_), github_(clock_), store_(options()) {
+  GithubAppStore() : key_(dir_), github_(clock_), store_(options()) {
     store_.update({github_spec(key_.path, github_.server())});
   }
 
@@ -298,7 +297,8 @@ TEST_F(GithubAppStore, UnauthorizedIsNotRetryableAndQuotesNoSecret) {
   github_.override = [&](const test::TokenRequest& r) {
     jwt_seen = r.headers.at("authorization").substr(7);
     return test::TokenResponse{401, R"({"message":"A JSON web token could not be decoded",)"
-                                    R"("echo":")" + jwt_seen + R"("})"};
+                                    R"("echo":")" +
+                                        jwt_seen + R"("})"};
   };
   const TokenResult r = get(store_, "github");
   ASSERT_FALSE(r.ok());
@@ -307,7 +307,8 @@ TEST_F(GithubAppStore, UnauthorizedIsNotRetryableAndQuotesNoSecret) {
   EXPECT_NE(r.error->message.find("could not be decoded"), std::string::npos);
   ASSERT_FALSE(jwt_seen.empty());
   EXPECT_EQ(r.error->message.find(jwt_seen.substr(0, 40)), std::string::npos);
-  for (const auto& line : log_lines()) EXPECT_EQ(line.find(jwt_seen.substr(0, 40)), std::string::npos);
+  for (const auto& line : log_lines())
+    EXPECT_EQ(line.find(jwt_seen.substr(0, 40)), std::string::npos);
 }
 
 TEST_F(GithubAppStore, ServerErrorIsRetryable) {
@@ -330,13 +331,12 @@ TEST_F(GithubAppStore, ConcurrentFirstRequestsFromTwoThreadsMintOnce) {
   const auto run = [&] {
     asio::io_context io;
     for (int i = 0; i < kPerThread; ++i) {
-      asio::co_spawn(io, store_.get("github", scope, 5s),
-                     [&](std::exception_ptr, TokenResult r) {
-                       if (!r.ok()) return;
-                       ++ok;
-                       const std::lock_guard lock(mutex);
-                       seen.insert(r.token.get());
-                     });
+      asio::co_spawn(io, store_.get("github", scope, 5s), [&](std::exception_ptr, TokenResult r) {
+        if (!r.ok()) return;
+        ++ok;
+        const std::lock_guard lock(mutex);
+        seen.insert(r.token.get());
+      });
     }
     io.run();
   };
@@ -368,8 +368,8 @@ TEST_F(GithubAppStore, LooksUpTheInstallationOfAnAccount) {
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_EQ(requests[0].target, "/orgs/acme/installation");
   EXPECT_EQ(requests[1].target, "/users/acme/installation");
-  EXPECT_TRUE(key_.verify(std::string_view(requests[1].headers.at("authorization")).substr(7))
-                  .is_object());
+  EXPECT_TRUE(
+      key_.verify(std::string_view(requests[1].headers.at("authorization")).substr(7)).is_object());
   EXPECT_EQ(requests[2].target, "/app/installations/99/access_tokens");
 }
 
@@ -434,8 +434,8 @@ class ExecStore : public ::testing::Test {
   }
 
   void use_script(const std::string& body, std::chrono::milliseconds timeout = 5s) {
-    const std::string path = dir_.write("helper-" + std::to_string(++scripts_) + ".sh",
-                                        "#!/bin/sh\n" + body);
+    const std::string path =
+        dir_.write("helper-" + std::to_string(++scripts_) + ".sh", "#!/bin/sh\n" + body);
     ::chmod(path.c_str(), 0700);
     CredentialSpec spec;
     spec.name = "vault";
@@ -462,9 +462,11 @@ class ExecStore : public ::testing::Test {
 
 TEST_F(ExecStore, ReadsTheTokenAndExpiryAndRedactsItFromStderr) {
   const std::string expires = rfc3339(clock_.now() + 2h);
-  use_script("[ \"$1|$2\" = \"--scope|x y\" ] || exit 9\n"
-             "echo 'using vlt_SECRET123456 now' >&2\n"
-             "printf '{\"token\": \"vlt_SECRET123456\", \"expires_at\": \"" + expires + "\"}'\n");
+  use_script(
+      "[ \"$1|$2\" = \"--scope|x y\" ] || exit 9\n"
+      "echo 'using vlt_SECRET123456 now' >&2\n"
+      "printf '{\"token\": \"vlt_SECRET123456\", \"expires_at\": \"" +
+      expires + "\"}'\n");
   const TokenResult r = get(*store_, "vault");
   ASSERT_TRUE(r.ok()) << r.error->message;
   EXPECT_EQ(r.token->value.view(), "vlt_SECRET123456");
@@ -486,8 +488,7 @@ TEST_F(ExecStore, TimeoutKillsTheHelperAndIsRetryable) {
   const TokenResult r = get(*store_, "vault");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error->retryable);
-  EXPECT_NE(r.error->message.find("timed out after 300 ms"), std::string::npos)
-      << r.error->message;
+  EXPECT_NE(r.error->message.find("timed out after 300 ms"), std::string::npos) << r.error->message;
 }
 
 TEST_F(ExecStore, BadJsonIsNotRetryableAndNotQuoted) {
@@ -503,8 +504,9 @@ TEST_F(ExecStore, BadJsonIsNotRetryableAndNotQuoted) {
 }
 
 TEST_F(ExecStore, NonZeroExitIsRetryableAndItsStderrLoggedBounded) {
-  use_script("i=0; while [ $i -lt 500 ]; do echo 'vault sealed, try later' >&2; i=$((i+1)); done\n"
-             "exit 3\n");
+  use_script(
+      "i=0; while [ $i -lt 500 ]; do echo 'vault sealed, try later' >&2; i=$((i+1)); done\n"
+      "exit 3\n");
   const TokenResult r = get(*store_, "vault");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error->retryable);
@@ -540,8 +542,8 @@ TEST(StaticStore, ReadsTheFileAndReadsItAgainWhenItChanges) {
   dir.write("npm-token", "npm_second");
   EXPECT_EQ(get(store, "npm").token->value.view(), "npm_first");  // checked at most every 2 s
   clock.advance(3s);
-  ASSERT_TRUE(test::eventually(
-      [&] { return get(store, "npm").token->value.view() == "npm_second"; }));
+  ASSERT_TRUE(
+      test::eventually([&] { return get(store, "npm").token->value.view() == "npm_second"; }));
 
   ::chmod(path.c_str(), 0644);
   CredentialSpec other = spec;
@@ -607,8 +609,9 @@ TEST(OAuth2Store, PostsTheFormWithBasicClientAuth) {
 TEST(HttpsProvider, UntrustedCertificateFails) {
   test::TempDir dir;
   AppKey key(dir);
-  test::FakeTokenServer server(
-      [](const test::TokenRequest&) { return test::TokenResponse{201, "{}"}; });
+  test::FakeTokenServer server([](const test::TokenRequest&) {
+    return test::TokenResponse{201, "{}"};
+  });
   CredentialStore store;
   CredentialSpec spec = github_spec(key.path, server);
   spec.ca_file.clear();  // system roots only: the test CA is not among them

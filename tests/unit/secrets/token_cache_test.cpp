@@ -25,10 +25,10 @@ TEST(Backoff, DoublesFromInitialToCapWithJitterInTheUpperHalf) {
     double r;
     std::chrono::milliseconds want;
   };
-  for (const Row& row : {Row{1, 0.0, 500ms}, Row{1, 0.999, 999ms}, Row{2, 0.0, 1'000ms},
-                         Row{3, 0.5, 3'000ms}, Row{9, 0.0, 128'000ms}, Row{10, 0.0, 150'000ms},
-                         Row{10, 0.9999, 299'985ms}, Row{1000, 0.0, 150'000ms},
-                         Row{UINT32_MAX, 1.0, 300'000ms}}) {
+  for (const Row& row :
+       {Row{1, 0.0, 500ms}, Row{1, 0.999, 999ms}, Row{2, 0.0, 1'000ms}, Row{3, 0.5, 3'000ms},
+        Row{9, 0.0, 128'000ms}, Row{10, 0.0, 150'000ms}, Row{10, 0.9999, 299'985ms},
+        Row{1000, 0.0, 150'000ms}, Row{UINT32_MAX, 1.0, 300'000ms}}) {
     EXPECT_EQ(backoff_delay(p, row.failures, row.r), row.want)
         << row.failures << " failures, r=" << row.r;
   }
