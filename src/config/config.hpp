@@ -84,6 +84,8 @@ struct Interception {
   std::chrono::hours leaf_validity{24};
   std::chrono::hours leaf_renew_before{12};  // re-mint a cached leaf this long before notAfter
   std::size_t leaf_cache_size = 10'000;      // leaves kept (least recently used dropped)
+  // Leaves each sandbox may make sandgate mint per minute (a burst of as many), THREATS 24.
+  std::size_t max_leaf_mints_per_minute = 120;
   // Extra roots the upstream leg trusts besides the system's (a private registry, tests).
   std::string upstream_ca_file;
 

@@ -280,7 +280,7 @@ Interception read_interception(const toml::node& node, const std::filesystem::pa
   const std::string prefix = "interception";
   check_known_keys(*table, prefix,
                    {"ca_cert", "ca_key", "leaf_validity_hours", "leaf_renew_before_hours",
-                    "leaf_cache_size", "upstream_ca_file"},
+                    "leaf_cache_size", "max_leaf_mints_per_minute", "upstream_ca_file"},
                    sink);
   read_path(*table, prefix, "ca_cert", base_dir, out.ca_cert, sink);
   read_path(*table, prefix, "ca_key", base_dir, out.ca_key, sink);
@@ -305,6 +305,9 @@ Interception read_interception(const toml::node& node, const std::filesystem::pa
   }
   if (auto v = read_limit(*table, "leaf_cache_size", 1, prefix, sink)) {
     out.leaf_cache_size = static_cast<std::size_t>(*v);
+  }
+  if (auto v = read_limit(*table, "max_leaf_mints_per_minute", 1, prefix, sink)) {
+    out.max_leaf_mints_per_minute = static_cast<std::size_t>(*v);
   }
   return out;
 }

@@ -285,6 +285,35 @@ TEST_F(ProxyIntercept, TheLeafIsMintedOncePerNameAndNamesTheHost) {
   EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_cache_hits_total"), 2);
 }
 
+TEST_F(ProxyIntercept, ASandboxCyclingThroughNamesIsHeldToItsMintingBudget) {
+  // THREATS 24: every name a wildcard allows would make sandgate mint (and evict) a leaf.
+  std::string cfg = tables();
+  cfg.replace(cfg.find("upstream_ca_file"), 0, "max_leaf_mints_per_minute = 3\n");
+  cfg.replace(cfg.find("inspect = ["), 11, "inspect = [\"*.mint.test\", ");
+  cfg.replace(cfg.find("allow = ["), 9, "allow = [\"*.mint.test\", ");
+  cfg.replace(cfg.find("[dns.hosts]\n"), 12, "[dns.hosts]\n\"a.mint.test\" = [\"127.0.0.1\"]\n");
+  daemon_.reset();
+  daemon_ = std::make_unique<SandgateProcess>(SandgateOptions{cfg});
+  // Names need not resolve for the leaf: the CONNECT is answered before any dial.
+  const auto connect = [&](const std::string& host) {
+    return curl({"--connect-timeout", "3", url(host, "/")}).connect_code;
+  };
+  EXPECT_EQ(connect("a.mint.test"), 200);
+  EXPECT_EQ(connect("b.mint.test"), 200);
+  EXPECT_EQ(connect("c.mint.test"), 200);
+  EXPECT_EQ(connect("d.mint.test"), 429);  // a fourth new name within the minute
+  EXPECT_EQ(connect("a.mint.test"), 200);  // a cached leaf costs nothing
+  const auto line = daemon_->wait_audit_code("TOO_MANY_LEAF_MINTS");
+  ASSERT_TRUE(AuditLineIs(line, "TOO_MANY_LEAF_MINTS", "-", kId));
+  EXPECT_EQ(json_string(*line, "destination.domain"), "d.mint.test");
+  EXPECT_EQ(json_int(*line, "http.response.status_code"), 429);
+  const std::string metrics = daemon_->metrics_text();
+  EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_mints_total"), 3);
+  EXPECT_EQ(metric_value(metrics, "sandgate_errors_total",
+                         {{"code", "TOO_MANY_LEAF_MINTS"}, {"side", "client"}}),
+            1);
+}
+
 }  // namespace
 }  // namespace sandgate::test
 
