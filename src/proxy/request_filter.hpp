@@ -10,6 +10,8 @@
 #include "common/errc.hpp"
 #include "policy/host.hpp"
 #include "policy/policy.hpp"
+#include "secrets/injection.hpp"
+#include "secrets/token.hpp"
 
 namespace sandgate::proxy {
 
@@ -31,6 +33,12 @@ struct ProxiedRequest {
   // Set by the decision filter: what policy decided for this request (the rule that allowed
   // it, or an audit-mode rule that would have refused it).
   policy::Decision decision;
+  // Set by the credential filter when it attached a credential: the rule, the token (held for
+  // the request's lines, which name its fingerprint), and what of it the response must not
+  // carry back to the sandbox (the Redactor's needles).
+  const secrets::InjectRule* injected = nullptr;
+  std::shared_ptr<const secrets::Token> token;
+  std::vector<std::string> secret_forms;
 };
 
 // What a filter decided: go on to the next one, or stop the request: refused by policy
@@ -40,6 +48,7 @@ struct FilterResult {
   policy::Decision denial;  // when !next and error is ok
   Errc error = Errc::ok;    // when !next: a failure that is not a policy refusal
   std::string message;      // for `error`: what the client is told (never a secret)
+  bool retryable = true;    // for `error`: whether waiting can help (the body's `retryable`)
 };
 
 // What the whole chain decided: `decision` is the policy's (allowed, or the first refusal);
@@ -50,6 +59,7 @@ struct ChainResult {
   policy::Decision decision;
   Errc error = Errc::ok;
   std::string message;
+  bool retryable = true;  // for `error`, when the code's own default is too coarse
 };
 
 // One step of the chain every request goes through before it is forwarded (the decision;
