@@ -9,6 +9,7 @@
 #include "common/version.hpp"
 #include "config/config.hpp"
 #include "proxy/server.hpp"
+#include "secrets/secret_file.hpp"
 #include "tls/authority.hpp"
 
 namespace {
@@ -71,6 +72,16 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    // Each credential's files as its provider will read them: present, this user's, 0600, and
+    // a github_app key that parses as an RSA private key.
+    bool credentials_ok = true;
+    for (const auto& spec : cfg->credentials) {
+      for (const std::string& problem : sandgate::secrets::check_credential(spec)) {
+        std::cerr << args[1] << ": " << problem << "\n";
+        credentials_ok = false;
+      }
+    }
+    if (!credentials_ok) return 2;
     std::cout << args[1] << ": ok (" << cfg->sandboxes.size() << " sandboxes)\n";
     return 0;
   }

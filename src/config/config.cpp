@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "config/credentials.hpp"
 #include "config/sandboxes.hpp"
 #include "config/sections.hpp"
 #include "config/toml_reader.hpp"
@@ -128,6 +129,34 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
   }
 }
 
+// Two credentials of one sandbox that set the same variable would leave the sandbox one
+// placeholder for two hosts' credentials: an error where the sandbox is defined.
+void check_placeholder_env(const Config& config, ErrorSink& sink) {
+  for (const Sandbox& sandbox : config.sandboxes) {
+    std::vector<const std::vector<secrets::InjectRule>*> rule_sets{&sandbox.inject};
+    if (const auto it = config.profile_inject.find(sandbox.profile);
+        it != config.profile_inject.end()) {
+      rule_sets.push_back(&it->second);
+    }
+    std::map<std::string, std::string> owner;  // variable -> credential
+    for (const auto* rules : rule_sets) {
+      for (const secrets::InjectRule& rule : *rules) {
+        const secrets::CredentialSpec* spec = config.find_credential(rule.credential);
+        if (spec == nullptr) continue;
+        for (const std::string& env : spec->env) {
+          const auto [it, fresh] = owner.emplace(env, spec->name);
+          if (fresh || it->second == spec->name) continue;
+          sink.add_unlocated((sandbox.in_drop_in ? sandbox.file + ": " : std::string()) +
+                                 "sandboxes." + sandbox.spec.id,
+                             "credentials " + detail::in_quotes(it->second) + " and " +
+                                 detail::in_quotes(spec->name) + " both set " + env +
+                                 " (env) in this sandbox");
+        }
+      }
+    }
+  }
+}
+
 // Loads the main file's text; `sink` is the main file's.
 // Keys that make sandgate terminate TLS need a CA to do it with: without [interception], each
 // one is an error where it is written (a drop-in's sandbox: named by its file).
@@ -142,7 +171,7 @@ void require_interception(const toml::table& root, const std::vector<Sandbox>& s
     for (const auto& [name, node] : *tables) {
       const toml::table* table = node.as_table();
       if (table == nullptr) continue;
-      for (const std::string_view key : {"inspect", "http_rules", "git"}) {
+      for (const std::string_view key : {"inspect", "http_rules", "git", "inject"}) {
         if (const toml::node* value = table->get(key)) {
           sink.add(value->source(),
                    std::string(section) + "." + std::string(name.str()) + "." + std::string(key),
@@ -153,8 +182,9 @@ void require_interception(const toml::table& root, const std::vector<Sandbox>& s
   }
   for (const Sandbox& sandbox : sandboxes) {
     const policy::SandboxSpec& spec = sandbox.spec;
-    if (sandbox.in_drop_in && (!spec.inspect.empty() || !spec.inspect_addresses.empty() ||
-                               !spec.http_rules.empty() || !spec.git_rules.empty())) {
+    if (sandbox.in_drop_in &&
+        (!spec.inspect.empty() || !spec.inspect_addresses.empty() || !spec.http_rules.empty() ||
+         !spec.git_rules.empty() || !sandbox.inject.empty())) {
       sink.add_unlocated(sandbox.file + ": sandboxes." + spec.id, kMessage);
     }
   }
@@ -168,7 +198,7 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
 
   check_known_keys(*root, "",
                    {"workers", "sandboxes_dir", "listeners", "limits", "dns", "log", "launcher",
-                    "interception", "profiles", "sandboxes"},
+                    "interception", "credentials", "profiles", "sandboxes"},
                    sink);
   const fs::path base_dir = fs::path(name).parent_path();
   if (const toml::node* node = root->get("workers")) {
@@ -195,9 +225,15 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
     config.interception = detail::read_interception(*node, base_dir, sink);
   }
 
+  detail::CredentialsSection credentials;
+  if (const toml::node* node = root->get("credentials")) {
+    credentials = detail::read_credentials(*node, base_dir, sink);
+  }
   detail::Profiles profiles;
-  if (const toml::node* node = root->get("profiles")) profiles = detail::read_profiles(*node, sink);
-  detail::SandboxCollector sandboxes(profiles);
+  if (const toml::node* node = root->get("profiles")) {
+    profiles = detail::read_profiles(*node, credentials.credentials, sink);
+  }
+  detail::SandboxCollector sandboxes(profiles, credentials.credentials);
   if (const toml::node* node = root->get("sandboxes")) sandboxes.read_main_table(*node, sink);
 
   const toml::node* dir_node = root->get("sandboxes_dir");
@@ -210,6 +246,15 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
                   sandboxes);
   }
   config.sandboxes = sandboxes.take();
+  for (auto& [unused, spec] : credentials.credentials) config.credentials.push_back(spec);
+  for (auto& [profile_name, rules] : profiles) {
+    if (!rules.inject.empty()) config.profile_inject.emplace(profile_name, std::move(rules.inject));
+  }
+  config.placeholder_key_file =
+      !credentials.placeholder_key_file.empty()
+          ? credentials.placeholder_key_file
+          : (fs::path(config.launcher.state_dir) / "placeholder.key").string();
+  check_placeholder_env(config, sink);
   // Checked once everything else reads cleanly, so that it never buries the errors above.
   if (!config.interception.enabled() && !sink.any()) {
     require_interception(*root, config.sandboxes, sink);
@@ -274,6 +319,81 @@ std::shared_ptr<const policy::Policy> Config::build_policy(
   // The launcher's pool holds every sandbox link, host side included: never a destination.
   return std::make_shared<const policy::Policy>(std::move(specs), std::move(self_endpoints),
                                                 std::vector<policy::Cidr>{launcher.pool});
+}
+
+const secrets::CredentialSpec* Config::find_credential(std::string_view name) const {
+  const auto it = std::lower_bound(credentials.begin(), credentials.end(), name,
+                                   [](const secrets::CredentialSpec& spec,
+                                      std::string_view wanted) { return spec.name < wanted; });
+  return it != credentials.end() && it->name == name ? &*it : nullptr;
+}
+
+std::shared_ptr<const secrets::InjectionTable> Config::build_injection() const {
+  auto table = std::make_shared<secrets::InjectionTable>();
+  // Shared compiled rules of sandboxes without rules of their own: by profile and ports.
+  std::map<std::pair<std::string, std::vector<std::uint16_t>>,
+           std::shared_ptr<const secrets::InjectionRules>>
+      shared;
+  for (const Sandbox& sandbox : sandboxes) {
+    const auto profile = profile_inject.find(sandbox.profile);
+    const std::vector<secrets::InjectRule>* inherited =
+        profile != profile_inject.end() ? &profile->second : nullptr;
+    if (sandbox.inject.empty() && inherited == nullptr) continue;
+    if (sandbox.inject.empty()) {
+      auto& rules = shared[{sandbox.profile, sandbox.spec.ports}];
+      if (rules == nullptr) {
+        rules = std::make_shared<const secrets::InjectionRules>(*inherited, sandbox.spec.ports);
+      }
+      table->add(sandbox.spec.id, rules);
+      continue;
+    }
+    std::vector<secrets::InjectRule> rules = sandbox.inject;
+    if (inherited != nullptr) rules.insert(rules.end(), inherited->begin(), inherited->end());
+    table->add(sandbox.spec.id, std::make_shared<const secrets::InjectionRules>(
+                                    std::move(rules), sandbox.spec.ports));
+  }
+  return table;
+}
+
+namespace {
+
+// The credentials a sandbox's rules name (own and profile's), sorted, unique.
+std::vector<std::string> credentials_of(const Config& config, const Sandbox& sandbox) {
+  std::vector<std::string> names;
+  for (const auto& rule : sandbox.inject) names.push_back(rule.credential);
+  if (const auto it = config.profile_inject.find(sandbox.profile);
+      it != config.profile_inject.end()) {
+    for (const auto& rule : it->second) names.push_back(rule.credential);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> Config::placeholder_pairs() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Sandbox& sandbox : sandboxes) {
+    for (std::string& name : credentials_of(*this, sandbox)) {
+      out.emplace_back(sandbox.spec.id, std::move(name));
+    }
+  }
+  return out;
+}
+
+std::vector<PlaceholderEnv> Config::placeholder_env(std::string_view id,
+                                                    const secrets::PlaceholderKey& key) const {
+  std::vector<PlaceholderEnv> out;
+  const Sandbox* sandbox = find_sandbox(id);
+  if (sandbox == nullptr) return out;
+  for (const std::string& name : credentials_of(*this, *sandbox)) {
+    const secrets::CredentialSpec* spec = find_credential(name);
+    if (spec == nullptr || spec->env.empty()) continue;
+    const std::string value = key.placeholder_for(sandbox->spec.id, name);
+    for (const std::string& env : spec->env) out.push_back({env, value, name});
+  }
+  return out;
 }
 
 Config load_config(const std::string& path) {

@@ -11,6 +11,9 @@
 
 #include "policy/ip_address.hpp"
 #include "policy/policy.hpp"
+#include "secrets/injection.hpp"
+#include "secrets/placeholder.hpp"
+#include "secrets/spec.hpp"
 
 namespace sandgate::config {
 
@@ -110,6 +113,15 @@ struct Sandbox {
   std::string file;            // where it was defined (main file or a drop-in)
   bool in_drop_in = false;     // `file` is a drop-in, not the main file
   bool launcher_made = false;  // a drop-in sandgate-launch wrote (kLauncherDropinMarker)
+  // The sandbox's own [[sandboxes.ID.inject]] rules; its profile's are Config::profile_inject.
+  std::vector<secrets::InjectRule> inject;
+};
+
+// One environment variable sandgate-launch sets in a sandbox: a credential's placeholder.
+struct PlaceholderEnv {
+  std::string name;        // e.g. "GH_TOKEN"
+  std::string value;       // the placeholder (secrets/placeholder.hpp)
+  std::string credential;  // whose it is
 };
 
 // The first line of every drop-in sandgate-launch writes (and removes at `down`).
@@ -136,11 +148,29 @@ struct Config {
   Interception interception;
   std::string sandboxes_dir;       // resolved relative to the config file; empty: none
   std::vector<Sandbox> sandboxes;  // sorted by id (find_sandbox relies on it)
+  // [credentials.NAME] tables, sorted by name (docs/credentials.md).
+  std::vector<secrets::CredentialSpec> credentials;
+  // Each profile's own inject rules (profile name -> rules), for build_injection.
+  std::map<std::string, std::vector<secrets::InjectRule>, std::less<>> profile_inject;
+  // The placeholders' HMAC key (credentials.placeholder_key_file; default
+  // "<launcher.state_dir>/placeholder.key"), created on first use.
+  std::string placeholder_key_file;
 
   const Sandbox* find_sandbox(std::string_view id) const;
+  const secrets::CredentialSpec* find_credential(std::string_view name) const;
   // The policy for these sandboxes (self endpoints are added by the daemon).
   std::shared_ptr<const policy::Policy> build_policy(
       std::vector<policy::Endpoint> self_endpoints = {}) const;
+  // Every sandbox's inject rules, compiled: its own first, then its profile's. Sandboxes with
+  // no rules of their own share their profile's compiled rules (one per profile and ports).
+  std::shared_ptr<const secrets::InjectionTable> build_injection() const;
+  // The (sandbox, credential) pairs that have a placeholder: each sandbox with each credential
+  // its rules name. For secrets::PlaceholderIndex.
+  std::vector<std::pair<std::string, std::string>> placeholder_pairs() const;
+  // The variables sandgate-launch sets in sandbox `id`: each `env` name of each credential its
+  // rules name, set to that credential's placeholder. Empty for an unknown sandbox.
+  std::vector<PlaceholderEnv> placeholder_env(std::string_view id,
+                                              const secrets::PlaceholderKey& key) const;
 };
 
 // One problem found in a config file, located as precisely as the parser can.

@@ -145,7 +145,8 @@ void read_inspect(const toml::table& table, const std::string& path,
 // The keys a profile and a sandbox share. `path` prefixes error keys; `origin_prefix`
 // prefixes rule origins ("profiles.default", "sandboxes.ci").
 RuleSet read_rules(const toml::table& table, const std::string& path,
-                   const std::string& origin_prefix, ErrorSink& sink) {
+                   const std::string& origin_prefix, const Credentials& credentials,
+                   ErrorSink& sink) {
   RuleSet rules;
   if (const toml::node* node = table.get("ports")) {
     rules.ports = read_ports(*node, join_key(path, "ports"), sink);
@@ -159,12 +160,22 @@ RuleSet read_rules(const toml::table& table, const std::string& path,
   read_inspect(table, path, origin_prefix, rules, sink);
   read_http_rules(table, path, origin_prefix, rules.http_rules, sink);
   read_git_rules(table, path, origin_prefix, rules.git_rules, sink);
+  read_inject_rules(table, path, origin_prefix, credentials, rules.inject, sink);
   return rules;
 }
 
 template <class T>
 void append(std::vector<T>& to, const std::vector<T>& from) {
   to.insert(to.end(), from.begin(), from.end());
+}
+
+// The hosts of inject rules are inspected: a credential is only ever added inside a stream
+// sandgate terminated.
+void inspect_inject_hosts(const std::vector<secrets::InjectRule>& rules,
+                          std::vector<policy::RuleSource>& inspect) {
+  for (const secrets::InjectRule& rule : rules) {
+    for (const policy::HostPattern& host : rule.hosts) inspect.push_back({host, rule.origin});
+  }
 }
 
 // Profile rules first, then the sandbox's own; the sandbox's ports replace the profile's.
@@ -187,6 +198,7 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
     append(spec.inspect_addresses, profile->inspect_addresses);
     append(spec.http_rules, profile->http_rules);
     append(spec.git_rules, profile->git_rules);
+    inspect_inject_hosts(profile->inject, spec.inspect);
   }
   append(spec.allow, own.allow);
   append(spec.deny, own.deny);
@@ -198,6 +210,7 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
   append(spec.inspect_addresses, own.inspect_addresses);
   append(spec.http_rules, own.http_rules);
   append(spec.git_rules, own.git_rules);
+  inspect_inject_hosts(own.inject, spec.inspect);
   return spec;
 }
 
@@ -230,7 +243,7 @@ bool valid_id(std::string_view id) {
   });
 }
 
-Profiles read_profiles(const toml::node& node, ErrorSink& sink) {
+Profiles read_profiles(const toml::node& node, const Credentials& credentials, ErrorSink& sink) {
   Profiles profiles;
   const toml::table* table = read_table(node, "profiles", sink);
   if (table == nullptr) return profiles;
@@ -248,9 +261,9 @@ Profiles read_profiles(const toml::node& node, ErrorSink& sink) {
     }
     check_known_keys(*body, path,
                      {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque",
-                      "allow_host_services", "inspect", "http_rules", "git"},
+                      "allow_host_services", "inspect", "http_rules", "git", "inject"},
                      sink);
-    profiles.emplace(name, read_rules(*body, path, path, sink));
+    profiles.emplace(name, read_rules(*body, path, path, credentials, sink));
   }
   return profiles;
 }
@@ -263,11 +276,11 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     const std::string path = join_key("sandboxes", id);
     const toml::table* body = read_table(value, path, sink);
     if (body == nullptr) continue;
-    check_known_keys(
-        *body, path,
-        {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
-         "opaque", "allow_host_services", "allow_all_hosts", "inspect", "http_rules", "git"},
-        sink);
+    check_known_keys(*body, path,
+                     {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
+                      "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
+                      "http_rules", "git", "inject"},
+                     sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
 }
@@ -275,11 +288,11 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
 void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink, bool launcher_made) {
   in_drop_in_ = true;
   launcher_made_ = launcher_made;
-  check_known_keys(
-      root, "",
-      {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs", "deny_cidrs",
-       "opaque", "allow_host_services", "allow_all_hosts", "inspect", "http_rules", "git"},
-      sink);
+  check_known_keys(root, "",
+                   {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
+                    "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
+                    "http_rules", "git", "inject"},
+                   sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;
   if (id_node == nullptr) {
@@ -353,8 +366,9 @@ void SandboxCollector::read_sandbox(const std::optional<std::string>& maybe_id,
       sink.add_unlocated(key, message);
     }
   }
-  const RuleSet own = read_rules(body, path, join_key("sandboxes", id), sink);
+  RuleSet own = read_rules(body, path, join_key("sandboxes", id), credentials_, sink);
   sandbox.spec = merge(id, profile, own);
+  sandbox.inject = std::move(own.inject);
   if (const toml::node* node = body.get("allow_all_hosts")) {
     sandbox.spec.allow_all_hosts =
         read_bool(*node, join_key(path, "allow_all_hosts"), sink).value_or(false);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/credentials.hpp"
 #include "config/toml_reader.hpp"
 #include "policy/policy.hpp"
 
@@ -28,12 +29,13 @@ struct RuleSet {
   std::vector<policy::HostServiceSource> inspect_addresses;
   std::vector<policy::HttpRule> http_rules;
   std::vector<policy::GitRule> git_rules;
+  std::vector<secrets::InjectRule> inject;
 };
 
 using Profiles = std::map<std::string, RuleSet, std::less<>>;
 
-// Reads the [profiles] table (profile name -> rules).
-Profiles read_profiles(const toml::node& node, ErrorSink& sink);
+// Reads the [profiles] table (profile name -> rules); inject rules may name `credentials`.
+Profiles read_profiles(const toml::node& node, const Credentials& credentials, ErrorSink& sink);
 
 // True for 1-64 characters of [A-Za-z0-9_.-]: the syntax of sandbox ids and profile names.
 bool valid_id(std::string_view id);
@@ -42,7 +44,8 @@ bool valid_id(std::string_view id);
 // all of them. Holds a reference to the profiles; they must outlive it.
 class SandboxCollector {
  public:
-  explicit SandboxCollector(const Profiles& profiles) : profiles_(profiles) {}
+  SandboxCollector(const Profiles& profiles, const Credentials& credentials)
+      : profiles_(profiles), credentials_(credentials) {}
 
   // The main file's [sandboxes] table: one sub-table per id.
   void read_main_table(const toml::node& node, ErrorSink& sink);
@@ -78,6 +81,7 @@ class SandboxCollector {
                     std::vector<policy::IpAddress>& out, ErrorSink& sink);
 
   const Profiles& profiles_;
+  const Credentials& credentials_;
   // Set while a drop-in is read (read_sandbox copies them into the Sandbox).
   bool in_drop_in_ = false;
   bool launcher_made_ = false;

@@ -223,6 +223,8 @@ std::string_view reason_name(Reason r) {
       return "unnamed_destination";
     case Reason::misdirected_request:
       return "misdirected_request";
+    case Reason::placeholder_misuse:
+      return "placeholder_misuse";
     case Reason::host_mismatch:
       return "host_mismatch";
     case Reason::http_malformed:

@@ -57,9 +57,12 @@ enum class Reason {
   // A request inside an intercepted stream for another host or port than the one whose TLS
   // sandgate terminated (fronting, HTTP/2 connection coalescing): answered 421.
   misdirected_request,
+  // A credential placeholder (secrets/placeholder.hpp) on a request its credential is not
+  // bound to: another host, plain HTTP, another sandbox's or an unknown one (exfiltration).
+  placeholder_misuse,
 };
 // The last Reason, for code that lists them all (metrics labels made ahead of time).
-inline constexpr Reason kLastReason = Reason::misdirected_request;
+inline constexpr Reason kLastReason = Reason::placeholder_misuse;
 std::string_view reason_name(Reason r);
 
 // The outcome of one decision. `rule` names the rule that decided, e.g.

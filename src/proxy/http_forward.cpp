@@ -19,6 +19,7 @@
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream.hpp"
 #include "proxy/upstream_pool.hpp"
+#include "secrets/redactor.hpp"
 
 namespace sandgate::proxy {
 
@@ -45,10 +46,13 @@ struct Relayed {
 // Streams one message from `in` to `out`: the (already edited) header, then the body
 // through a fixed buffer as bytes arrive (server-sent events, streamed responses),
 // re-framed as the header says. Every transfer pushes the idle deadline forward.
+// With `redact`, the body goes through it (a credentialed request's response: the token
+// never reaches the client; lengths do not change).
 template <bool isRequest, class In, class Out>
 asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buffer,
                                        bhttp::parser<isRequest, bhttp::buffer_body>& p, Out& out,
-                                       std::uint64_t& bytes, Session& s) {
+                                       std::uint64_t& bytes, Session& s,
+                                       secrets::Redactor* redact = nullptr) {
   using Side = Relayed::Side;
   const auto idle = s.limits().idle_timeout;
   bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
@@ -64,6 +68,7 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
     s.watchdog->arm(idle);
   }
   std::unique_ptr<char[]> chunk;  // only for a message with a body, and not zeroed
+  std::string released;           // what `redact` lets go of this chunk
   do {
     if (!p.is_done()) {
       if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kBodyChunk);
@@ -79,8 +84,15 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
       }
       if (ec) co_return Relayed{Side::in, ec};
       p.get().body().size = kBodyChunk - p.get().body().size;
+      char* data = chunk.get();
+      if (redact != nullptr) {
+        released = redact->feed({data, p.get().body().size});
+        if (p.is_done()) released += redact->finish();
+        data = released.data();
+        p.get().body().size = released.size();
+      }
       // An empty buffer would be serialized as an empty chunk, which is the last-chunk marker.
-      p.get().body().data = p.get().body().size > 0 ? chunk.get() : nullptr;
+      p.get().body().data = p.get().body().size > 0 ? data : nullptr;
       p.get().body().more = !p.is_done();
       s.watchdog->arm(idle);
     } else {
@@ -95,6 +107,20 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
     s.watchdog->arm(idle);
   } while (!sr.is_done());
   co_return Relayed{};
+}
+
+// Replaces every occurrence of a secret in the header's field values (same length).
+void redact_fields(secrets::Redactor& redactor, bhttp::fields& fields) {
+  std::vector<std::pair<std::string, std::string>> all;
+  bool changed = false;
+  for (const auto& f : fields) {
+    std::string value = redactor.redact(f.value());
+    changed = changed || value != f.value();
+    all.emplace_back(std::string(f.name_string()), std::move(value));
+  }
+  if (!changed) return;
+  fields.clear();
+  for (auto& [name, value] : all) fields.insert(name, value);
 }
 
 // What ended an exchange when a read from or a write to one side failed with `ec`.
@@ -160,7 +186,8 @@ template <class Client, class Upstream>
 asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
                                std::uint16_t port, const std::string& authority,
-                               const policy::Decision* decision);
+                               const policy::Decision* decision,
+                               const std::vector<std::string>* secret_forms);
 
 }  // namespace
 
@@ -249,18 +276,31 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   s.request_path = head.path_and_query;
   struct Forget {
     Session& s;
-    ~Forget() { s.request_method = s.request_path = {}; }
+    ~Forget() {
+      s.request_method = s.request_path = {};
+      s.request_credential = s.request_fingerprint = {};
+    }
   } forget{s};
-  const ChainResult result = filter_request(s, request);
+  const ChainResult result = co_await filter_request(s, request);
   if (!result.allowed) {
     const std::string shown = host.display();
-    co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
+    if (result.error != Errc::ok) {
+      co_await s.fail(policy::EntryMode::http, result.error, shown, request.port, result.message,
+                      telemetry::Phase::unset, nullptr, result.retryable);
+    } else {
+      co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
+    }
     co_return false;
   }
   std::string target = forwarded_target(s, host, request.port, head.path_and_query);
   head.path_and_query = std::move(target);
   s.request_path = head.path_and_query;
-  co_return co_await handle_http(s, head, host, request.port, &result.decision);
+  if (request.injected != nullptr) {
+    s.request_credential = request.injected->credential;
+    s.request_fingerprint = request.token->fingerprint;
+  }
+  co_return co_await handle_http(s, head, host, request.port, &result.decision,
+                                 &request.secret_forms);
 }
 
 std::string upstream_authority(const Session& s, const policy::Host& host, std::uint16_t port) {
@@ -269,7 +309,8 @@ std::string upstream_authority(const Session& s, const policy::Host& host, std::
 }
 
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
-                                  std::uint16_t port, const policy::Decision* decision) {
+                                  std::uint16_t port, const policy::Decision* decision,
+                                  const std::vector<std::string>* secret_forms) {
   const std::string authority = upstream_authority(s, host, port);
 
   // One upstream connection per authority: a kept-alive connection is reused only for the
@@ -308,9 +349,9 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   }
   if (s.tls)
     co_return co_await exchange(s, s.tls->stream, s.upstream->tls->stream, head, host, port,
-                                authority, decision);
+                                authority, decision, secret_forms);
   co_return co_await exchange(s, s.client, s.upstream->socket, head, host, port, authority,
-                              decision);
+                              decision, secret_forms);
 }
 
 namespace {
@@ -321,7 +362,8 @@ template <class Client, class Upstream>
 asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
                                std::uint16_t port, const std::string& authority,
-                               const policy::Decision* decision) {
+                               const policy::Decision* decision,
+                               const std::vector<std::string>* secret_forms) {
   auto& shared = *s.deps.shared;
   UpstreamConn& up = *s.upstream;
   up.idle = false;
@@ -357,6 +399,9 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     req.set(bhttp::field::connection, "Upgrade");
   }
 
+  // A credentialed request's response is scanned for the token on its way back.
+  std::optional<secrets::Redactor> redactor;
+  if (secret_forms != nullptr && !secret_forms->empty()) redactor.emplace(*secret_forms);
   const auto started = std::chrono::steady_clock::now();
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
@@ -392,6 +437,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     r.http_status = status;
     r.bytes_up = bytes_up;
     r.bytes_down = bytes_down;
+    if (redactor) r.redactions = redactor->redactions();
     r.ended = ended;
     r.phase = completed ? telemetry::Phase::unset : phase;
     shared.audit->write(r);
@@ -508,8 +554,10 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
       }
     }
     if (!interim) res.keep_alive(keep_alive);
-    if (const Relayed e =
-            co_await relay_message(upstream, up.buffer, res_parser, client, bytes_down, s);
+    if (redactor) redact_fields(*redactor, res.base());
+    secrets::Redactor* body_redactor = redactor ? &*redactor : nullptr;
+    if (const Relayed e = co_await relay_message(upstream, up.buffer, res_parser, client,
+                                                 bytes_down, s, body_redactor);
         !e.ok()) {
       // The head is already on its way: all that is left is to close, so the client sees a
       // truncated message, and to say in the audit line who broke off.

@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "h2/connection.hpp"
@@ -29,6 +30,7 @@
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream_pool.hpp"
+#include "secrets/redactor.hpp"
 
 namespace sandgate::proxy {
 
@@ -133,7 +135,37 @@ struct Moved {
   int status = 0;
   bool complete = false;
   bool reported = false;  // the failure has its own line already (and reply, when one fits)
+  // A credentialed request: its response (fields, body, trailers) goes through this.
+  secrets::Redactor* redact = nullptr;
 };
+
+// The response's fields with every occurrence of a secret replaced (same length).
+h2::Fields redacted(h2::Fields fields, secrets::Redactor* redact) {
+  if (redact != nullptr) {
+    for (auto& f : fields) f.value = redact->redact(f.value);
+  }
+  return fields;
+}
+
+// Sends body bytes (through the redactor when there is one); `last`: the body ends here and
+// what the redactor held back goes too. Returns the send's error.
+asio::awaitable<h2::error_code> send_body(h2::ServerExchange& ex, Moved& moved,
+                                          std::span<const std::uint8_t> bytes, bool last,
+                                          bool end_stream) {
+  if (moved.redact == nullptr) {
+    if (bytes.empty() && !end_stream) co_return h2::error_code{};
+    const h2::error_code ec = co_await ex.send_data(bytes, end_stream);
+    co_return ec;
+  }
+  std::string out = moved.redact->feed(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  if (last) out += moved.redact->finish();
+  if (out.empty() && !end_stream) co_return h2::error_code{};
+  const std::span<const std::uint8_t> view(reinterpret_cast<const std::uint8_t*>(out.data()),
+                                           out.size());
+  const h2::error_code ec = co_await ex.send_data(view, end_stream);
+  co_return ec;
+}
 
 // The client's request body (its first `first` bytes already read) to an upstream stream,
 // then its trailers.
@@ -164,7 +196,8 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
                                     Moved& moved) {
   if (co_await up.read_response_head()) co_return;
   moved.status = up.response().status;
-  if (co_await ex.send_response_head(moved.status, up.response().fields, false)) co_return;
+  const h2::Fields fields = redacted(up.response().fields, moved.redact);
+  if (co_await ex.send_response_head(moved.status, fields, false)) co_return;
   std::vector<std::uint8_t> buf(kChunk);
   for (;;) {
     auto [ec, n] = co_await up.read_body(buf);
@@ -175,11 +208,12 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
     if (n == 0) break;
     moved.down += n;
     s.watchdog->arm(s.limits().idle_timeout);
-    if (co_await ex.send_data({buf.data(), n}, false)) co_return;
+    if (co_await send_body(ex, moved, {buf.data(), n}, false, false)) co_return;
   }
-  const h2::Fields trailers = up.trailers();
-  const h2::error_code ec =
-      trailers.empty() ? co_await ex.send_data({}, true) : co_await ex.send_trailers(trailers);
+  // What the redactor held back, then the end (with the trailers, when there are any).
+  const h2::Fields trailers = redacted(up.trailers(), moved.redact);
+  h2::error_code ec = co_await send_body(ex, moved, {}, true, trailers.empty());
+  if (!ec && !trailers.empty()) ec = co_await ex.send_trailers(trailers);
   moved.complete = !ec;
 }
 
@@ -295,7 +329,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   auto& res = p.get();
   moved.status = static_cast<int>(res.result_int());
   http::strip_hop_by_hop(res.base());
-  const h2::Fields out_fields = h2::from_h1(res.base());
+  const h2::Fields out_fields = redacted(h2::from_h1(res.base()), moved.redact);
   std::size_t header_fields = 0;
   for (auto it = res.begin(); it != res.end(); ++it) ++header_fields;
   if (co_await ex.send_response_head(moved.status, out_fields, p.is_done())) co_return;
@@ -311,7 +345,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     const std::size_t got = buf.size() - res.body().size;
     moved.down += got;
     s.watchdog->arm(s.limits().idle_timeout);
-    if (got > 0 && co_await ex.send_data({buf.data(), got}, false)) co_return;
+    if (co_await send_body(ex, moved, {buf.data(), got}, p.is_done(), false)) co_return;
   }
   // Beast adds a chunked body's trailer fields after the header's: those go out as trailers.
   h2::Fields trailers;
@@ -327,9 +361,13 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     up->idle = true;
     ups.idle.push_back(std::move(tracked));
   }
-  const h2::error_code ec = trailers.empty()
-                                ? co_await ex.send_data({}, true)
-                                : co_await ex.send_trailers(h2::sendable_fields(trailers));
+  h2::error_code ec;
+  if (trailers.empty()) {
+    ec = co_await ex.send_data({}, true);
+  } else {
+    const h2::Fields out = redacted(h2::sendable_fields(trailers), moved.redact);
+    ec = co_await ex.send_trailers(out);
+  }
   moved.complete = !ec;
 }
 
@@ -360,14 +398,24 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   const auto name_request = [&] {
     s.request_method = head.method;
     s.request_path = head.path;
+    s.request_credential = request.injected ? std::string_view(request.injected->credential) : "";
+    s.request_fingerprint = request.token ? std::string_view(request.token->fingerprint) : "";
   };
   // No view of this stream's head outlives it.
   struct Forget {
     Session& s;
-    ~Forget() { s.request_method = s.request_path = {}; }
+    ~Forget() {
+      s.request_method = s.request_path = {};
+      s.request_credential = s.request_fingerprint = {};
+    }
   } forget{s};
   name_request();
-  const ChainResult result = filter_request(s, request);
+  const ChainResult result = co_await filter_request(s, request);
+  if (!result.allowed && result.error != Errc::ok) {
+    co_await s.fail(policy::EntryMode::http, result.error, shown, port, result.message,
+                    telemetry::Phase::unset, &responder, result.retryable);
+    co_return;
+  }
   if (!result.allowed) {
     co_await s.deny(policy::EntryMode::http, shown, port, result.decision, &host, {}, &responder);
     co_return;
@@ -381,6 +429,11 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   auto [read_ec, first] = co_await ex.read_body(buf);
   if (read_ec) co_return;
   Moved moved;
+  std::optional<secrets::Redactor> redactor;
+  if (!request.secret_forms.empty()) {
+    redactor.emplace(request.secret_forms);
+    moved.redact = &*redactor;
+  }
   const bool over_h2 = ups.h2_client != nullptr && !ups.h2_client->ended();
   if (over_h2) {
     co_await forward_h2(s, ups, ex, out, buf, first, moved);
@@ -398,6 +451,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   r.http_status = moved.status;
   r.bytes_up = moved.up;
   r.bytes_down = moved.down;
+  if (redactor) r.redactions = redactor->redactions();
   r.http_version = "2";
   r.rule = result.decision.rule;
   if (result.decision.audit) r.would_deny = policy::reason_name(result.decision.reason);

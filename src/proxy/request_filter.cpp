@@ -1,9 +1,12 @@
 #include "proxy/request_filter.hpp"
 
 #include <array>
+#include <vector>
 
 #include "policy/request.hpp"
 #include "proxy/session.hpp"
+#include "secrets/store.hpp"
+#include "secrets/tripwire.hpp"
 
 namespace sandgate::proxy {
 
@@ -12,7 +15,8 @@ namespace {
 // The policy decision over the request's destination (policy::decide_request).
 class DecisionFilter final : public RequestFilter {
  public:
-  FilterResult on_request(const Session& s, ProxiedRequest& r) const override {
+  boost::asio::awaitable<FilterResult> on_request(const Session& s,
+                                                  ProxiedRequest& r) const override {
     policy::RequestFacts facts;
     facts.sandbox = s.sandbox;
     facts.host = r.host;
@@ -26,12 +30,68 @@ class DecisionFilter final : public RequestFilter {
     FilterResult out;
     out.next = r.decision.allowed;
     if (!out.next) out.denial = r.decision;
-    return out;
+    co_return out;
+  }
+};
+
+// Credentials (docs/credentials.md): the placeholder tripwire first, then the sandbox's inject
+// rules. A credential goes only on a request inside a stream sandgate intercepted, whose
+// authority the decision already held to the intercepted name (misdirected otherwise), over
+// sandgate's own upstream TLS, which always verifies the destination's certificate.
+class CredentialFilter final : public RequestFilter {
+ public:
+  boost::asio::awaitable<FilterResult> on_request(const Session& s,
+                                                  ProxiedRequest& r) const override {
+    const Snapshot& snap = *s.snap;
+    if (!snap.injection) co_return FilterResult{};
+    const secrets::InjectionRules* rules = snap.injection->for_sandbox(s.sandbox);
+    const bool intercepted = r.intercepted != nullptr;
+    if (snap.placeholders && r.fields != nullptr) {
+      std::vector<std::string_view> texts = {r.path};
+      for (const auto& f : *r.fields) texts.push_back(f.value());
+      const secrets::PlaceholderCheck check = secrets::check_placeholders(
+          *snap.placeholders, rules, s.sandbox, *r.host, r.port, intercepted, texts);
+      if (!check.allowed) {
+        FilterResult out;
+        out.next = false;
+        out.denial.reason = policy::Reason::placeholder_misuse;
+        if (!check.credential.empty()) out.denial.rule = "credentials." + check.credential;
+        co_return out;
+      }
+    }
+    if (rules == nullptr || !intercepted || r.fields == nullptr) co_return FilterResult{};
+    // After an upgrade (WebSocket) the bytes are no longer HTTP messages sandgate scans for
+    // the token on their way back: such requests never carry one.
+    if (r.fields->count(boost::beast::http::field::upgrade) != 0) co_return FilterResult{};
+    const secrets::InjectRule* rule = rules->match(*r.host, r.port, r.path);
+    if (rule == nullptr) co_return FilterResult{};
+    secrets::TokenResult got = co_await s.deps.shared->credentials->get(
+        rule->credential, rule->scope, s.limits().connect_timeout);
+    if (!got.ok()) {
+      FilterResult out;
+      out.next = false;
+      out.error = Errc::credential_unavailable;
+      out.retryable = got.error->retryable;
+      out.message = "credential " + rule->credential + ": " + got.error->message;
+      co_return out;
+    }
+    secrets::Injection injection = secrets::apply(*rule, got.token->value.view());
+    r.fields->erase(injection.name);
+    r.fields->insert(injection.name, injection.value);
+    secrets::cleanse(injection.value);
+    // The response is scanned for the token on its way back (THREATS 22): ask for it
+    // uncompressed, so that what is scanned is what the sandbox reads.
+    r.fields->set(boost::beast::http::field::accept_encoding, "identity");
+    r.injected = rule;
+    r.token = std::move(got.token);
+    r.secret_forms = std::move(injection.secret_forms);
+    co_return FilterResult{};
   }
 };
 
 const DecisionFilter kDecision;
-const std::array<const RequestFilter*, 1> kChain = {&kDecision};
+const CredentialFilter kCredential;
+const std::array<const RequestFilter*, 2> kChain = {&kDecision, &kCredential};
 
 }  // namespace
 
@@ -39,12 +99,17 @@ std::span<const RequestFilter* const> request_filters() {
   return kChain;
 }
 
-ChainResult filter_request(const Session& s, ProxiedRequest& r) {
+boost::asio::awaitable<ChainResult> filter_request(const Session& s, ProxiedRequest& r) {
   for (const RequestFilter* f : request_filters()) {
-    FilterResult result = f->on_request(s, r);
-    if (!result.next) return {false, std::move(result.denial)};
+    FilterResult result = co_await f->on_request(s, r);
+    if (result.next) continue;
+    if (result.error != Errc::ok) {
+      co_return ChainResult{false, r.decision, result.error, std::move(result.message),
+                            result.retryable};
+    }
+    co_return ChainResult{false, std::move(result.denial), Errc::ok, {}, true};
   }
-  return {true, r.decision};
+  co_return ChainResult{true, r.decision, Errc::ok, {}, true};
 }
 
 }  // namespace sandgate::proxy

@@ -1,12 +1,17 @@
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
+#include "common/errc.hpp"
 #include "policy/host.hpp"
 #include "policy/policy.hpp"
+#include "secrets/injection.hpp"
+#include "secrets/token.hpp"
 
 namespace sandgate::proxy {
 
@@ -28,34 +33,49 @@ struct ProxiedRequest {
   // Set by the decision filter: what policy decided for this request (the rule that allowed
   // it, or an audit-mode rule that would have refused it).
   policy::Decision decision;
+  // Set by the credential filter when it attached a credential: the rule, the token (held for
+  // the request's lines, which name its fingerprint), and what of it the response must not
+  // carry back to the sandbox (the Redactor's needles).
+  const secrets::InjectRule* injected = nullptr;
+  std::shared_ptr<const secrets::Token> token;
+  std::vector<std::string> secret_forms;
 };
 
-// What a filter decided: go on to the next one, or refuse the request by policy.
+// What a filter decided: go on to the next one, or stop the request: refused by policy
+// (`denial`), or failed with a code of its own (`error`, e.g. no credential to attach).
 struct FilterResult {
   bool next = true;
-  policy::Decision denial;  // when !next
+  policy::Decision denial;  // when !next and error is ok
+  Errc error = Errc::ok;    // when !next: a failure that is not a policy refusal
+  std::string message;      // for `error`: what the client is told (never a secret)
+  bool retryable = true;    // for `error`: whether waiting can help (the body's `retryable`)
 };
 
 // What the whole chain decided: `decision` is the policy's (allowed, or the first refusal);
 // an allowed request with decision.audit set would have been refused by an audit-mode rule.
+// A request stopped by a failure has `error` set (and decision is the policy's allowance).
 struct ChainResult {
   bool allowed = true;
   policy::Decision decision;
+  Errc error = Errc::ok;
+  std::string message;
+  bool retryable = true;  // for `error`, when the code's own default is too coarse
 };
 
 // One step of the chain every request goes through before it is forwarded (the decision;
 // then method and path rules, credential injection). Stateless: one instance serves every
-// worker.
+// worker. A filter may wait (a credential being fetched), on the session's worker.
 class RequestFilter {
  public:
   virtual ~RequestFilter() = default;
-  virtual FilterResult on_request(const Session& s, ProxiedRequest& r) const = 0;
+  virtual boost::asio::awaitable<FilterResult> on_request(const Session& s,
+                                                          ProxiedRequest& r) const = 0;
 };
 
 // The request filters, in order.
 std::span<const RequestFilter* const> request_filters();
 
-// Runs the chain; the first filter that refuses ends it.
-ChainResult filter_request(const Session& s, ProxiedRequest& r);
+// Runs the chain; the first filter that refuses or fails ends it.
+boost::asio::awaitable<ChainResult> filter_request(const Session& s, ProxiedRequest& r);
 
 }  // namespace sandgate::proxy

@@ -68,7 +68,7 @@ Reply error_reply(const ErrorInfo& info) {
   boost::json::object body;
   body["code"] = code_name(info.code);
   body["message"] = info.message.empty() ? default_message(info.code) : info.message;
-  body["retryable"] = retryable(info.code);
+  body["retryable"] = info.retryable.value_or(retryable(info.code));
   if (!info.sandbox.empty()) body["sandbox"] = info.sandbox;
   if (!info.host.empty()) body["host"] = info.host;
   if (info.port != 0) body["port"] = info.port;

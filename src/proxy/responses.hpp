@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,10 +19,11 @@ struct ErrorInfo {
   std::string_view sandbox;
   std::string_view host;
   std::uint16_t port = 0;
-  std::string_view reason;      // policy reason name, for denials
-  std::string_view rule;        // deciding rule, for denials
-  std::string_view suggestion;  // config line that would allow it, for denials
-  std::string_view message;     // human-readable detail; never contains a secret
+  std::string_view reason;        // policy reason name, for denials
+  std::string_view rule;          // deciding rule, for denials
+  std::string_view suggestion;    // config line that would allow it, for denials
+  std::string_view message;       // human-readable detail; never contains a secret
+  std::optional<bool> retryable;  // overrides retryable(code) when set
 };
 
 // A response sandgate answers itself, whatever the codec carries it: HTTP/1.1 text

@@ -73,6 +73,14 @@ std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Conf
     if (!sb.token.empty()) snap->token_digests.emplace(sb.spec.id, sha256(sb.token));
     for (const auto& source : sb.sources) snap->sandbox_by_source.emplace(source, sb.spec.id);
   }
+  if (!cfg->credentials.empty()) {
+    snap->injection = cfg->build_injection();
+    const auto pairs = cfg->placeholder_pairs();
+    if (!pairs.empty()) {
+      const auto key = secrets::PlaceholderKey::load_or_create(cfg->placeholder_key_file);
+      snap->placeholders = std::make_shared<const secrets::PlaceholderIndex>(key, pairs);
+    }
+  }
   snap->config = std::move(cfg);
   return snap;
 }

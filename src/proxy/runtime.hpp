@@ -18,8 +18,14 @@
 #include "policy/policy.hpp"
 #include "proxy/audit_bursts.hpp"
 #include "proxy/dns_memory.hpp"
+#include "secrets/injection.hpp"
+#include "secrets/placeholder.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
+
+namespace sandgate::secrets {
+class CredentialStore;
+}
 
 namespace sandgate::proxy {
 
@@ -38,6 +44,10 @@ struct Snapshot {
   std::unordered_map<std::string, std::string> token_digests;
   // source address -> sandbox id, for transparent and DNS listeners.
   std::map<policy::IpAddress, std::string> sandbox_by_source;
+  // Which credential each sandbox's intercepted requests get ([[...inject]] rules), and the
+  // placeholders its environment holds for them; null when the config has no credentials.
+  std::shared_ptr<const secrets::InjectionTable> injection;
+  std::shared_ptr<const secrets::PlaceholderIndex> placeholders;
 
   // The sandbox a transparent or DNS client is, by its source address; null when none.
   const std::string* sandbox_for(const policy::IpAddress& source) const {
@@ -107,6 +117,9 @@ struct Shared {
   std::atomic<bool> ready{false};
   // TLS interception (the CA's leaves, the upstream TLS context); null when it is off.
   std::shared_ptr<Interception> interception;
+  // Every credential's tokens, for the daemon's life (a reload updates its specs and keeps
+  // the tokens of credentials that did not change).
+  std::shared_ptr<secrets::CredentialStore> credentials;
 
   std::shared_ptr<const Snapshot> current() const {
     return snapshot.load(std::memory_order_acquire);
@@ -135,7 +148,9 @@ struct WorkerDeps {
 // SHA-256 of data, raw bytes.
 std::string sha256(std::string_view data);
 
-// Builds a snapshot (hashes the tokens, compiles the policy with sandgate's own endpoints).
+// Builds a snapshot (hashes the tokens, compiles the policy with sandgate's own endpoints, the
+// inject rules, and the placeholder index with the key in credentials.placeholder_key_file,
+// created when missing: throws std::runtime_error naming the file when that fails).
 std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Config> cfg,
                                               std::vector<policy::Endpoint> self);
 

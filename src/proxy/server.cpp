@@ -26,6 +26,7 @@
 #include "proxy/interception.hpp"
 #include "proxy/session.hpp"
 #include "proxy/upstream_pool.hpp"
+#include "secrets/store.hpp"
 
 namespace sandgate::proxy {
 
@@ -201,6 +202,22 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
         return telemetry::Metrics::LeafCounts{s.hits, s.misses, s.mints, s.mint_failures, s.size};
       });
     }
+    secrets::StoreOptions store;
+    store.log = [](std::string_view line) {
+      std::cerr << boost::json::serialize(
+                       boost::json::object{{"event", "credential"}, {"message", line}})
+                << std::endl;
+    };
+    shared->credentials = std::make_shared<secrets::CredentialStore>(std::move(store));
+    shared->credentials->update(cfg->credentials);
+    shared->metrics->set_credentials_source([store = shared->credentials] {
+      std::vector<telemetry::Metrics::CredentialCounts> out;
+      for (const secrets::CredentialStats& c : store->stats()) {
+        out.push_back({c.name, std::string(secrets::kind_name(c.kind)), c.refreshes, c.failures,
+                       c.seconds_to_expiry});
+      }
+      return out;
+    });
     // Before any listener: no connection is decided without the host's addresses.
     host_watch = std::make_unique<HostAddressWatch>(main_ioc, shared->host_addresses);
 
@@ -263,7 +280,12 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     std::cerr << "sandgate: cannot start: " << e.what() << "\n";
     return 1;
   }
-  shared->snapshot.store(make_snapshot(cfg, self));
+  try {
+    shared->snapshot.store(make_snapshot(cfg, self));
+  } catch (const std::exception& e) {  // the placeholder key file
+    std::cerr << "sandgate: cannot start: " << e.what() << "\n";
+    return 1;
+  }
 
   for (auto& w : workers) {
     w->thread = std::thread([&w = *w, shared, cfg] {
@@ -314,7 +336,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
                   << R"({"event":"reload_failed"})" << std::endl;
         return;
       }
-      auto next = make_snapshot(std::move(loaded), self);
+      auto next = make_snapshot(loaded, self);
+      shared->credentials->update(loaded->credentials);
       shared->snapshot.store(next);
       shared->dns_memory.retain(
           [&](const std::string& id) { return next->policy->has_sandbox(id); });
@@ -329,6 +352,9 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     } catch (const config::ConfigErrors& e) {
       for (const auto& error : e.errors()) std::cerr << error.to_string() << "\n";
       std::cerr << R"({"event":"reload_failed"})" << std::endl;
+    } catch (const std::runtime_error& e) {  // the placeholder key file
+      std::cerr << "sandgate: reload: " << e.what() << "\n"
+                << R"({"event":"reload_failed"})" << std::endl;
     }
   };
   std::function<void(const boost::system::error_code&, int)> on_signal;

@@ -34,6 +34,8 @@ telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
     if (tls) r.url_scheme = "https";
     r.method = request_method;
     r.url_path = request_path;
+    r.credential_name = request_credential;
+    r.credential_fingerprint = request_fingerprint;
   }
   return r;
 }
@@ -197,7 +199,8 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
 
 asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
                                     std::uint16_t port, std::string_view message,
-                                    telemetry::Phase phase, Responder* to) {
+                                    telemetry::Phase phase, Responder* to,
+                                    std::optional<bool> retryable) {
   if (to != nullptr) to->name_request(*this);
   if (!speaks_http(mode)) {
     record_failure(mode, code, host, port, 0, phase);
@@ -212,6 +215,7 @@ asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::stri
   info.host = host;
   info.port = port;
   info.message = message;
+  info.retryable = retryable;
   const Reply reply = error_reply(info);
   co_await answer(reply, to);
 }

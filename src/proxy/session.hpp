@@ -97,6 +97,9 @@ struct Session : std::enable_shared_from_this<Session> {
   // names its method and path (record() adds them; the query never reaches a line).
   std::string_view request_method;
   std::string_view request_path;
+  // ... and the credential attached to it, if any (credential.name, credential.fingerprint).
+  std::string_view request_credential;
+  std::string_view request_fingerprint;
   bool aborted = false;  // abort() was called
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // Held from construction until the sandbox is bound (see PendingSlot); not held from the
@@ -152,10 +155,11 @@ struct Session : std::enable_shared_from_this<Session> {
                              std::string_view sni = {}, Responder* to = nullptr);
   // The same for any other failure with its own code: the error response (http, connect),
   // or a reset (tls, tcp).
+  // `retryable` overrides the code's own (CREDENTIAL_UNAVAILABLE is retryable or not).
   asio::awaitable<void> fail(policy::EntryMode mode, Errc code, std::string_view host = {},
                              std::uint16_t port = 0, std::string_view message = {},
                              telemetry::Phase phase = telemetry::Phase::unset,
-                             Responder* to = nullptr);
+                             Responder* to = nullptr, std::optional<bool> retryable = {});
   // Sends a reply sandgate answers itself: to `to`, else as HTTP/1.1 on the client connection.
   asio::awaitable<void> answer(const Reply& reply, Responder* to);
   // Closes the client connection with a TCP reset, so it fails at once instead of timing out.
@@ -229,7 +233,9 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 // connection may carry another request.
 // `head`: the validated head of this request; its parser is taken to read the body.
 // `decision`: what policy decided for it (its rule goes into the audit line), or null.
+// `secret_forms`: the attached credential's forms, which the response must not carry back.
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
-                                  std::uint16_t port, const policy::Decision* decision = nullptr);
+                                  std::uint16_t port, const policy::Decision* decision = nullptr,
+                                  const std::vector<std::string>* secret_forms = nullptr);
 
 }  // namespace sandgate::proxy

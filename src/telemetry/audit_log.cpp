@@ -273,7 +273,8 @@ std::string format_audit_line(const AuditRecord& r) {
 
   const ShownHost host = shown_host(r.host);
   if (!r.sandbox_id.empty() || !r.original_destination.empty() || r.suppressed_lines != 0 ||
-      host.shortened || r.ended != Ended::unset || !r.would_deny.empty() || !r.suggestion.empty()) {
+      host.shortened || r.ended != Ended::unset || !r.would_deny.empty() || !r.suggestion.empty() ||
+      r.redactions != 0) {
     line.open("labels");
     if (!r.sandbox_id.empty()) line.str("sandbox_id", r.sandbox_id);
     if (!r.original_destination.empty()) {
@@ -288,6 +289,7 @@ std::string format_audit_line(const AuditRecord& r) {
     if (r.phase != Phase::unset) line.str("termination_phase", phase_name(r.phase));
     if (!r.would_deny.empty()) line.str("would_deny", r.would_deny);
     if (!r.suggestion.empty()) line.str("suggestion", r.suggestion);
+    if (r.redactions != 0) line.num("redactions", r.redactions);
     line.close();
   }
 
@@ -315,6 +317,12 @@ std::string format_audit_line(const AuditRecord& r) {
   if (!r.rule.empty()) {
     line.open("rule");
     line.str("name", r.rule);
+    line.close();
+  }
+  if (!r.credential_name.empty()) {
+    line.open("credential");
+    line.str("name", r.credential_name);
+    if (!r.credential_fingerprint.empty()) line.str("fingerprint", r.credential_fingerprint);
     line.close();
   }
   if (!r.method.empty() || r.http_status != 0) {

@@ -68,6 +68,13 @@ struct AuditRecord {
   // labels.would_deny: the reason an audit-mode rule (rule.name) would have refused this
   // allowed request with, were it enforced.
   std::string_view would_deny;
+  // credential.name and credential.fingerprint: the credential sandgate attached to this
+  // request (never the token: the fingerprint is the first 12 hex digits of its SHA-256).
+  std::string_view credential_name;
+  std::string_view credential_fingerprint;
+  // labels.redactions: occurrences of the attached token that sandgate removed from the
+  // response before the sandbox saw it.
+  std::uint64_t redactions = 0;
   std::string_view tls_sni;  // tls.client.server_name, when a ClientHello was read
   // labels.suggestion: on a denial, the config line that would allow it, placed where the
   // sandbox is defined (the 403 body's `suggestion`); empty when no config can.

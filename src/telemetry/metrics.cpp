@@ -270,6 +270,21 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
                        .Register(reg)
                        .Add({});
 
+  credential_refreshes_ = &BuildCounter()
+                               .Name("sandgate_credential_refreshes_total")
+                               .Help("Token fetches started, per credential and provider.")
+                               .Register(reg);
+  credential_failures_ = &BuildCounter()
+                              .Name("sandgate_credential_refresh_failures_total")
+                              .Help("Token fetches that failed, per credential and provider.")
+                              .Register(reg);
+  credential_expiry_ = &BuildGauge()
+                            .Name("sandgate_credential_expiry_seconds")
+                            .Help(
+                                "Seconds until the soonest-expiring cached token of each "
+                                "credential expires.")
+                            .Register(reg);
+
   BuildGauge()
       .Name("sandgate_build_info")
       .Help("Always 1; the version label identifies the running build.")
@@ -355,9 +370,36 @@ void Metrics::set_leaf_counts_source(std::function<LeafCounts()> source) {
   leaf_source_ = std::move(source);
 }
 
+void Metrics::set_credentials_source(std::function<std::vector<CredentialCounts>()> source) {
+  const std::lock_guard lock(audit_mutex_);
+  credentials_source_ = std::move(source);
+}
+
 std::string Metrics::serialize() const {
   {
     const std::lock_guard lock(audit_mutex_);
+    if (credentials_source_) {
+      for (const CredentialCounts& c : credentials_source_()) {
+        CredentialSeen& seen = credentials_seen_[c.name];
+        const prometheus::Labels labels{{"credential", c.name}, {"provider", c.provider}};
+        auto& refreshes = credential_refreshes_->Add(labels);
+        auto& failures = credential_failures_->Add(labels);
+        // The store counts from zero again for a credential a reload changed.
+        if (c.refreshes < seen.refreshes || c.failures < seen.failures) seen = {0, 0, seen.expiry};
+        refreshes.Increment(static_cast<double>(c.refreshes - seen.refreshes));
+        failures.Increment(static_cast<double>(c.failures - seen.failures));
+        seen.refreshes = c.refreshes;
+        seen.failures = c.failures;
+        if (c.seconds_to_expiry) {
+          if (seen.expiry == nullptr)
+            seen.expiry = &credential_expiry_->Add({{"credential", c.name}});
+          seen.expiry->Set(*c.seconds_to_expiry);
+        } else if (seen.expiry != nullptr) {
+          credential_expiry_->Remove(seen.expiry);
+          seen.expiry = nullptr;
+        }
+      }
+    }
     if (leaf_source_) {
       const LeafCounts now = leaf_source_();
       const auto advance = [](prometheus::Counter* c, std::uint64_t to, std::uint64_t& was) {

@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,6 +21,8 @@ class Counter;
 class Gauge;
 class Histogram;
 class Registry;
+template <typename T>
+class Family;
 }  // namespace prometheus
 
 namespace sandgate::telemetry {
@@ -127,6 +131,18 @@ class Metrics {
     std::size_t entries = 0;
   };
   void set_leaf_counts_source(std::function<LeafCounts()> source);
+  // sandgate_credential_refreshes_total{credential,provider},
+  // sandgate_credential_refresh_failures_total{credential,provider} and
+  // sandgate_credential_expiry_seconds{credential} (the soonest-expiring cached token; absent
+  // when none is cached or it never expires), read at scrape time from the credential store.
+  // No per-sandbox label.
+  struct CredentialCounts {
+    std::string name;
+    std::string provider;
+    std::uint64_t refreshes = 0, failures = 0;
+    std::optional<double> seconds_to_expiry;
+  };
+  void set_credentials_source(std::function<std::vector<CredentialCounts>()> source);
 
   // Prometheus text exposition format (0.0.4) of every metric.
   std::string serialize() const;
@@ -179,7 +195,16 @@ class Metrics {
   mutable std::mutex audit_mutex_;  // guards the source and what was already counted
   std::function<std::uint64_t()> audit_source_;
   mutable std::uint64_t audit_counted_ = 0;
-  std::function<LeafCounts()> leaf_source_;  // guarded by audit_mutex_
+  std::function<LeafCounts()> leaf_source_;                            // guarded by audit_mutex_
+  std::function<std::vector<CredentialCounts>()> credentials_source_;  // likewise
+  prometheus::Family<prometheus::Counter>* credential_refreshes_ = nullptr;
+  prometheus::Family<prometheus::Counter>* credential_failures_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* credential_expiry_ = nullptr;
+  struct CredentialSeen {
+    std::uint64_t refreshes = 0, failures = 0;
+    prometheus::Gauge* expiry = nullptr;
+  };
+  mutable std::map<std::string, CredentialSeen> credentials_seen_;
   mutable LeafCounts leaf_counted_;
 };
 

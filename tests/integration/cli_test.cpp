@@ -812,6 +812,76 @@ INSTANTIATE_TEST_SUITE_P(Rows, CliBrokenConfig, ::testing::ValuesIn(broken_confi
                          [](const auto& row) { return row.param.name; });
 
 // ---------------------------------------------------------------------------------------------
+// --check-config and credentials: each secret file read as its provider will read it.
+
+// A directory with an interception CA, an RSA GitHub App key, an EC key, a token file.
+struct CredentialFiles {
+  sandgate::test::TempDir dir;
+  CredentialFiles() {
+    const RunResult ca = run_sandgate({"ca", "init", dir.file("ca")});
+    EXPECT_EQ(ca.exit_code, 0) << describe(ca);
+    const auto rsa =
+        sandgate::test::run_command({"openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt",
+                                     "rsa_keygen_bits:2048", "-out", dir.file("app.pem")});
+    EXPECT_EQ(rsa.exit_code, 0) << rsa.err;
+    const auto ec =
+        sandgate::test::run_command({"openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
+                                     "ec_paramgen_curve:P-256", "-out", dir.file("ec.pem")});
+    EXPECT_EQ(ec.exit_code, 0) << ec.err;
+    dir.write("garbage.pem", "-----BEGIN PRIVATE KEY-----\nnot base64\n");
+    dir.write("token", "npm_secret_value\n");
+    dir.write("open-token", "npm_secret_value\n");
+    for (const char* name : {"app.pem", "ec.pem", "garbage.pem", "token"}) {
+      ::chmod(dir.file(name).c_str(), 0600);
+    }
+    ::chmod(dir.file("open-token").c_str(), 0644);
+  }
+  std::string config(const std::string& credentials) const {
+    return dir.write("sandgate.toml",
+                     "sandboxes_dir = \"\"\n[interception]\nca_cert = "
+                     "\"ca/ca.pem\"\nca_key = \"ca/ca.key\"\n" +
+                         credentials);
+  }
+};
+
+TEST(CliCheckConfig, ReadsEveryCredentialFile) {
+  const CredentialFiles files;
+  const std::string good = files.config(
+      "[credentials.gh]\nprovider = \"github_app\"\napp_id = 1\nprivate_key_file = "
+      "\"app.pem\"\ninstallation_id = 2\n"
+      "[credentials.npm]\nprovider = \"static\"\nfile = \"token\"\n");
+  RunResult r = run_sandgate({"--check-config", good});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out, good + ": ok (0 sandboxes)\n");
+
+  const std::string d = files.dir.path().string();
+  const std::string bad = files.config(
+      "[credentials.api]\nprovider = \"oauth2_client_credentials\"\ntoken_url = "
+      "\"https://auth.test/t\"\nclient_id = \"c\"\nclient_secret_file = \"missing\"\n"
+      "[credentials.gh]\nprovider = \"github_app\"\napp_id = 1\nprivate_key_file = "
+      "\"ec.pem\"\ninstallation_id = 2\n"
+      "[credentials.gh2]\nprovider = \"github_app\"\napp_id = 1\nprivate_key_file = "
+      "\"garbage.pem\"\ninstallation_id = 2\n"
+      "[credentials.npm]\nprovider = \"static\"\nfile = \"open-token\"\n");
+  r = run_sandgate({"--check-config", bad});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            bad + ": credentials.api: " + d +
+                "/missing: cannot read client secret file: No such file or directory\n" + bad +
+                ": credentials.gh: " + d +
+                "/ec.pem: not an RSA key (GitHub App keys are RSA; RS256 needs one)\n" + bad +
+                ": credentials.gh2: " + d +
+                "/garbage.pem: not an unencrypted PEM private key (GitHub's \"Generate a private "
+                "key\" gives one)\n" +
+                bad + ": credentials.npm: " + d +
+                "/open-token: token file is accessible by group or others (mode 0644); run chmod "
+                "600 " +
+                d + "/open-token\n");
+  EXPECT_EQ(r.err.find("npm_secret_value"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
 // ca init: the files, their modes, what openssl makes of them, refusal and --force.
 
 using sandgate::test::run_command;

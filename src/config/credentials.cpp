@@ -1,0 +1,669 @@
+#include "config/credentials.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+#include "config/sandboxes.hpp"
+#include "policy/host.hpp"
+#include "policy/path.hpp"
+
+namespace sandgate::config::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+using secrets::CredentialSpec;
+using secrets::ProviderKind;
+
+// Keys that would put a secret into the config itself. Each is refused with a pointer to the
+// key that names a file instead.
+struct InlineSecret {
+  std::string_view key;
+  std::string_view instead;
+};
+constexpr InlineSecret kInlineSecrets[] = {
+    {"token", "file (provider = \"static\")"},    {"secret", "client_secret_file"},
+    {"client_secret", "client_secret_file"},      {"private_key", "private_key_file"},
+    {"password", "file (provider = \"static\")"}, {"value", "file (provider = \"static\")"},
+};
+
+constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
+                                            "ca_file"};
+
+bool valid_env_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool valid_token_char(char c) {
+  // RFC 9110 tchar: what a header field name is made of.
+  if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool visible_ascii(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c <= '~'; });
+}
+
+bool lower_name(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// A GitHub owner or repository name: letters, digits, '-', '_', '.'; 1-100 characters.
+bool github_name(std::string_view text) {
+  return !text.empty() && text.size() <= 100 && text != "." && text != ".." &&
+         std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == '.';
+         });
+}
+
+fs::path resolve(const fs::path& base_dir, const std::string& path) {
+  const fs::path p(path);
+  return p.is_absolute() ? p : (base_dir / p).lexically_normal();
+}
+
+// A required or optional non-empty string key.
+std::optional<std::string> read_text(const toml::table& table, std::string_view key,
+                                     const std::string& path, bool required, ErrorSink& sink) {
+  const std::string key_path = join_key(path, key);
+  const toml::node* node = table.get(key);
+  if (node == nullptr) {
+    if (required) sink.add(table.source(), key_path, "missing required key");
+    return std::nullopt;
+  }
+  auto value = read_string(*node, key_path, sink);
+  if (value && value->empty()) {
+    sink.add(node->source(), key_path, "must not be empty");
+    return std::nullopt;
+  }
+  return value;
+}
+
+void read_file_key(const toml::table& table, std::string_view key, const std::string& path,
+                   bool required, const fs::path& base_dir, std::string& out, ErrorSink& sink) {
+  if (auto text = read_text(table, key, path, required, sink)) {
+    out = resolve(base_dir, *text).string();
+  }
+}
+
+// An https URL without userinfo, query or fragment, for a token endpoint.
+void read_https_url(const toml::table& table, std::string_view key, const std::string& path,
+                    bool required, std::string& out, ErrorSink& sink) {
+  const auto text = read_text(table, key, path, required, sink);
+  if (!text) return;
+  const auto target = policy::parse_target(*text);
+  const bool https = target && text->starts_with("https://");
+  if (!https || !policy::normalize_host(target->host).is_valid() ||
+      target->rest.find_first_of("?#") != std::string_view::npos) {
+    sink.add(table.get(key)->source(), join_key(path, key),
+             "expected an https URL such as \"https://api.github.com\", got " + in_quotes(*text));
+    return;
+  }
+  out = *text;
+  while (out.ends_with('/')) out.pop_back();
+}
+
+std::optional<std::chrono::milliseconds> read_duration(const toml::table& table,
+                                                       std::string_view key,
+                                                       const std::string& path,
+                                                       std::chrono::milliseconds min,
+                                                       ErrorSink& sink) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return std::nullopt;
+  const std::string key_path = join_key(path, key);
+  const auto text = read_string(*node, key_path, sink);
+  if (!text) return std::nullopt;
+  std::string error;
+  auto value = parse_duration(*text, &error);
+  if (!value) {
+    sink.add(node->source(), key_path, error);
+    return std::nullopt;
+  }
+  if (*value < min) {
+    sink.add(node->source(), key_path,
+             "must be at least " + std::to_string(min.count()) + "ms, got " + in_quotes(*text));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<secrets::Permissions> read_permissions(const toml::node& node,
+                                                     const std::string& path, ErrorSink& sink) {
+  const toml::table* table = read_table(node, path, sink);
+  if (table == nullptr) return std::nullopt;
+  secrets::Permissions out;
+  for (const auto& [key, value] : *table) {
+    const std::string name(key.str());
+    const std::string item_path = join_key(path, name);
+    if (!lower_name(name)) {
+      sink.add(key.source(), item_path,
+               "invalid permission name " + in_quotes(name) +
+                   ": GitHub's names are lowercase, e.g. contents, metadata, pull_requests");
+      continue;
+    }
+    const auto level = read_string(value, item_path, sink);
+    if (!level) continue;
+    if (*level != "read" && *level != "write" && *level != "admin") {
+      sink.add(value.source(), item_path,
+               "expected \"read\", \"write\" or \"admin\", got " + in_quotes(*level));
+      continue;
+    }
+    out.emplace(name, *level);
+  }
+  return out;
+}
+
+std::optional<ProviderKind> read_provider(const toml::table& table, const std::string& path,
+                                          ErrorSink& sink) {
+  const auto text = read_text(table, "provider", path, true, sink);
+  if (!text) return std::nullopt;
+  for (const ProviderKind kind :
+       {ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
+        ProviderKind::oauth2_client_credentials}) {
+    if (*text == secrets::kind_name(kind)) return kind;
+  }
+  sink.add(table.get("provider")->source(), join_key(path, "provider"),
+           "unknown provider " + in_quotes(*text) +
+               ": expected \"static\", \"exec\", \"github_app\" or \"oauth2_client_credentials\"");
+  return std::nullopt;
+}
+
+std::vector<std::string_view> provider_keys(ProviderKind kind) {
+  switch (kind) {
+    case ProviderKind::static_file:
+      return {"file"};
+    case ProviderKind::exec:
+      return {"command", "ttl"};
+    case ProviderKind::github_app:
+      return {"app_id",  "private_key_file", "installation_id", "installation_account",
+              "api_url", "permissions"};
+    case ProviderKind::oauth2_client_credentials:
+      return {"token_url", "client_id", "client_secret_file", "scopes", "audience", "ttl"};
+  }
+  return {};
+}
+
+// Unknown keys, inline secrets, and keys of another provider, each with its own message.
+void check_credential_keys(const toml::table& table, const std::string& path,
+                           std::optional<ProviderKind> kind, ErrorSink& sink) {
+  std::vector<std::string_view> known(std::begin(kCommonKeys), std::end(kCommonKeys));
+  if (kind) {
+    const auto own = provider_keys(*kind);
+    known.insert(known.end(), own.begin(), own.end());
+  }
+  for (const auto& [key, value] : table) {
+    const std::string_view name = key.str();
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    const std::string key_path = join_key(path, name);
+    const auto secret = std::find_if(std::begin(kInlineSecrets), std::end(kInlineSecrets),
+                                     [&](const InlineSecret& s) { return s.key == name; });
+    if (secret != std::end(kInlineSecrets)) {
+      sink.add(key.source(), key_path,
+               "secrets are never written in the config: put it in a file (mode 0600) and name "
+               "that with " +
+                   std::string(secret->instead));
+      continue;
+    }
+    if (!kind) continue;  // the provider is unknown or missing: already reported
+    std::optional<ProviderKind> owner;
+    for (const ProviderKind other :
+         {ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
+          ProviderKind::oauth2_client_credentials}) {
+      const auto keys = provider_keys(other);
+      if (std::find(keys.begin(), keys.end(), name) != keys.end()) owner = other;
+    }
+    if (owner) {
+      sink.add(key.source(), key_path,
+               in_quotes(name) + " is a key of provider " + in_quotes(secrets::kind_name(*owner)) +
+                   ", not of " + in_quotes(secrets::kind_name(*kind)));
+      continue;
+    }
+    std::string message = "unknown key " + in_quotes(name);
+    if (const auto suggestion = closest_name(name, known)) {
+      message += "; did you mean " + in_quotes(*suggestion) + "?";
+    }
+    sink.add(key.source(), key_path, message);
+  }
+}
+
+void read_exec(const toml::table& table, const std::string& path, CredentialSpec& spec,
+               ErrorSink& sink) {
+  const std::string key_path = join_key(path, "command");
+  if (const toml::node* node = table.get("command")) {
+    if (const auto items = read_string_array(*node, key_path, sink)) {
+      for (const StringItem& item : *items) spec.command.push_back(item.value);
+      if (node->as_array()->empty()) {
+        sink.add(node->source(), key_path, "must not be empty");
+      } else if (!items->empty() && !fs::path(items->front().value).is_absolute()) {
+        sink.add(items->front().where, items->front().path,
+                 "the program must be an absolute path (it runs without a shell or PATH lookup), "
+                 "got " +
+                     in_quotes(items->front().value));
+      }
+    }
+  } else {
+    sink.add(table.source(), key_path, "missing required key (the argv of the helper)");
+  }
+  if (auto ttl = read_duration(table, "ttl", path, std::chrono::seconds(1), sink)) {
+    spec.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+  }
+}
+
+void read_github_app(const toml::table& table, const std::string& path, const fs::path& base_dir,
+                     CredentialSpec& spec, ErrorSink& sink) {
+  constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
+  if (const toml::node* node = table.get("app_id")) {
+    spec.app_id = read_int(*node, join_key(path, "app_id"), 1, kMaxId, sink).value_or(0);
+  } else {
+    sink.add(table.source(), join_key(path, "app_id"), "missing required key");
+  }
+  read_file_key(table, "private_key_file", path, true, base_dir, spec.private_key_file, sink);
+  const toml::node* id = table.get("installation_id");
+  const toml::node* account = table.get("installation_account");
+  if (id != nullptr && account != nullptr) {
+    sink.add(account->source(), join_key(path, "installation_account"),
+             "give installation_id or installation_account, not both");
+  } else if (id == nullptr && account == nullptr) {
+    sink.add(table.source(), join_key(path, "installation_id"),
+             "missing required key (or installation_account, the organisation or user the app "
+             "is installed on)");
+  }
+  if (id != nullptr) {
+    spec.installation_id =
+        read_int(*id, join_key(path, "installation_id"), 1, kMaxId, sink).value_or(0);
+  }
+  if (account != nullptr) {
+    if (auto text = read_text(table, "installation_account", path, true, sink)) {
+      if (!github_name(*text) || text->find('.') != std::string::npos) {
+        sink.add(account->source(), join_key(path, "installation_account"),
+                 "invalid account name " + in_quotes(*text));
+      } else {
+        spec.installation_account = *text;
+      }
+    }
+  }
+  read_https_url(table, "api_url", path, false, spec.api_url, sink);
+  if (const toml::node* node = table.get("permissions")) {
+    spec.permissions = read_permissions(*node, join_key(path, "permissions"), sink)
+                           .value_or(secrets::Permissions{});
+  }
+}
+
+void read_oauth2(const toml::table& table, const std::string& path, const fs::path& base_dir,
+                 CredentialSpec& spec, ErrorSink& sink) {
+  read_https_url(table, "token_url", path, true, spec.token_url, sink);
+  if (auto id = read_text(table, "client_id", path, true, sink)) spec.client_id = *id;
+  read_file_key(table, "client_secret_file", path, true, base_dir, spec.client_secret_file, sink);
+  if (const toml::node* node = table.get("scopes")) {
+    if (const auto items = read_string_array(*node, join_key(path, "scopes"), sink)) {
+      for (const StringItem& item : *items) {
+        // RFC 6749 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+        if (item.value.empty() || !visible_ascii(item.value) ||
+            item.value.find_first_of("\"\\") != std::string::npos) {
+          sink.add(item.where, item.path, "invalid scope " + in_quotes(item.value));
+        } else {
+          spec.scopes.push_back(item.value);
+        }
+      }
+    }
+  }
+  if (auto audience = read_text(table, "audience", path, false, sink)) spec.audience = *audience;
+  if (auto ttl = read_duration(table, "ttl", path, std::chrono::seconds(1), sink)) {
+    spec.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+  }
+}
+
+std::optional<CredentialSpec> read_credential(const std::string& name, const toml::table& table,
+                                              const std::string& path, const fs::path& base_dir,
+                                              ErrorSink& sink) {
+  const auto kind = read_provider(table, path, sink);
+  check_credential_keys(table, path, kind, sink);
+  if (!kind) return std::nullopt;
+  CredentialSpec spec;
+  spec.name = name;
+  spec.kind = *kind;
+  if (const toml::node* node = table.get("env")) {
+    if (const auto items = read_string_array(*node, join_key(path, "env"), sink)) {
+      for (const StringItem& item : *items) {
+        if (!valid_env_name(item.value)) {
+          sink.add(item.where, item.path,
+                   "invalid environment variable name " + in_quotes(item.value));
+        } else if (std::find(spec.env.begin(), spec.env.end(), item.value) == spec.env.end()) {
+          spec.env.push_back(item.value);
+        }
+      }
+    }
+  }
+  if (auto v = read_duration(table, "refresh_before", path, std::chrono::milliseconds(0), sink)) {
+    spec.refresh_before = std::chrono::duration_cast<std::chrono::seconds>(*v);
+  }
+  if (auto v = read_duration(table, "timeout", path, std::chrono::milliseconds(100), sink)) {
+    spec.timeout = *v;
+  }
+  if (table.contains("ca_file")) {
+    if (*kind == ProviderKind::github_app || *kind == ProviderKind::oauth2_client_credentials) {
+      read_file_key(table, "ca_file", path, false, base_dir, spec.ca_file, sink);
+    } else {
+      sink.add(table.get("ca_file")->source(), join_key(path, "ca_file"),
+               "only the HTTPS providers (github_app, oauth2_client_credentials) use ca_file");
+    }
+  }
+  switch (*kind) {
+    case ProviderKind::static_file:
+      read_file_key(table, "file", path, true, base_dir, spec.file, sink);
+      break;
+    case ProviderKind::exec:
+      read_exec(table, path, spec, sink);
+      break;
+    case ProviderKind::github_app:
+      read_github_app(table, path, base_dir, spec, sink);
+      break;
+    case ProviderKind::oauth2_client_credentials:
+      read_oauth2(table, path, base_dir, spec, sink);
+      break;
+  }
+  return spec;
+}
+
+std::optional<secrets::InjectAs> read_as(const toml::table& rule, const std::string& path,
+                                         ErrorSink& sink) {
+  const std::string key_path = join_key(path, "as");
+  const toml::node* node = rule.get("as");
+  if (node == nullptr) {
+    sink.add(rule.source(), key_path, "missing required key (\"bearer\", \"basic\" or \"header\")");
+    return std::nullopt;
+  }
+  const auto text = read_string(*node, key_path, sink);
+  if (!text) return std::nullopt;
+  if (*text == "bearer") return secrets::InjectAs::bearer;
+  if (*text == "basic") return secrets::InjectAs::basic;
+  if (*text == "header") return secrets::InjectAs::header;
+  sink.add(node->source(), key_path,
+           "expected \"bearer\", \"basic\" or \"header\", got " + in_quotes(*text));
+  return std::nullopt;
+}
+
+// Header fields sandgate itself owns on the way out, or that would change how the request is
+// framed or routed: never a credential's header.
+bool reserved_header(std::string_view name) {
+  constexpr std::string_view kReserved[] = {
+      "host",    "content-length", "transfer-encoding",   "connection",       "upgrade", "te",
+      "trailer", "keep-alive",     "proxy-authorization", "proxy-connection", "expect"};
+  std::string lower(name);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return std::find(std::begin(kReserved), std::end(kReserved), lower) != std::end(kReserved);
+}
+
+void read_injection_style(const toml::table& rule, const std::string& path, secrets::InjectRule& r,
+                          ErrorSink& sink) {
+  const auto as = read_as(rule, path, sink);
+  if (as) r.as = *as;
+  const auto only_for = [&](std::string_view key, std::string_view style) {
+    if (const toml::node* node = rule.get(key); node != nullptr && as) {
+      sink.add(node->source(), join_key(path, key),
+               in_quotes(key) + " is only for as = " + in_quotes(style));
+    }
+  };
+  if (as == secrets::InjectAs::basic) {
+    if (auto user = read_text(rule, "user", path, false, sink)) {
+      if (!visible_ascii(*user) || user->find(':') != std::string::npos) {
+        sink.add(rule.get("user")->source(), join_key(path, "user"),
+                 "must be printable ASCII without spaces or ':'");
+      } else {
+        r.user = *user;
+      }
+    } else if (!rule.contains("user")) {
+      sink.add(rule.source(), join_key(path, "user"),
+               "missing required key for as = \"basic\" (git over HTTPS with a GitHub token: "
+               "user = \"x-access-token\")");
+    }
+  } else {
+    only_for("user", "basic");
+  }
+  if (as == secrets::InjectAs::header) {
+    if (auto header = read_text(rule, "header", path, false, sink)) {
+      if (!std::all_of(header->begin(), header->end(), valid_token_char)) {
+        sink.add(rule.get("header")->source(), join_key(path, "header"),
+                 "invalid header name " + in_quotes(*header));
+      } else if (reserved_header(*header)) {
+        sink.add(rule.get("header")->source(), join_key(path, "header"),
+                 in_quotes(*header) + " cannot carry a credential");
+      } else {
+        r.header = *header;
+      }
+    } else if (!rule.contains("header")) {
+      sink.add(rule.source(), join_key(path, "header"),
+               "missing required key for as = \"header\" (the header name, e.g. \"X-Api-Key\")");
+    }
+    if (auto format = read_text(rule, "format", path, false, sink)) {
+      const auto first = format->find("{token}");
+      const bool printable =
+          std::all_of(format->begin(), format->end(), [](char c) { return c >= ' ' && c <= '~'; });
+      if (first == std::string::npos || format->find("{token}", first + 1) != std::string::npos) {
+        sink.add(rule.get("format")->source(), join_key(path, "format"),
+                 "must contain \"{token}\" exactly once, e.g. \"Token {token}\"");
+      } else if (!printable) {
+        sink.add(rule.get("format")->source(), join_key(path, "format"), "must be printable ASCII");
+      } else {
+        r.format = *format;
+      }
+    }
+  } else {
+    only_for("header", "header");
+    only_for("format", "header");
+  }
+}
+
+void read_path_prefixes(const toml::table& rule, const std::string& path, secrets::InjectRule& r,
+                        ErrorSink& sink) {
+  const toml::node* node = rule.get("path_prefixes");
+  if (node == nullptr) return;
+  const std::string key_path = join_key(path, "path_prefixes");
+  const auto items = read_string_array(*node, key_path, sink);
+  if (!items) return;
+  if (node->as_array()->empty()) {
+    sink.add(node->source(), key_path, "must not be empty; leave it out to match any path");
+    return;
+  }
+  for (const StringItem& item : *items) {
+    const policy::CanonicalPath canonical = policy::canonicalize_path(item.value);
+    if (!item.value.starts_with('/') || canonical.ambiguous || canonical.has_query ||
+        canonical.path.find("//") != std::string::npos) {
+      sink.add(item.where, item.path,
+               "invalid path prefix " + in_quotes(item.value) +
+                   ": expected a path starting with '/', without a query or anything ambiguous");
+      continue;
+    }
+    // A trailing '/' survives canonicalisation; it keeps the prefix to what is below it.
+    r.path_prefixes.push_back(canonical.path);
+  }
+}
+
+void read_rule_scope(const toml::table& rule, const std::string& path, secrets::InjectRule& r,
+                     ErrorSink& sink) {
+  if (const toml::node* node = rule.get("repositories")) {
+    const std::string key_path = join_key(path, "repositories");
+    if (const auto items = read_string_array(*node, key_path, sink)) {
+      if (node->as_array()->empty()) {
+        sink.add(node->source(), key_path,
+                 "must not be empty; leave it out for every repository of the installation");
+      }
+      std::string owner;
+      for (const StringItem& item : *items) {
+        const auto slash = item.value.find('/');
+        const std::string_view text(item.value);
+        if (slash == std::string::npos || !github_name(text.substr(0, slash)) ||
+            !github_name(text.substr(slash + 1))) {
+          sink.add(item.where, item.path,
+                   "invalid repository " + in_quotes(item.value) + ": expected \"owner/name\"");
+          continue;
+        }
+        std::string this_owner(text.substr(0, slash));
+        for (char& c : this_owner) {
+          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        }
+        if (!owner.empty() && owner != this_owner) {
+          sink.add(item.where, item.path,
+                   "every repository of a rule belongs to one owner (a token is minted for one "
+                   "installation); write a rule per owner");
+          continue;
+        }
+        owner = this_owner;
+        r.scope.repositories.push_back(item.value);
+      }
+    }
+  }
+  if (const toml::node* node = rule.get("permissions")) {
+    r.scope.permissions = read_permissions(*node, join_key(path, "permissions"), sink)
+                              .value_or(secrets::Permissions{});
+  }
+  r.scope.normalize();
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, std::string* error) {
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  std::int64_t scale = 0;
+  if (unit == "ms") scale = 1;
+  if (unit == "s") scale = 1'000;
+  if (unit == "m") scale = 60'000;
+  if (unit == "h") scale = 3'600'000;
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  if (ec != std::errc() || end == text.data() || value < 0 || scale == 0 || value > kMax / scale) {
+    *error =
+        "expected a duration such as \"500ms\", \"30s\", \"10m\" or \"1h\", got " + in_quotes(text);
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(value * scale);
+}
+
+CredentialsSection read_credentials(const toml::node& node, const fs::path& base_dir,
+                                    ErrorSink& sink) {
+  CredentialsSection out;
+  const toml::table* table = read_table(node, "credentials", sink);
+  if (table == nullptr) return out;
+  for (const auto& [key, value] : *table) {
+    const std::string name(key.str());
+    const std::string path = join_key("credentials", name);
+    if (name == "placeholder_key_file" && !value.is_table()) {
+      read_file_key(*table, "placeholder_key_file", "credentials", false, base_dir,
+                    out.placeholder_key_file, sink);
+      continue;
+    }
+    if (!valid_id(name)) {
+      sink.add(key.source(), path,
+               "invalid credential name " + in_quotes(name) +
+                   ": use 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-'");
+    }
+    const toml::table* body = read_table(value, path, sink);
+    if (body == nullptr) continue;
+    if (auto spec = read_credential(name, *body, path, base_dir, sink)) {
+      out.credentials.emplace(name, std::move(*spec));
+    }
+  }
+  return out;
+}
+
+void read_inject_rules(const toml::table& table, const std::string& path,
+                       const std::string& origin_prefix, const Credentials& credentials,
+                       std::vector<secrets::InjectRule>& out, ErrorSink& sink) {
+  const toml::node* node = table.get("inject");
+  if (node == nullptr) return;
+  const std::string list_path = join_key(path, "inject");
+  const auto* array = node->as_array();
+  if (array == nullptr) {
+    sink.add(node->source(), list_path,
+             "expected an array of tables, got " + std::string(type_name(*node)));
+    return;
+  }
+  const std::string origin = join_key(origin_prefix, "inject");
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const std::string rule_path = join_index(list_path, i);
+    const toml::table* rule = read_table(*array->get(i), rule_path, sink);
+    if (rule == nullptr) continue;
+    check_known_keys(*rule, rule_path,
+                     {"hosts", "path_prefixes", "credential", "as", "user", "header", "format",
+                      "repositories", "permissions"},
+                     sink);
+    secrets::InjectRule r;
+    r.origin = join_index(origin, i);
+    const std::string hosts_path = join_key(rule_path, "hosts");
+    if (const toml::node* hosts = rule->get("hosts")) {
+      if (const auto items = read_string_array(*hosts, hosts_path, sink)) {
+        if (hosts->as_array()->empty()) sink.add(hosts->source(), hosts_path, "must not be empty");
+        for (const StringItem& item : *items) {
+          std::string reason;
+          if (auto pattern = policy::parse_host_pattern(item.value, &reason)) {
+            r.hosts.push_back(std::move(*pattern));
+          } else {
+            sink.add(item.where, item.path,
+                     "invalid host pattern " + in_quotes(item.value) +
+                         (reason.empty() ? "" : ": ") + reason);
+          }
+        }
+      }
+    } else {
+      sink.add(rule->source(), hosts_path, "missing required key");
+    }
+    read_path_prefixes(*rule, rule_path, r, sink);
+    const secrets::CredentialSpec* spec = nullptr;
+    if (auto name = read_text(*rule, "credential", rule_path, true, sink)) {
+      if (const auto it = credentials.find(*name); it != credentials.end()) {
+        spec = &it->second;
+      } else {
+        std::vector<std::string_view> names;
+        for (const auto& [known, unused] : credentials) names.push_back(known);
+        std::string message = "unknown credential " + in_quotes(*name) +
+                              " (define it in the main file as [credentials." + *name + "])";
+        if (const auto suggestion = closest_name(*name, names)) {
+          message = "unknown credential " + in_quotes(*name) + "; did you mean " +
+                    in_quotes(*suggestion) + "?";
+        }
+        sink.add(rule->get("credential")->source(), join_key(rule_path, "credential"), message);
+      }
+      r.credential = *name;
+    }
+    read_injection_style(*rule, rule_path, r, sink);
+    read_rule_scope(*rule, rule_path, r, sink);
+    if (spec != nullptr && spec->kind != ProviderKind::github_app) {
+      for (const std::string_view key : {"repositories", "permissions"}) {
+        if (const toml::node* at = rule->get(key)) {
+          sink.add(at->source(), join_key(rule_path, key),
+                   in_quotes(key) + " down-scopes github_app tokens; credential " +
+                       in_quotes(spec->name) + " is " + in_quotes(secrets::kind_name(spec->kind)));
+        }
+      }
+      r.scope = {};
+    }
+    if (spec != nullptr && !spec->installation_account.empty()) {
+      for (const std::string& repository : r.scope.repositories) {
+        const std::string owner = repository.substr(0, repository.find('/'));
+        std::string account = spec->installation_account;
+        for (char& c : account) {
+          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        }
+        if (owner != account) {
+          sink.add(rule->get("repositories")->source(), join_key(rule_path, "repositories"),
+                   "repository " + in_quotes(repository) + " is not of " + in_quotes(account) +
+                       ", the account credential " + in_quotes(spec->name) + " is installed on");
+          break;
+        }
+      }
+    }
+    out.push_back(std::move(r));
+  }
+}
+
+}  // namespace sandgate::config::detail

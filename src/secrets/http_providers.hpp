@@ -1,0 +1,32 @@
+#pragma once
+
+// Internal to src/secrets: what the github_app and oauth2 providers share.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "secrets/https_client.hpp"
+#include "secrets/provider.hpp"
+
+namespace sandgate::secrets::detail {
+
+inline constexpr std::size_t kMaxTokenResponse = 64 * 1024;
+
+// Turns a non-2xx answer into a failure: "<what>: HTTP <status>: <excerpt>"; 401, 403 (but
+// not a rate limit), 404, 400 and 422 are not retryable, 429 and 5xx are.
+FetchResult status_failure(std::string_view what, const HttpsResponse& response,
+                           const std::vector<std::string_view>& secrets);
+
+// The client context for `ca_file`, or the reason it cannot be made (then every fetch fails).
+struct ClientContext {
+  std::shared_ptr<boost::asio::ssl::context> ctx;
+  std::string error;
+};
+ClientContext client_context(const std::string& ca_file);
+
+// application/x-www-form-urlencoded / RFC 3986 percent-encoding of everything but unreserved.
+std::string form_encode(std::string_view text);
+
+}  // namespace sandgate::secrets::detail

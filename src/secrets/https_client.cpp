@@ -1,0 +1,158 @@
+#include "secrets/https_client.hpp"
+
+#include <openssl/ssl.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <stdexcept>
+
+#include "policy/host.hpp"
+#include "secrets/secret_bytes.hpp"
+
+namespace sandgate::secrets {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::string describe(const boost::system::error_code& ec) {
+  if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return "timed out";
+  return ec.message();
+}
+
+}  // namespace
+
+std::shared_ptr<asio::ssl::context> make_client_context(const std::string& ca_file) {
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  boost::system::error_code ec;
+  ctx->set_default_verify_paths(ec);
+  if (ec) throw std::runtime_error("cannot load the system's trusted roots: " + ec.message());
+  if (!ca_file.empty()) {
+    ctx->load_verify_file(ca_file, ec);
+    if (ec) throw std::runtime_error(ca_file + ": cannot load as PEM certificates (ca_file)");
+  }
+  return ctx;
+}
+
+asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> ctx,
+                                            HttpsRequest request, std::chrono::milliseconds timeout,
+                                            std::size_t max_body) {
+  HttpsResult out;
+  const auto target = policy::parse_target(request.url);
+  if (!target || !target->port) {
+    out.error = "invalid URL";
+    co_return out;
+  }
+  const std::string host(target->host);
+  const std::string port = std::to_string(*target->port);
+  std::string path(target->rest.empty() ? "/" : target->rest);
+  const auto executor = co_await asio::this_coro::executor;
+
+  // The resolver has no deadline of its own: a watchdog cancels it.
+  auto resolver = std::make_shared<tcp::resolver>(executor);
+  asio::steady_timer watchdog(executor);
+  watchdog.expires_after(timeout);
+  watchdog.async_wait([resolver](boost::system::error_code ec) {
+    if (!ec) resolver->cancel();
+  });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto [resolve_ec, endpoints] = co_await resolver->async_resolve(host, port, use_tuple);
+  watchdog.cancel();
+  if (resolve_ec) {
+    out.error = "cannot resolve " + host + ": " + describe(resolve_ec);
+    co_return out;
+  }
+
+  asio::ssl::stream<beast::tcp_stream> stream(executor, *ctx);
+  beast::get_lowest_layer(stream).expires_at(deadline);
+  auto [connect_ec, unused] =
+      co_await beast::get_lowest_layer(stream).async_connect(endpoints, use_tuple);
+  if (connect_ec) {
+    out.error = "cannot connect to " + host + ":" + port + ": " + describe(connect_ec);
+    co_return out;
+  }
+  if (!target->ip_literal && !policy::normalize_host(host).is_address()) {
+    SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
+  }
+  stream.set_verify_callback(asio::ssl::host_name_verification(host));
+  auto [handshake_ec] = co_await stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
+  if (handshake_ec) {
+    out.error = "TLS with " + host + " failed: " + describe(handshake_ec);
+    co_return out;
+  }
+
+  http::request<http::string_body> req;
+  req.method_string(request.method);
+  req.target(path);
+  req.version(11);
+  req.set(http::field::host, target->written_port ? host + ":" + port : host);
+  for (const auto& [name, value] : request.headers) req.set(name, value);
+  req.set(http::field::connection, "close");
+  req.body() = std::move(request.body);
+  req.prepare_payload();
+  auto [write_ec, written] = co_await http::async_write(stream, req, use_tuple);
+  cleanse(req.body());  // it may hold a secret (a client secret in a form)
+  if (write_ec) {
+    out.error = "cannot send the request to " + host + ": " + describe(write_ec);
+    co_return out;
+  }
+
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(max_body);
+  parser.header_limit(16 * 1024);
+  auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, use_tuple);
+  if (read_ec) {
+    out.error =
+        read_ec == http::error::body_limit
+            ? "the response from " + host + " is larger than " + std::to_string(max_body) + " bytes"
+            : "no valid response from " + host + ": " + describe(read_ec);
+    co_return out;
+  }
+  HttpsResponse response;
+  response.status = parser.get().result_int();
+  response.body = std::move(parser.get().body());
+  out.response = std::move(response);
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(1));
+  auto [shutdown_ec] = co_await stream.async_shutdown(use_tuple);
+  (void)shutdown_ec;  // the server may close without close_notify; the answer is in
+  co_return out;
+}
+
+std::string excerpt(std::string_view body, const std::vector<std::string_view>& secrets,
+                    std::size_t max) {
+  std::string text(body);
+  for (const std::string_view secret : secrets) {
+    if (secret.empty()) continue;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
+      text.replace(at, secret.size(), secret.size(), '*');
+    }
+  }
+  if (text.size() > max) {
+    text.resize(max);
+    text += "...";
+  }
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return text;
+}
+
+}  // namespace sandgate::secrets

@@ -1,0 +1,53 @@
+#pragma once
+
+// The one HTTPS exchange the token providers need: a request, a bounded response, a deadline.
+// Runs on the credential store's io_context. TLS: the system's roots plus a credential's
+// ca_file, peer verification and the host name checked, TLS 1.2 or later.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sandgate::secrets {
+
+struct HttpsRequest {
+  std::string method = "POST";
+  std::string url;  // https://host[:port]/path
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
+struct HttpsResponse {
+  unsigned status = 0;
+  std::string body;
+};
+
+// A response, or why there was none (`error`: connect, TLS, timeout, a response too large or
+// malformed). A transport failure is always worth retrying later.
+struct HttpsResult {
+  std::optional<HttpsResponse> response;
+  std::string error;
+};
+
+// A client context that verifies against the system roots and `ca_file` (may be empty).
+// Throws std::runtime_error naming the file when it cannot be loaded.
+std::shared_ptr<boost::asio::ssl::context> make_client_context(const std::string& ca_file);
+
+// One exchange under `timeout` (the whole of it: resolve, connect, handshake, write, read).
+// The response body is limited to `max_body` bytes. The connection is closed afterwards.
+boost::asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<boost::asio::ssl::context> ctx,
+                                                   HttpsRequest request,
+                                                   std::chrono::milliseconds timeout,
+                                                   std::size_t max_body);
+
+// A short, single-line excerpt of a response body for an error message: at most `max` bytes,
+// control characters replaced, each of `secrets` (tokens, the JWT) replaced by '*'s.
+std::string excerpt(std::string_view body, const std::vector<std::string_view>& secrets,
+                    std::size_t max = 200);
+
+}  // namespace sandgate::secrets

@@ -1,0 +1,107 @@
+#include "secrets/injection.hpp"
+
+#include <algorithm>
+
+#include "policy/path.hpp"
+#include "secrets/encoding.hpp"
+#include "secrets/secret_bytes.hpp"
+
+namespace sandgate::secrets {
+
+namespace {
+
+bool pattern_matches(const policy::HostPattern& pattern, std::string_view name) {
+  if (!pattern.wildcard) return name == pattern.domain;
+  return name.size() > pattern.domain.size() + 1 && name.ends_with(pattern.domain) &&
+         name[name.size() - pattern.domain.size() - 1] == '.';
+}
+
+}  // namespace
+
+bool path_prefix_matches(std::string_view prefix, std::string_view path) {
+  if (!path.starts_with(prefix)) return false;
+  if (prefix.empty() || prefix.back() == '/' || path.size() == prefix.size()) return true;
+  return path[prefix.size()] == '/';
+}
+
+Injection apply(const InjectRule& rule, std::string_view token) {
+  Injection out;
+  out.secret_forms.emplace_back(token);
+  switch (rule.as) {
+    case InjectAs::bearer:
+      out.name = "Authorization";
+      out.value = "Bearer " + std::string(token);
+      break;
+    case InjectAs::basic: {
+      std::string pair = rule.user + ":" + std::string(token);
+      std::string encoded = base64(pair);
+      cleanse(pair);
+      out.name = "Authorization";
+      out.value = "Basic " + encoded;
+      out.secret_forms.push_back(std::move(encoded));
+      break;
+    }
+    case InjectAs::header: {
+      out.name = rule.header;
+      const std::size_t at = rule.format.find("{token}");
+      out.value = at == std::string::npos
+                      ? rule.format
+                      : rule.format.substr(0, at) + std::string(token) + rule.format.substr(at + 7);
+      break;
+    }
+  }
+  return out;
+}
+
+InjectionRules::InjectionRules(std::vector<InjectRule> rules, std::vector<std::uint16_t> ports)
+    : rules_(std::move(rules)), ports_(std::move(ports)) {
+  std::sort(ports_.begin(), ports_.end());
+  for (const InjectRule& rule : rules_) credentials_.push_back(rule.credential);
+  std::sort(credentials_.begin(), credentials_.end());
+  credentials_.erase(std::unique(credentials_.begin(), credentials_.end()), credentials_.end());
+}
+
+bool InjectionRules::host_matches(const InjectRule& rule, const policy::Host& host,
+                                  std::uint16_t port) const {
+  if (!host.is_name()) return false;
+  return std::any_of(rule.hosts.begin(), rule.hosts.end(), [&](const policy::HostPattern& p) {
+    const bool port_ok =
+        p.port ? *p.port == port : std::binary_search(ports_.begin(), ports_.end(), port);
+    return port_ok && pattern_matches(p, host.name);
+  });
+}
+
+const InjectRule* InjectionRules::match(const policy::Host& host, std::uint16_t port,
+                                        std::string_view target) const {
+  std::optional<policy::CanonicalPath> canonical;  // only when a rule has prefixes
+  for (const InjectRule& rule : rules_) {
+    if (!host_matches(rule, host, port)) continue;
+    if (rule.path_prefixes.empty()) return &rule;
+    if (!canonical) canonical = policy::canonicalize_path(target);
+    if (canonical->ambiguous) continue;
+    for (const std::string& prefix : rule.path_prefixes) {
+      if (path_prefix_matches(prefix, canonical->path)) return &rule;
+    }
+  }
+  return nullptr;
+}
+
+bool InjectionRules::binds(std::string_view credential, const policy::Host& host,
+                           std::uint16_t port) const {
+  return std::any_of(rules_.begin(), rules_.end(), [&](const InjectRule& rule) {
+    return rule.credential == credential && host_matches(rule, host, port);
+  });
+}
+
+const InjectionRules* InjectionTable::for_sandbox(std::string_view id) const {
+  const auto it = sandboxes_.find(id);
+  return it == sandboxes_.end() ? nullptr : it->second.get();
+}
+
+void InjectionTable::add(std::string id, std::shared_ptr<const InjectionRules> rules) {
+  if (rules == nullptr || rules->empty()) return;
+  if (std::find(owned_.begin(), owned_.end(), rules) == owned_.end()) owned_.push_back(rules);
+  sandboxes_.insert_or_assign(std::move(id), std::move(rules));
+}
+
+}  // namespace sandgate::secrets

@@ -1,0 +1,33 @@
+#include "secrets/spec.hpp"
+
+namespace sandgate::secrets {
+
+std::string_view kind_name(ProviderKind kind) {
+  switch (kind) {
+    case ProviderKind::static_file:
+      return "static";
+    case ProviderKind::exec:
+      return "exec";
+    case ProviderKind::github_app:
+      return "github_app";
+    case ProviderKind::oauth2_client_credentials:
+      return "oauth2_client_credentials";
+  }
+  return "unknown";
+}
+
+std::vector<std::string> CredentialSpec::secret_files() const {
+  switch (kind) {
+    case ProviderKind::static_file:
+      return {file};
+    case ProviderKind::github_app:
+      return {private_key_file};
+    case ProviderKind::oauth2_client_credentials:
+      return {client_secret_file};
+    case ProviderKind::exec:
+      break;
+  }
+  return {};
+}
+
+}  // namespace sandgate::secrets

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "secrets/scope.hpp"
+
+namespace sandgate::secrets {
+
+enum class ProviderKind {
+  static_file,                // "static"
+  exec,                       // "exec"
+  github_app,                 // "github_app"
+  oauth2_client_credentials,  // "oauth2_client_credentials"
+};
+
+// The config spelling ("static", ...), also the metrics label.
+std::string_view kind_name(ProviderKind kind);
+
+// One [credentials.NAME] table, validated by config. Holds paths, never a secret: the
+// secrets stay in their files until a provider reads them. Equal specs mean the store keeps
+// the credential's cached tokens across a reload.
+struct CredentialSpec {
+  std::string name;
+  ProviderKind kind = ProviderKind::static_file;
+  std::vector<std::string> env;  // variables sandgate-launch sets to the placeholder
+  std::string ca_file;           // extra roots for the token endpoint (HTTPS providers)
+  std::chrono::seconds refresh_before{600};
+  std::chrono::milliseconds timeout{10'000};  // one fetch: the command, or the HTTPS exchange
+
+  // static
+  std::string file;
+  // exec
+  std::vector<std::string> command;  // argv; command[0] an absolute path
+  std::chrono::seconds ttl{300};     // lifetime of a token printed without expires_at
+  // github_app
+  std::int64_t app_id = 0;
+  std::string private_key_file;
+  std::int64_t installation_id = 0;  // 0: look up installation_account
+  std::string installation_account;
+  std::string api_url = "https://api.github.com";
+  Permissions permissions;  // requested when a rule asks for none
+  // oauth2_client_credentials
+  std::string token_url;
+  std::string client_id;
+  std::string client_secret_file;
+  std::vector<std::string> scopes;
+  std::string audience;
+
+  // The files holding secrets this spec reads (the static file, the key, the client secret).
+  std::vector<std::string> secret_files() const;
+  bool operator==(const CredentialSpec&) const = default;
+};
+
+}  // namespace sandgate::secrets

@@ -1,0 +1,283 @@
+// Credentials attached outside the sandbox, through the real daemon: a github_app credential
+// minted by a GitHub-like token endpoint on loopback (tests/support/fake_token_server), a
+// static one from a file, inject rules on an inspected host, real curl over HTTP/1.1 and
+// HTTP/2 through CONNECT. What the origin receives, what the sandbox gets back (never the
+// token: an origin that echoes the request's Authorization is redacted), the placeholder
+// tripwire, the 503 when no token can be had, the audit lines and metrics.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <string>
+
+#include "secrets/placeholder.hpp"
+#include "support/fake_token_server.hpp"
+#include "support/http_origin.hpp"
+#include "support/json_helpers.hpp"
+#include "support/metrics_text.hpp"
+#include "support/sandgate_assertions.hpp"
+#include "support/sandgate_process.hpp"
+#include "support/subprocess.hpp"
+#include "support/temp_dir.hpp"
+#include "support/tls_origin.hpp"
+
+namespace sandgate::test {
+namespace {
+
+const std::string kId = "sb1";
+const std::string kToken = "tok-sb1-credentials-7Yq";
+// What the fake GitHub mints, and what the static credential holds.
+const std::string kGitHubToken = "ghs_FAKEinstallationTOKEN0123456789abcdef";
+const std::string kStaticToken = "npm_STATICtoken9876543210zyxwvu";
+const std::string kPlaceholderKey(32, '\x5a');
+
+class ProxyCredentials : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto ca = run_command({sandgate_binary(), "ca", "init", dir_.file("ca")});
+    ASSERT_EQ(ca.exit_code, 0) << ca.err;
+    ASSERT_EQ(run_command({"openssl", "genrsa", "-out", dir_.file("app.pem"), "2048"}).exit_code,
+              0);
+    ::chmod(dir_.file("app.pem").c_str(), 0600);
+    dir_.write("static-token", kStaticToken + "\n");
+    ::chmod(dir_.file("static-token").c_str(), 0600);
+    dir_.write("placeholder.key", kPlaceholderKey);
+    ::chmod(dir_.file("placeholder.key").c_str(), 0600);
+    // Echoes the Authorization it received, in a header and in the body.
+    origin_.set_handler([](const RecordedRequest& r) {
+      const std::string auth = r.header("Authorization");
+      return OriginReply::with_length(200, "you sent: " + auth + "\n", {{"X-Echo", auth}});
+    });
+    daemon_ = std::make_unique<SandgateProcess>(SandgateOptions{tables()});
+  }
+
+  std::string tables() const {
+    const std::string p = std::to_string(origin_.port());
+    return R"(
+[limits]
+header_timeout_ms = 2000
+idle_timeout_ms = 3000
+connect_timeout_ms = 2000
+
+[dns.hosts]
+"api.test" = ["127.0.0.1"]
+"other.test" = ["127.0.0.1"]
+"npm.test" = ["127.0.0.1"]
+
+[interception]
+ca_cert = ")" +
+           dir_.file("ca/ca.pem") +
+           R"("
+ca_key = ")" +
+           dir_.file("ca/ca.key") +
+           R"("
+upstream_ca_file = ")" +
+           roots_ +
+           R"("
+
+[credentials]
+placeholder_key_file = ")" +
+           dir_.file("placeholder.key") +
+           R"("
+
+[credentials.gh]
+provider = "github_app"
+app_id = 4242
+private_key_file = ")" +
+           dir_.file("app.pem") +
+           R"("
+installation_id = 99
+api_url = ")" +
+           github_.url() +
+           R"("
+ca_file = ")" +
+           github_.ca_file() +
+           R"("
+env = ["GH_TOKEN"]
+
+[credentials.st]
+provider = "static"
+file = ")" +
+           dir_.file("static-token") +
+           R"("
+
+[sandboxes.sb1]
+token = ")" +
+           kToken +
+           R"("
+ports = [)" +
+           p +
+           R"(]
+allow = ["api.test", "other.test", "npm.test"]
+inspect = ["other.test"]
+allow_cidrs = ["127.0.0.1/32"]
+
+[[sandboxes.sb1.inject]]
+hosts = ["api.test"]
+credential = "gh"
+as = "bearer"
+repositories = ["acme/widgets"]
+
+[[sandboxes.sb1.inject]]
+hosts = ["npm.test"]
+credential = "st"
+as = "basic"
+user = "x-access-token"
+)";
+  }
+
+  std::string url(const std::string& host, const std::string& path) const {
+    return "https://" + host + ":" + std::to_string(origin_.port()) + path;
+  }
+  CurlResult curl(std::vector<std::string> args, const std::string& version = "--http1.1") const {
+    std::vector<std::string> all = {version, "-x", daemon_->proxy_url(kId, kToken), "--cacert",
+                                    dir_.file("ca/ca.pem")};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_curl(all);
+  }
+  std::string placeholder(const std::string& sandbox, const std::string& credential) const {
+    return secrets::PlaceholderKey::from_bytes(kPlaceholderKey)
+        .placeholder_for(sandbox, credential);
+  }
+
+  TempDir dir_;
+  FakeTokenServer github_{[](const TokenRequest&) {
+    TokenResponse r;
+    r.status = 201;
+    r.body = R"({"token":")" + kGitHubToken + R"(","expires_at":"2099-01-01T00:00:00Z"})";
+    return r;
+  }};
+  const TestCertificate origin_cert_ =
+      make_self_signed_certificate({"api.test", "other.test", "npm.test"}, {"127.0.0.1"});
+  TempDir roots_dir_;
+  const std::string roots_ = roots_dir_.write("roots.pem", origin_cert_.cert_pem);
+  HttpOrigin origin_{"127.0.0.1", 0, origin_cert_};
+  std::unique_ptr<SandgateProcess> daemon_;
+};
+
+TEST_F(ProxyCredentials, TheCredentialIsAttachedAndTheSandboxNeverSeesIt) {
+  const auto r = curl({"-H", "Authorization: Bearer the-sandboxs-own", url("api.test", "/repos")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 200);
+  // The origin got sandgate's header only, and was asked for an uncompressed response.
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].header_count("Authorization"), 1u);
+  EXPECT_EQ(requests[0].header("Authorization"), "Bearer " + kGitHubToken);
+  EXPECT_EQ(requests[0].header("Accept-Encoding"), "identity");
+  // The token was minted for this sandbox's repository only.
+  const auto minted = github_.requests();
+  ASSERT_EQ(minted.size(), 1u);
+  EXPECT_EQ(minted[0].target, "/app/installations/99/access_tokens");
+  EXPECT_NE(minted[0].body.find(R"("repositories":["widgets"])"), std::string::npos)
+      << minted[0].body;
+  // What came back echoed it, in a header and in the body: both redacted, lengths kept.
+  const std::string stars(kGitHubToken.size(), '*');
+  EXPECT_EQ(r.body, "you sent: Bearer " + stars + "\n");
+  EXPECT_NE(r.headers.find("X-Echo: Bearer " + stars), std::string::npos) << r.headers;
+  EXPECT_EQ((r.headers + r.body).find(kGitHubToken), std::string::npos);
+
+  const auto line = daemon_->wait_audit_code("http_request");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "credential.name"), "gh");
+  EXPECT_EQ(json_string(*line, "credential.fingerprint").value_or("").size(), 12u);
+  EXPECT_EQ(json_int(*line, "labels.redactions"), 2);
+  EXPECT_EQ(daemon_->audit_text().find(kGitHubToken), std::string::npos);
+  EXPECT_EQ(daemon_->stderr_text().find(kGitHubToken), std::string::npos);
+
+  const std::string metrics = daemon_->metrics_text();
+  EXPECT_EQ(metric_value(metrics, "sandgate_credential_refreshes_total",
+                         {{"credential", "gh"}, {"provider", "github_app"}}),
+            1);
+  EXPECT_GT(metric_value(metrics, "sandgate_credential_expiry_seconds", {{"credential", "gh"}})
+                .value_or(0),
+            1e6);
+  EXPECT_EQ(metrics.find(kGitHubToken), std::string::npos);
+}
+
+TEST_F(ProxyCredentials, OverHttp2TheTokenIsAttachedAndRedactedToo) {
+  for (int i = 0; i < 2; ++i) {
+    const auto r = curl({url("api.test", "/h2")}, "--http2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.body, "you sent: Bearer " + std::string(kGitHubToken.size(), '*') + "\n");
+  }
+  ASSERT_EQ(origin_.request_count(), 2u);
+  EXPECT_EQ(origin_.requests()[1].header("Authorization"), "Bearer " + kGitHubToken);
+  EXPECT_EQ(github_.request_count(), 1u);  // the second request used the cached token
+}
+
+TEST_F(ProxyCredentials, BasicWithAFixedUserFromAStaticFile) {
+  const auto r = curl({url("npm.test", "/pkg")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string basic = origin_.requests().at(0).header("Authorization");
+  // base64("x-access-token:" + kStaticToken)
+  const auto decoded = run_command({"sh", "-c", "printf %s '" + basic.substr(6) + "' | base64 -d"});
+  EXPECT_EQ(decoded.out, "x-access-token:" + kStaticToken);
+  // The echo carried the base64 form: redacted as well.
+  EXPECT_EQ(r.body.find(basic.substr(6)), std::string::npos) << r.body;
+}
+
+TEST_F(ProxyCredentials, AHostNoRuleBindsGetsNoCredential) {
+  const auto r = curl({"-H", "Authorization: Bearer mine", url("other.test", "/x")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(origin_.requests().at(0).header("Authorization"), "Bearer mine");
+  EXPECT_EQ(github_.request_count(), 0u);
+}
+
+TEST_F(ProxyCredentials, APlaceholderIsReplacedWhereBoundAndATripwireElsewhere) {
+  const std::string mine = placeholder(kId, "gh");
+  const auto bound = curl({"-H", "Authorization: token " + mine, url("api.test", "/user")});
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_EQ(origin_.requests().at(0).header("Authorization"), "Bearer " + kGitHubToken);
+
+  // The same placeholder sent to a host its credential is not bound to: refused, logged.
+  const auto exfil = curl({"-H", "X-Token: " + mine, url("other.test", "/collect")});
+  EXPECT_EQ(exfil.http_code, 403);
+  EXPECT_EQ(curl_header(exfil, "X-Sandgate-Error"), "SANDBOX_NETWORK_DENIED");
+  EXPECT_EQ(origin_.request_count(), 1u);  // nothing reached other.test
+  const auto line = daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED");
+  ASSERT_TRUE(AuditLineIs(line, "SANDBOX_NETWORK_DENIED", "placeholder_misuse", kId));
+  EXPECT_EQ(json_string(*line, "rule.name"), "credentials.gh");
+  EXPECT_EQ(daemon_->audit_text().find(mine), std::string::npos);
+
+  // Another sandbox's placeholder, even to the bound host, is refused too.
+  const auto foreign =
+      curl({"-H", "Authorization: token " + placeholder("sb2", "gh"), url("api.test", "/user")});
+  EXPECT_EQ(foreign.http_code, 403);
+  EXPECT_EQ(origin_.request_count(), 1u);
+}
+
+TEST_F(ProxyCredentials, NoTokenToBeHadIs503SayingWhetherWaitingHelps) {
+  github_.set_handler([](const TokenRequest&) {
+    TokenResponse r;
+    r.status = 503;
+    r.body = R"({"message":"try later"})";
+    return r;
+  });
+  const auto down = curl({url("api.test", "/down")});
+  EXPECT_EQ(down.http_code, 503);
+  EXPECT_EQ(curl_header(down, "X-Sandgate-Error"), "CREDENTIAL_UNAVAILABLE");
+  EXPECT_NE(down.body.find(R"("retryable":true)"), std::string::npos) << down.body;
+  EXPECT_EQ(origin_.request_count(), 0u);
+  const auto line = daemon_->wait_audit_code("CREDENTIAL_UNAVAILABLE");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_int(*line, "http.response.status_code"), 503);
+}
+
+TEST_F(ProxyCredentials, AnEndpointThatRefusesTheAppIs503NotRetryable) {
+  // A wrong app or installation: waiting will not help, and the body says so.
+  github_.set_handler([](const TokenRequest&) {
+    TokenResponse r;
+    r.status = 404;
+    r.body = R"({"message":"Not Found"})";
+    return r;
+  });
+  const auto r = curl({url("api.test", "/x")});
+  EXPECT_EQ(r.http_code, 503);
+  EXPECT_EQ(curl_header(r, "X-Sandgate-Error"), "CREDENTIAL_UNAVAILABLE");
+  EXPECT_NE(r.body.find(R"("retryable":false)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("credential gh"), std::string::npos) << r.body;
+  EXPECT_EQ(origin_.request_count(), 0u);
+}
+
+}  // namespace
+}  // namespace sandgate::test

@@ -1,0 +1,167 @@
+#include "secrets/injection.hpp"
+
+#include <gtest/gtest.h>
+
+#include "policy/host.hpp"
+#include "secrets/encoding.hpp"
+#include "secrets/scope.hpp"
+
+namespace sandgate::secrets {
+namespace {
+
+policy::HostPattern pattern(std::string_view text) {
+  return *policy::parse_host_pattern(text);
+}
+
+InjectRule rule(std::vector<std::string_view> hosts, std::vector<std::string> prefixes,
+                std::string credential) {
+  InjectRule r;
+  for (auto h : hosts) r.hosts.push_back(pattern(h));
+  r.path_prefixes = std::move(prefixes);
+  r.credential = std::move(credential);
+  r.origin = "test." + r.credential;
+  return r;
+}
+
+struct MatchCase {
+  std::string name;
+  std::string host;
+  std::uint16_t port;
+  std::string target;
+  std::string credential;  // "" = no rule
+};
+
+class InjectionMatch : public ::testing::TestWithParam<MatchCase> {};
+
+const InjectionRules& rules() {
+  static const InjectionRules compiled(
+      {
+          rule({"github.com"}, {"/acme/"}, "acme"),
+          rule({"github.com", "api.github.com"}, {"/repos/acme", "/orgs/acme"}, "api"),
+          rule({"*.npmjs.org"}, {}, "npm"),
+          rule({"github.com"}, {}, "fallback"),
+          rule({"ghe.test:8443"}, {}, "ghe"),
+      },
+      {443, 80});
+  return compiled;
+}
+
+TEST_P(InjectionMatch, FirstMatchingRuleWins) {
+  const MatchCase& c = GetParam();
+  const InjectRule* hit = rules().match(policy::normalize_host(c.host), c.port, c.target);
+  if (c.credential.empty()) {
+    EXPECT_EQ(hit, nullptr) << (hit ? hit->credential : "");
+  } else {
+    ASSERT_NE(hit, nullptr);
+    EXPECT_EQ(hit->credential, c.credential);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, InjectionMatch,
+    ::testing::Values(
+        MatchCase{"PathPrefix", "github.com", 443, "/acme/widgets.git/info/refs?x=1", "acme"},
+        MatchCase{"PrefixIsCanonical", "github.com", 443, "/%61cme/widgets", "acme"},
+        MatchCase{"DotSegmentsRemovedFirst", "github.com", 443, "/other/../acme/w", "acme"},
+        MatchCase{"DotSegmentsLeaveThePrefix", "github.com", 443, "/acme/../other", "fallback"},
+        MatchCase{"TrailingSlashPrefixNeedsTheSlash", "github.com", 443, "/acme", "fallback"},
+        MatchCase{"SegmentBoundary", "api.github.com", 443, "/repos/acme/x", "api"},
+        MatchCase{"SegmentBoundaryExact", "api.github.com", 443, "/repos/acme", "api"},
+        MatchCase{"NotAPrefixOfASegment", "api.github.com", 443, "/repos/acmex/y", ""},
+        MatchCase{"AmbiguousPathMatchesNoPrefixRule", "api.github.com", 443, "/repos/acme%2Fx", ""},
+        MatchCase{"AmbiguousPathStillMatchesHostOnlyRule", "github.com", 443, "/acme%2Fx",
+                  "fallback"},
+        MatchCase{"HostCaseAndDotNormalised", "GitHub.com.", 443, "/x", "fallback"},
+        MatchCase{"WildcardSubdomain", "registry.npmjs.org", 443, "/", "npm"},
+        MatchCase{"WildcardNotApex", "npmjs.org", 443, "/", ""},
+        MatchCase{"WildcardNotSuffixOfLabel", "evilnpmjs.org", 443, "/", ""},
+        MatchCase{"PortNotOfTheSandbox", "github.com", 8443, "/acme/x", ""},
+        MatchCase{"OtherSandboxPort", "github.com", 80, "/acme/x", "acme"},
+        MatchCase{"ExplicitPort", "ghe.test", 8443, "/", "ghe"},
+        MatchCase{"ExplicitPortOnly", "ghe.test", 443, "/", ""},
+        MatchCase{"AddressNeverMatches", "140.82.112.3", 443, "/acme/x", ""},
+        MatchCase{"OtherHost", "gitlab.com", 443, "/acme/x", ""}),
+    [](const auto& row) { return row.param.name; });
+
+TEST(InjectionRules, BindsIgnoresPathsAndKnowsItsCredentials) {
+  const auto github = policy::normalize_host("github.com");
+  EXPECT_TRUE(rules().binds("api", github, 443));
+  EXPECT_TRUE(rules().binds("acme", github, 80));
+  EXPECT_FALSE(rules().binds("npm", github, 443));
+  EXPECT_FALSE(rules().binds("api", policy::normalize_host("evil.test"), 443));
+  EXPECT_EQ(rules().credentials(),
+            (std::vector<std::string>{"acme", "api", "fallback", "ghe", "npm"}));
+}
+
+TEST(InjectionApply, BearerBasicAndHeader) {
+  InjectRule r = rule({"a.test"}, {}, "c");
+  r.as = InjectAs::bearer;
+  Injection bearer = apply(r, "tok123");
+  EXPECT_EQ(bearer.name, "Authorization");
+  EXPECT_EQ(bearer.value, "Bearer tok123");
+  EXPECT_EQ(bearer.secret_forms, (std::vector<std::string>{"tok123"}));
+
+  r.as = InjectAs::basic;
+  r.user = "x-access-token";
+  Injection basic = apply(r, "tok123");
+  EXPECT_EQ(basic.name, "Authorization");
+  EXPECT_EQ(basic.value, "Basic eC1hY2Nlc3MtdG9rZW46dG9rMTIz");  // base64("x-access-token:tok123")
+  EXPECT_EQ(basic.secret_forms,
+            (std::vector<std::string>{"tok123", "eC1hY2Nlc3MtdG9rZW46dG9rMTIz"}));
+
+  r.as = InjectAs::header;
+  r.header = "X-Api-Key";
+  r.format = "Token {token} v1";
+  Injection header = apply(r, "tok123");
+  EXPECT_EQ(header.name, "X-Api-Key");
+  EXPECT_EQ(header.value, "Token tok123 v1");
+}
+
+TEST(Encoding, KnownVectors) {
+  EXPECT_EQ(base64(""), "");
+  EXPECT_EQ(base64("f"), "Zg==");
+  EXPECT_EQ(base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64url(std::string("\xfb\xff", 2)), "-_8");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(fingerprint("abc"), "ba7816bf8f01");
+}
+
+TEST(Scope, KeyIsCanonicalAndCollisionFree) {
+  Scope a;
+  a.repositories = {"Acme/Widgets", "acme/gadgets", "acme/widgets"};
+  a.permissions = {{"contents", "read"}};
+  a.normalize();
+  EXPECT_EQ(a.repositories, (std::vector<std::string>{"acme/gadgets", "acme/widgets"}));
+  Scope b;
+  b.repositories = {"acme/widgets", "acme/gadgets"};
+  b.permissions = {{"contents", "read"}};
+  b.normalize();
+  EXPECT_EQ(a.key(), b.key());
+  EXPECT_EQ(a, b);
+
+  // Items that would join into the same text stay apart.
+  Scope c;
+  c.repositories = {"a/b,c/d"};
+  Scope d;
+  d.repositories = {"a/b", "c/d"};
+  EXPECT_NE(c.key(), d.key());
+  Scope e;
+  e.oauth_scopes = {"read"};
+  Scope f;
+  f.permissions = {{"read", ""}};
+  EXPECT_NE(e.key(), f.key());
+  EXPECT_NE(Scope{}.key(), e.key());
+  EXPECT_TRUE(Scope{}.empty());
+}
+
+TEST(PathPrefix, SegmentBoundaries) {
+  EXPECT_TRUE(path_prefix_matches("/a", "/a"));
+  EXPECT_TRUE(path_prefix_matches("/a", "/a/b"));
+  EXPECT_FALSE(path_prefix_matches("/a", "/ab"));
+  EXPECT_TRUE(path_prefix_matches("/a/", "/a/b"));
+  EXPECT_FALSE(path_prefix_matches("/a/", "/a"));
+  EXPECT_TRUE(path_prefix_matches("/", "/anything"));
+}
+
+}  // namespace
+}  // namespace sandgate::secrets

@@ -1,0 +1,639 @@
+// The CredentialStore with real providers: github_app and oauth2 against a fake HTTPS token
+// endpoint on loopback (its own CA), exec with real scripts, static with a real file.
+#include "secrets/store.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <sys/stat.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <thread>
+
+#include "secrets/encoding.hpp"
+#include "support/eventually.hpp"
+#include "support/fake_token_server.hpp"
+#include "support/temp_dir.hpp"
+
+namespace sandgate::secrets {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+// A wall clock the test moves.
+class ManualClock {
+ public:
+  ManualClock() : now_(std::chrono::time_point_cast<std::chrono::seconds>(WallClock::now())) {}
+  TimePoint now() const {
+    const std::lock_guard lock(mutex_);
+    return now_;
+  }
+  void advance(WallClock::duration d) {
+    const std::lock_guard lock(mutex_);
+    now_ += d;
+  }
+  std::function<TimePoint()> fn() {
+    return [this] { return now(); };
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  TimePoint now_;
+};
+
+std::string rfc3339(TimePoint t) {
+  const std::time_t tt = WallClock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+TokenResult get(CredentialStore& store, std::string_view name, const Scope& scope = {},
+                std::chrono::milliseconds wait = 5s) {
+  asio::io_context io;
+  auto future = asio::co_spawn(io, store.get(name, scope, wait), asio::use_future);
+  io.run();
+  return future.get();
+}
+
+std::string base64url_decode(std::string_view text) {
+  std::string b64(text);
+  for (char& c : b64) {
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
+  }
+  const std::size_t pad = (4 - b64.size() % 4) % 4;
+  b64.append(pad, '=');
+  std::string out(b64.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(b64.data()),
+                                static_cast<int>(b64.size()));
+  out.resize(static_cast<std::size_t>(std::max(n, 0)) - pad);
+  return out;
+}
+
+// An RSA app key: the private half in a 0600 file, the public half to check signatures.
+struct AppKey {
+  explicit AppKey(const test::TempDir& dir) {
+    key = EVP_RSA_gen(2048);
+    BIO* bio = BIO_new(BIO_s_mem());
+    PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(bio, &data);
+    path = dir.write("app.pem", std::string(data, static_cast<std::size_t>(n)));
+    BIO_free(bio);
+    ::chmod(path.c_str(), 0600);
+  }
+  ~AppKey() { EVP_PKEY_free(key); }
+  AppKey(const AppKey&) = delete;
+  AppKey& operator=(const AppKey&) = delete;
+
+  // Checks an RS256 JWT; returns its claims, or null when the signature does not verify.
+  json::value verify(std::string_view jwt) const {
+    const auto dot1 = jwt.find('.');
+    const auto dot2 = jwt.rfind('.');
+    if (dot1 == std::string_view::npos || dot2 == dot1) return nullptr;
+    const std::string header = base64url_decode(jwt.substr(0, dot1));
+    if (json::parse(header) != json::parse(R"({"alg":"RS256","typ":"JWT"})")) return nullptr;
+    const std::string_view input = jwt.substr(0, dot2);
+    const std::string signature = base64url_decode(jwt.substr(dot2 + 1));
+    EVP_MD_CTX* md = EVP_MD_CTX_new();
+    const bool ok =
+        EVP_DigestVerifyInit(md, nullptr, EVP_sha256(), nullptr, key) == 1 &&
+        EVP_DigestVerify(md, reinterpret_cast<const unsigned char*>(signature.data()),
+                         signature.size(), reinterpret_cast<const unsigned char*>(input.data()),
+                         input.size()) == 1;
+    EVP_MD_CTX_free(md);
+    if (!ok) return nullptr;
+    return json::parse(base64url_decode(jwt.substr(dot1 + 1, dot2 - dot1 - 1)));
+  }
+
+  EVP_PKEY* key = nullptr;
+  std::string path;
+};
+
+// A GitHub-shaped API: mints "ghs_<n>" tokens valid for an hour of `clock`, records scopes.
+class FakeGithub {
+ public:
+  explicit FakeGithub(ManualClock& clock)
+      : clock_(clock), server_([this](const test::TokenRequest& r) { return answer(r); }) {}
+
+  test::FakeTokenServer& server() { return server_; }
+  std::function<test::TokenResponse(const test::TokenRequest&)> override;
+  std::chrono::milliseconds delay{0};
+
+ private:
+  test::TokenResponse answer(const test::TokenRequest& r) {
+    if (override) return override(r);
+    if (r.method == "GET" && r.target == "/orgs/acme/installation") return {404, "{}"};
+    if (r.method == "GET" && r.target == "/users/acme/installation") {
+      return {200, R"({"id": 99, "account": {"login": "acme"}})"};
+    }
+    if (r.method != "POST" || !r.target.ends_with("/access_tokens")) return {404, "{}"};
+    const int n = ++minted_;
+    json::object body;
+    body["token"] = "ghs_minted" + std::to_string(n) + "xxxxxxxxxxxxxxxxxxxx";
+    body["expires_at"] = rfc3339(clock_.now() + 1h);
+    test::TokenResponse out{201, json::serialize(body)};
+    out.delay = delay;
+    return out;
+  }
+
+  ManualClock& clock_;
+  std::atomic<int> minted_{0};
+  test::FakeTokenServer server_;
+};
+
+CredentialSpec github_spec(const std::string& key_file, const test::FakeTokenServer& server) {
+  CredentialSpec spec;
+  spec.name = "github";
+  spec.kind = ProviderKind::github_app;
+  spec.app_id = 12345;
+  spec.private_key_file = key_file;
+  spec.installation_id = 678;
+  spec.api_url = server.url();
+  spec.ca_file = server.ca_file();
+  spec.permissions = {{"contents", "write"}, {"metadata", "read"}};
+  spec.timeout = 3s;
+  return spec;
+}
+
+Scope widgets_scope() {
+  Scope s;
+  s.repositories = {"acme/widgets"};
+  s.permissions = {{"contents", "read"}};
+  s.normalize();
+  return s;
+}
+
+class GithubAppStore : public ::testing::Test {
+ protected:
+  GithubAppStore() : key_(dir_), github_(clock_), store_(options()) {
+    store_.update({github_spec(key_.path, github_.server())});
+  }
+
+  StoreOptions options() {
+    StoreOptions o;
+    o.clock = clock_.fn();
+    o.backoff = {1'000ms, 300'000ms};
+    o.random = [] { return 0.0; };
+    o.log = [this](std::string_view line) {
+      const std::lock_guard lock(log_mutex_);
+      log_.emplace_back(line);
+    };
+    return o;
+  }
+  std::vector<std::string> log_lines() {
+    const std::lock_guard lock(log_mutex_);
+    return log_;
+  }
+
+  test::TempDir dir_;
+  AppKey key_;
+  ManualClock clock_;
+  FakeGithub github_;
+  std::mutex log_mutex_;
+  std::vector<std::string> log_;
+  CredentialStore store_;
+};
+
+TEST_F(GithubAppStore, MintsWithASignedJwtAndTheRuleScope) {
+  const TimePoint t0 = clock_.now();
+  const TokenResult r = get(store_, "github", widgets_scope());
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), "ghs_minted1xxxxxxxxxxxxxxxxxxxx");
+  EXPECT_EQ(r.token->fingerprint, fingerprint("ghs_minted1xxxxxxxxxxxxxxxxxxxx"));
+  EXPECT_EQ(r.token->fingerprint.size(), 12u);
+  EXPECT_EQ(r.token->expires_at, t0 + 1h);
+  EXPECT_EQ(r.token->refresh_at, t0 + 50min);
+
+  const auto requests = github_.server().requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const test::TokenRequest& req = requests[0];
+  EXPECT_EQ(req.method, "POST");
+  EXPECT_EQ(req.target, "/app/installations/678/access_tokens");
+  EXPECT_EQ(req.headers.at("accept"), "application/vnd.github+json");
+  EXPECT_EQ(req.headers.at("x-github-api-version"), "2022-11-28");
+  EXPECT_TRUE(req.headers.at("user-agent").starts_with("sandgate/"));
+  const std::string& auth = req.headers.at("authorization");
+  ASSERT_TRUE(auth.starts_with("Bearer "));
+  const json::value claims = key_.verify(std::string_view(auth).substr(7));
+  ASSERT_TRUE(claims.is_object()) << "the JWT's signature does not verify with the app's key";
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(t0.time_since_epoch()).count();
+  EXPECT_EQ(claims.at("iat").as_int64(), now - 60);
+  EXPECT_LE(claims.at("exp").as_int64(), now + 600);
+  EXPECT_GT(claims.at("exp").as_int64(), now);
+  EXPECT_EQ(claims.at("iss").as_int64(), 12345);
+  EXPECT_EQ(json::parse(req.body), json::parse(R"({"repositories":["widgets"],
+                                                  "permissions":{"contents":"read"}})"));
+}
+
+TEST_F(GithubAppStore, CachesPerScopeAndUsesTheCredentialsPermissionsByDefault) {
+  ASSERT_TRUE(get(store_, "github", widgets_scope()).ok());
+  const TokenResult again = get(store_, "github", widgets_scope());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(github_.server().request_count(), 1u);  // cached
+
+  // Two sandboxes with different repository scopes get different tokens.
+  const TokenResult whole = get(store_, "github", Scope{});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_NE(whole.token->value.view(), again.token->value.view());
+  ASSERT_EQ(github_.server().request_count(), 2u);
+  EXPECT_EQ(json::parse(github_.server().requests()[1].body),
+            json::parse(R"({"permissions":{"contents":"write","metadata":"read"}})"));
+  EXPECT_EQ(store_.slot_count(), 2u);
+}
+
+TEST_F(GithubAppStore, RefreshesAheadOfExpiryWhileServingTheCachedToken) {
+  const TokenResult first = get(store_, "github");
+  ASSERT_TRUE(first.ok());
+  clock_.advance(49min);
+  EXPECT_EQ(get(store_, "github").token, first.token);
+  EXPECT_EQ(github_.server().request_count(), 1u);
+  clock_.advance(2min);  // past refresh_at (50 min), before expiry
+  const TokenResult ahead = get(store_, "github");
+  EXPECT_EQ(ahead.token, first.token);  // served at once, refresh in the background
+  ASSERT_TRUE(test::eventually([&] { return get(store_, "github").token != first.token; }));
+  EXPECT_EQ(github_.server().request_count(), 2u);
+  EXPECT_EQ(get(store_, "github").token->value.view(), "ghs_minted2xxxxxxxxxxxxxxxxxxxx");
+}
+
+TEST_F(GithubAppStore, EndpointDownServesTheCachedTokenUntilExpiryThenRetryableError) {
+  const TokenResult first = get(store_, "github");
+  ASSERT_TRUE(first.ok());
+  github_.server().stop();
+  clock_.advance(55min);
+  EXPECT_EQ(get(store_, "github").token, first.token);
+  ASSERT_TRUE(test::eventually([&] { return store_.stats()[0].failures == 1; }));
+  EXPECT_EQ(get(store_, "github").token, first.token);  // still served, in backoff
+
+  clock_.advance(5min);  // expired now
+  const TokenResult down = get(store_, "github");
+  ASSERT_FALSE(down.ok());
+  EXPECT_TRUE(down.error->retryable);
+  EXPECT_NE(down.error->message.find("cannot connect"), std::string::npos) << down.error->message;
+  EXPECT_EQ(down.error->message.find("ghs_"), std::string::npos);
+  // In backoff (1 s after the second failure): answered at once, no new attempt.
+  const auto failures = store_.stats()[0].failures;
+  const TokenResult fast = get(store_, "github");
+  ASSERT_FALSE(fast.ok());
+  EXPECT_TRUE(fast.error->retryable);
+  EXPECT_EQ(store_.stats()[0].failures, failures);
+  EXPECT_FALSE(log_lines().empty());
+}
+
+TEST_F(GithubAppStore, UnauthorizedIsNotRetryableAndQuotesNoSecret) {
+  std::string jwt_seen;
+  github_.override = [&](const test::TokenRequest& r) {
+    jwt_seen = r.headers.at("authorization").substr(7);
+    return test::TokenResponse{401, R"({"message":"A JSON web token could not be decoded",)"
+                                    R"("echo":")" +
+                                        jwt_seen + R"("})"};
+  };
+  const TokenResult r = get(store_, "github");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("HTTP 401"), std::string::npos) << r.error->message;
+  EXPECT_NE(r.error->message.find("could not be decoded"), std::string::npos);
+  ASSERT_FALSE(jwt_seen.empty());
+  EXPECT_EQ(r.error->message.find(jwt_seen.substr(0, 40)), std::string::npos);
+  for (const auto& line : log_lines())
+    EXPECT_EQ(line.find(jwt_seen.substr(0, 40)), std::string::npos);
+}
+
+TEST_F(GithubAppStore, ServerErrorIsRetryable) {
+  github_.override = [](const test::TokenRequest&) {
+    return test::TokenResponse{502, "bad gateway"};
+  };
+  const TokenResult r = get(store_, "github");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("HTTP 502: bad gateway"), std::string::npos);
+}
+
+TEST_F(GithubAppStore, ConcurrentFirstRequestsFromTwoThreadsMintOnce) {
+  github_.delay = 300ms;
+  constexpr int kPerThread = 50;
+  std::atomic<int> ok{0};
+  std::mutex mutex;
+  std::set<const Token*> seen;
+  const Scope scope = widgets_scope();  // get() takes it by reference: it must outlive the call
+  const auto run = [&] {
+    asio::io_context io;
+    for (int i = 0; i < kPerThread; ++i) {
+      asio::co_spawn(io, store_.get("github", scope, 5s), [&](std::exception_ptr, TokenResult r) {
+        if (!r.ok()) return;
+        ++ok;
+        const std::lock_guard lock(mutex);
+        seen.insert(r.token.get());
+      });
+    }
+    io.run();
+  };
+  std::thread a(run);
+  std::thread b(run);
+  a.join();
+  b.join();
+  EXPECT_EQ(ok.load(), 2 * kPerThread);
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(github_.server().request_count(), 1u);
+  EXPECT_EQ(store_.stats()[0].refreshes, 1u);
+}
+
+TEST_F(GithubAppStore, WaitIsBoundedByMaxWait) {
+  github_.delay = 2s;
+  const TokenResult r = get(store_, "github", {}, 100ms);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("within 100 ms"), std::string::npos);
+}
+
+TEST_F(GithubAppStore, LooksUpTheInstallationOfAnAccount) {
+  CredentialSpec spec = github_spec(key_.path, github_.server());
+  spec.installation_id = 0;
+  spec.installation_account = "acme";
+  store_.update({spec});
+  ASSERT_TRUE(get(store_, "github").ok());
+  const auto requests = github_.server().requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].target, "/orgs/acme/installation");
+  EXPECT_EQ(requests[1].target, "/users/acme/installation");
+  EXPECT_TRUE(
+      key_.verify(std::string_view(requests[1].headers.at("authorization")).substr(7)).is_object());
+  EXPECT_EQ(requests[2].target, "/app/installations/99/access_tokens");
+}
+
+TEST_F(GithubAppStore, UnreadableKeyIsNotRetryable) {
+  ::chmod(key_.path.c_str(), 0644);
+  const TokenResult r = get(store_, "github");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("accessible by group or others"), std::string::npos);
+  EXPECT_EQ(github_.server().request_count(), 0u);
+}
+
+TEST_F(GithubAppStore, UpdateKeepsTokensOfUnchangedSpecsAndDropsChangedOnes) {
+  const TokenResult first = get(store_, "github");
+  store_.update({github_spec(key_.path, github_.server())});
+  EXPECT_EQ(get(store_, "github").token, first.token);
+  CredentialSpec changed = github_spec(key_.path, github_.server());
+  changed.permissions = {{"contents", "read"}};
+  store_.update({changed});
+  EXPECT_NE(get(store_, "github").token, first.token);
+  EXPECT_EQ(github_.server().request_count(), 2u);
+  store_.update({});
+  const TokenResult gone = get(store_, "github");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_FALSE(gone.error->retryable);
+}
+
+TEST_F(GithubAppStore, StatsShowRefreshesFailuresAndSecondsToExpiry) {
+  ASSERT_TRUE(get(store_, "github").ok());
+  clock_.advance(10min);
+  const auto stats = store_.stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].name, "github");
+  EXPECT_EQ(stats[0].kind, ProviderKind::github_app);
+  EXPECT_EQ(stats[0].refreshes, 1u);
+  EXPECT_EQ(stats[0].failures, 0u);
+  ASSERT_TRUE(stats[0].seconds_to_expiry);
+  EXPECT_DOUBLE_EQ(*stats[0].seconds_to_expiry, 50 * 60);
+}
+
+TEST(CredentialStore, UnknownCredentialIsNotRetryable) {
+  CredentialStore store;
+  const TokenResult r = get(store, "nope");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error->retryable);
+}
+
+// ---------------------------------------------------------------------------------------------
+// exec
+
+class ExecStore : public ::testing::Test {
+ protected:
+  ExecStore() {
+    StoreOptions o;
+    o.clock = clock_.fn();
+    o.random = [] { return 0.0; };
+    o.log = [this](std::string_view line) {
+      const std::lock_guard lock(mutex_);
+      log_.emplace_back(line);
+    };
+    store_ = std::make_unique<CredentialStore>(std::move(o));
+  }
+
+  void use_script(const std::string& body, std::chrono::milliseconds timeout = 5s) {
+    const std::string path =
+        dir_.write("helper-" + std::to_string(++scripts_) + ".sh", "#!/bin/sh\n" + body);
+    ::chmod(path.c_str(), 0700);
+    CredentialSpec spec;
+    spec.name = "vault";
+    spec.kind = ProviderKind::exec;
+    spec.command = {path, "--scope", "x y"};
+    spec.timeout = timeout;
+    spec.ttl = 300s;
+    store_->update({spec});
+  }
+  std::string log_text() {
+    const std::lock_guard lock(mutex_);
+    std::string out;
+    for (const auto& l : log_) out += l + "\n";
+    return out;
+  }
+
+  test::TempDir dir_;
+  ManualClock clock_;
+  int scripts_ = 0;
+  std::mutex mutex_;
+  std::vector<std::string> log_;
+  std::unique_ptr<CredentialStore> store_;
+};
+
+TEST_F(ExecStore, ReadsTheTokenAndExpiryAndRedactsItFromStderr) {
+  const std::string expires = rfc3339(clock_.now() + 2h);
+  use_script(
+      "[ \"$1|$2\" = \"--scope|x y\" ] || exit 9\n"
+      "echo 'using vlt_SECRET123456 now' >&2\n"
+      "printf '{\"token\": \"vlt_SECRET123456\", \"expires_at\": \"" +
+      expires + "\"}'\n");
+  const TokenResult r = get(*store_, "vault");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), "vlt_SECRET123456");
+  EXPECT_EQ(r.token->expires_at, clock_.now() + 2h);
+  const std::string log = log_text();
+  EXPECT_NE(log.find("using **************** now"), std::string::npos) << log;
+  EXPECT_EQ(log.find("SECRET123456"), std::string::npos) << log;
+}
+
+TEST_F(ExecStore, WithoutExpiryTheTokenLivesTtl) {
+  use_script("echo '{\"token\": \"t0k3n-abc\"}'\n");
+  const TokenResult r = get(*store_, "vault");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->expires_at, clock_.now() + 300s);
+}
+
+TEST_F(ExecStore, TimeoutKillsTheHelperAndIsRetryable) {
+  use_script("sleep 30\n", 300ms);
+  const TokenResult r = get(*store_, "vault");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("timed out after 300 ms"), std::string::npos) << r.error->message;
+}
+
+TEST_F(ExecStore, BadJsonIsNotRetryableAndNotQuoted) {
+  use_script("echo 'token: raw_SECRET_abcdef'\necho 'cannot parse raw_SECRET_abcdef' >&2\n");
+  const TokenResult r = get(*store_, "vault");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("expected a JSON object"), std::string::npos);
+  EXPECT_EQ(r.error->message.find("raw_SECRET"), std::string::npos);
+  const std::string log = log_text();
+  EXPECT_NE(log.find("cannot parse"), std::string::npos) << log;
+  EXPECT_EQ(log.find("raw_SECRET"), std::string::npos) << log;
+}
+
+TEST_F(ExecStore, NonZeroExitIsRetryableAndItsStderrLoggedBounded) {
+  use_script(
+      "i=0; while [ $i -lt 500 ]; do echo 'vault sealed, try later' >&2; i=$((i+1)); done\n"
+      "exit 3\n");
+  const TokenResult r = get(*store_, "vault");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("exited with status 3"), std::string::npos);
+  const std::string log = log_text();
+  EXPECT_NE(log.find("vault sealed"), std::string::npos);
+  EXPECT_NE(log.find("[truncated]"), std::string::npos);
+  EXPECT_LT(log.size(), 4096u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// static
+
+TEST(StaticStore, ReadsTheFileAndReadsItAgainWhenItChanges) {
+  test::TempDir dir;
+  const std::string path = dir.write("npm-token", "npm_first\n");
+  ::chmod(path.c_str(), 0600);
+  ManualClock clock;
+  StoreOptions o;
+  o.clock = clock.fn();
+  CredentialStore store(std::move(o));
+  CredentialSpec spec;
+  spec.name = "npm";
+  spec.kind = ProviderKind::static_file;
+  spec.file = path;
+  store.update({spec});
+  const TokenResult first = get(store, "npm");
+  ASSERT_TRUE(first.ok()) << first.error->message;
+  EXPECT_EQ(first.token->value.view(), "npm_first");
+  EXPECT_EQ(first.token->expires_at, TimePoint::max());
+  EXPECT_FALSE(store.stats()[0].seconds_to_expiry);
+
+  dir.write("npm-token", "npm_second");
+  EXPECT_EQ(get(store, "npm").token->value.view(), "npm_first");  // checked at most every 2 s
+  clock.advance(3s);
+  ASSERT_TRUE(
+      test::eventually([&] { return get(store, "npm").token->value.view() == "npm_second"; }));
+
+  ::chmod(path.c_str(), 0644);
+  CredentialSpec other = spec;
+  other.name = "npm2";
+  store.update({spec, other});
+  const TokenResult open = get(store, "npm2");
+  ASSERT_FALSE(open.ok());
+  EXPECT_FALSE(open.error->retryable);
+  EXPECT_NE(open.error->message.find("chmod 600"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// oauth2_client_credentials
+
+TEST(OAuth2Store, PostsTheFormWithBasicClientAuth) {
+  test::TempDir dir;
+  const std::string secret = dir.write("secret", "s3cr/et\n");
+  ::chmod(secret.c_str(), 0600);
+  test::FakeTokenServer server([](const test::TokenRequest& r) {
+    if (r.target != "/oauth/token") return test::TokenResponse{404, "{}"};
+    return test::TokenResponse{
+        200, R"({"access_token":"oa_token_1","token_type":"Bearer","expires_in":3600})"};
+  });
+  ManualClock clock;
+  StoreOptions o;
+  o.clock = clock.fn();
+  CredentialStore store(std::move(o));
+  CredentialSpec spec;
+  spec.name = "api";
+  spec.kind = ProviderKind::oauth2_client_credentials;
+  spec.token_url = server.url() + "/oauth/token";
+  spec.client_id = "sand gate";
+  spec.client_secret_file = secret;
+  spec.scopes = {"read", "write"};
+  spec.audience = "https://api.example.com";
+  spec.ca_file = server.ca_file();
+  store.update({spec});
+  const TokenResult r = get(store, "api");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), "oa_token_1");
+  EXPECT_EQ(r.token->expires_at, clock.now() + 3600s);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "POST");
+  EXPECT_EQ(requests[0].headers.at("content-type"), "application/x-www-form-urlencoded");
+  EXPECT_EQ(requests[0].headers.at("authorization"), "Basic " + base64("sand%20gate:s3cr%2Fet"));
+  EXPECT_EQ(requests[0].body,
+            "grant_type=client_credentials&scope=read%20write&audience=https%3A%2F%2Fapi.example."
+            "com");
+
+  server.set_handler([](const test::TokenRequest&) {
+    return test::TokenResponse{400, R"({"error":"invalid_client"})"};
+  });
+  spec.client_id = "other";
+  store.update({spec});
+  const TokenResult bad = get(store, "api");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_FALSE(bad.error->retryable);
+  EXPECT_NE(bad.error->message.find("invalid_client"), std::string::npos);
+  EXPECT_EQ(bad.error->message.find("s3cr"), std::string::npos);
+}
+
+TEST(HttpsProvider, UntrustedCertificateFails) {
+  test::TempDir dir;
+  AppKey key(dir);
+  test::FakeTokenServer server([](const test::TokenRequest&) {
+    return test::TokenResponse{201, "{}"};
+  });
+  CredentialStore store;
+  CredentialSpec spec = github_spec(key.path, server);
+  spec.ca_file.clear();  // system roots only: the test CA is not among them
+  store.update({spec});
+  const TokenResult r = get(store, "github");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("TLS"), std::string::npos) << r.error->message;
+  EXPECT_EQ(server.request_count(), 0u);
+}
+
+TEST(Rfc3339, ParsesUtcAndOffsets) {
+  const auto base = parse_rfc3339("2016-07-11T22:14:10Z");
+  ASSERT_TRUE(base);
+  EXPECT_EQ(WallClock::to_time_t(*base), 1468275250);
+  EXPECT_EQ(parse_rfc3339("2016-07-11T23:14:10+01:00"), base);
+  EXPECT_EQ(parse_rfc3339("2016-07-11T22:14:10.123Z"), base);
+  EXPECT_FALSE(parse_rfc3339("2016-07-11 22:14"));
+  EXPECT_FALSE(parse_rfc3339("2016-13-11T22:14:10Z"));
+  EXPECT_FALSE(parse_rfc3339("2016-07-11T22:14:10"));
+  EXPECT_FALSE(parse_rfc3339("2016-07-11T22:14:10Zjunk"));
+}
+
+}  // namespace
+}  // namespace sandgate::secrets
