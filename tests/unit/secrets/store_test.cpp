@@ -410,6 +410,18 @@ TEST_F(GithubAppStore, StatsShowRefreshesFailuresAndSecondsToExpiry) {
   EXPECT_DOUBLE_EQ(*stats[0].seconds_to_expiry, 50 * 60);
 }
 
+TEST_F(GithubAppStore, CachedReturnsOnlyAUsableTokenAndNeverWaits) {
+  EXPECT_EQ(store_.cached("github", Scope{}), nullptr);  // nothing yet: get() has to wait
+  EXPECT_EQ(github_.server().request_count(), 0u);       // and cached() started no mint
+  const TokenResult r = get(store_, "github");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(store_.cached("github", Scope{}), r.token);
+  EXPECT_EQ(store_.cached("github", widgets_scope()), nullptr);
+  clock_.advance(1h);  // expired
+  EXPECT_EQ(store_.cached("github", Scope{}), nullptr);
+  EXPECT_EQ(store_.cached("nope", Scope{}), nullptr);
+}
+
 TEST(CredentialStore, UnknownCredentialIsNotRetryable) {
   CredentialStore store;
   const TokenResult r = get(store, "nope");
