@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "secrets/encoding.hpp"
+#include "secrets/https_client.hpp"
 #include "support/eventually.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/temp_dir.hpp"
@@ -633,6 +634,17 @@ TEST(HttpsProvider, UntrustedCertificateFails) {
   EXPECT_TRUE(r.error->retryable);
   EXPECT_NE(r.error->message.find("TLS"), std::string::npos) << r.error->message;
   EXPECT_EQ(server.request_count(), 0u);
+}
+
+TEST(Excerpt, BoundedSingleLineAndWithoutSecrets) {
+  EXPECT_EQ(excerpt("{\"message\":\"Bad credentials\"}", {}), "{\"message\":\"Bad credentials\"}");
+  EXPECT_EQ(excerpt("line one\nline two\r\n", {}), "line one line two  ");
+  EXPECT_EQ(excerpt("token eyJhbGci.abc.def here", {"eyJhbGci.abc.def"}),
+            "token **************** here");
+  const std::string secret = "s3cr3t";
+  EXPECT_EQ(excerpt(std::string(300, 'a') + secret, {secret}, 200), std::string(200, 'a') + "...");
+  EXPECT_EQ(excerpt(std::string(198, 'a') + secret, {secret}, 200),
+            std::string(198, 'a') + "**...");
 }
 
 TEST(Rfc3339, ParsesUtcAndOffsets) {
