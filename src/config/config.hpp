@@ -55,6 +55,11 @@ struct Limits {
   // count. At most kMaxDnsQueriesPerSandbox, so that one sandbox alone never fills a
   // worker's own bound (twice that).
   std::size_t max_dns_queries_per_sandbox = 128;
+  // Intercepted streams: how long sandgate keeps its own idle upstream TLS connection after
+  // the client connection that opened it ended, for the same sandbox's next one to the same
+  // destination (0: not kept); and how many each worker keeps at most.
+  std::chrono::milliseconds upstream_keepalive{4'000};
+  std::size_t max_idle_upstream_connections = 256;
 };
 
 inline constexpr std::size_t kMaxDnsQueriesPerSandbox = 512;

@@ -85,6 +85,12 @@ allow_cidrs = ["127.0.0.1/32"]
     return "https://" + host + ":" + std::to_string(origin_.port()) + path;
   }
   std::string proxy() const { return daemon_->proxy_url(kId, kToken); }
+  // Waits until the daemon has closed every client connection (and so given its idle
+  // upstream connections to the pool).
+  void settle() const {
+    ASSERT_TRUE(eventually(
+        [&] { return metric_value(daemon_->metrics_text(), "sandgate_active_connections") == 0; }));
+  }
   // curl through the proxy, trusting sandgate's CA.
   CurlResult curl(std::vector<std::string> args) const {
     std::vector<std::string> all = {"--http1.1", "-x", proxy(), "--cacert", ca_.cert()};
@@ -168,6 +174,10 @@ TEST_F(ProxyIntercept, KeptAliveRequestsShareOneUpstreamConnection) {
 }
 
 TEST_F(ProxyIntercept, ANewInterceptedConnectionResumesTheUpstreamSession) {
+  // With no pool of idle upstream connections, each client connection dials its own.
+  std::string cfg = tables();
+  cfg.replace(cfg.find("[limits]\n"), 9, "[limits]\nupstream_keepalive_ms = 0\n");
+  ASSERT_TRUE(daemon_->reload(cfg));
   for (const std::string path : {"/first", "/second", "/third"}) {
     const auto r = curl({url("api.test", path)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -176,6 +186,46 @@ TEST_F(ProxyIntercept, ANewInterceptedConnectionResumesTheUpstreamSession) {
   // session the first one got (verified for api.test then), not a full handshake.
   EXPECT_EQ(origin_.sni_seen().size(), 3u);
   EXPECT_EQ(origin_.resumed_handshakes(), 2u);
+}
+
+TEST_F(ProxyIntercept, TheNextClientConnectionOfTheSandboxReusesTheIdleUpstreamConnection) {
+  for (const std::string path : {"/first", "/second", "/third"}) {
+    const auto r = curl({url("api.test", path)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    settle();
+  }
+  ASSERT_EQ(origin_.request_count(), 3u);
+  EXPECT_EQ(origin_.connection_count(), 1u);  // one dial, one handshake for all three
+  EXPECT_EQ(origin_.sni_seen().size(), 1u);
+  // Over HTTP/2 to this HTTP/1.1 origin too.
+  const auto h2 =
+      run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), url("api.test", "/h2")});
+  ASSERT_EQ(h2.exit_code, 0) << h2.err;
+  EXPECT_EQ(h2.body, "origin says: GET /h2\n");
+  settle();
+  EXPECT_EQ(origin_.connection_count(), 1u);
+  // And after it, HTTP/1.1 again on what the HTTP/2 connection gave back.
+  ASSERT_EQ(curl({url("api.test", "/after")}).exit_code, 0);
+  EXPECT_EQ(origin_.connection_count(), 1u);
+}
+
+TEST_F(ProxyIntercept, AnIdleUpstreamConnectionIsNeverReusedAcrossSandboxesOrAReload) {
+  std::string cfg = tables();
+  cfg += "\n[sandboxes.sb2]\ntoken = \"other-token\"\nports = [" + std::to_string(origin_.port()) +
+         "]\nallow = [\"api.test\"]\ninspect = [\"api.test\"]\nallow_cidrs = [\"127.0.0.1/32\"]\n";
+  ASSERT_TRUE(daemon_->reload(cfg));
+  ASSERT_EQ(curl({url("api.test", "/sb1")}).exit_code, 0);
+  settle();
+  const auto other = run_curl({"--http1.1", "-x", daemon_->proxy_url("sb2", "other-token"),
+                               "--cacert", ca_.cert(), url("api.test", "/sb2")});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  settle();
+  EXPECT_EQ(origin_.connection_count(), 2u);  // sb2 dialled its own
+  // A reload makes a new snapshot: what was kept under the old one is not reused.
+  cfg += "\n";
+  ASSERT_TRUE(daemon_->reload(cfg + "# touched\n"));
+  ASSERT_EQ(curl({url("api.test", "/after-reload")}).exit_code, 0);
+  EXPECT_EQ(origin_.connection_count(), 3u);
 }
 
 TEST_F(ProxyIntercept, ARequestBodyIsStreamedToTheOrigin) {
