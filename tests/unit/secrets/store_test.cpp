@@ -198,6 +198,13 @@ class GithubAppStore : public ::testing::Test {
     const std::lock_guard lock(log_mutex_);
     return log_;
   }
+  // Whatever a test did, no log line holds a minted token or the app's JWT.
+  void TearDown() override {
+    for (const std::string& line : log_lines()) {
+      EXPECT_EQ(line.find("ghs_minted"), std::string::npos) << line;
+      EXPECT_EQ(line.find("eyJ"), std::string::npos) << line;  // base64url of '{"'
+    }
+  }
 
   test::TempDir dir_;
   AppKey key_;
