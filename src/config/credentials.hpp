@@ -33,6 +33,17 @@ void read_inject_rules(const toml::table& table, const std::string& path,
                        const std::string& origin_prefix, const Credentials& credentials,
                        std::vector<secrets::InjectRule>& out, ErrorSink& sink);
 
+// Helpers both readers use.
+bool valid_token_char(char c);              // RFC 9110 tchar
+bool visible_ascii(std::string_view text);  // '!' to '~' only
+bool github_name(std::string_view text);    // an owner or repository name
+// A string key, non-empty; nullopt when absent (a missing required one is reported).
+std::optional<std::string> read_text(const toml::table& table, std::string_view key,
+                                     const std::string& path, bool required, ErrorSink& sink);
+// permission name -> "read" | "write" | "admin".
+std::optional<secrets::Permissions> read_permissions(const toml::node& node,
+                                                     const std::string& path, ErrorSink& sink);
+
 // "500ms", "10s", "10m", "1h" (a whole number and a unit). nullopt and a reason otherwise.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, std::string* error);
 

@@ -35,7 +35,8 @@ class PlaceholderKey {
   static PlaceholderKey generate();
   // Exactly kSize bytes (tests); throws std::invalid_argument otherwise.
   static PlaceholderKey from_bytes(std::string_view bytes);
-  // Reads the key from `path`: a regular file of this user, mode 0600 or stricter, holding
+  // Reads the key from `path`: a regular file of this user (any user's when read by root),
+  // mode 0600 or stricter, holding
   // exactly kSize bytes. When the file does not exist it is created that way (O_EXCL, so two
   // processes racing to create it agree on one key). Throws std::runtime_error naming the
   // file otherwise.

@@ -40,8 +40,11 @@ class Redactor {
  private:
   std::vector<std::string> needles_;
   std::size_t longest_ = 0;
-  std::string held_;        // original bytes not released yet
-  std::vector<bool> mask_;  // per held byte: to be replaced
+  struct Range {
+    std::size_t begin = 0, end = 0;  // offsets into held_
+  };
+  std::string held_;            // original bytes not released yet
+  std::vector<Range> pending_;  // occurrences found, not yet released (offsets in held_)
   std::size_t redactions_ = 0;
 };
 

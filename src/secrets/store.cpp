@@ -48,23 +48,29 @@ struct CredentialStore::Credential {
   bool retired = false;  // store thread: replaced or removed by update()
 };
 
-// A caller waiting on the slow path. The store's thread sets `result`, then expires `timer`
-// on the caller's executor, which wakes the caller.
+// A caller waiting on the slow path. The caller's coroutine owns the timer it waits on; the
+// store's thread sets `result`, then posts to the caller's executor a handler that expires that
+// timer, which wakes the caller. `timer` is only touched on the caller's executor, and only
+// while the caller is still waiting (`timer` is reset when it stops), so the store never
+// touches an I/O object of another io_context, and a Waiter the store drops last holds none.
 struct CredentialStore::Waiter {
-  explicit Waiter(asio::any_io_executor ex) : executor(ex), timer(ex) {}
+  explicit Waiter(asio::any_io_executor ex) : executor(std::move(ex)) {}
   asio::any_io_executor executor;
-  asio::steady_timer timer;  // the caller's executor only
   std::mutex mutex;
   std::optional<TokenResult> result;
+  asio::steady_timer* timer = nullptr;  // set while the caller waits
 
   void complete(TokenResult r, const std::shared_ptr<Waiter>& self) {
     {
       const std::lock_guard lock(mutex);
-      if (result) return;
+      if (result || timer == nullptr) return;  // answered already, or the caller gave up
       result = std::move(r);
     }
     asio::post(executor, [self] {
-      self->timer.expires_at(asio::steady_timer::time_point::min());  // wakes the wait
+      const std::lock_guard lock(self->mutex);
+      if (self->timer != nullptr) {
+        self->timer->expires_at(asio::steady_timer::time_point::min());  // wakes the wait
+      }
     });
   }
 };
@@ -168,13 +174,16 @@ asio::awaitable<TokenResult> CredentialStore::get(std::string_view name, const S
 
   // Slow path: the store's thread decides; wait for its answer on our own executor.
   auto waiter = std::make_shared<Waiter>(co_await asio::this_coro::executor);
-  waiter->timer.expires_after(max_wait);
+  asio::steady_timer timer(waiter->executor);
+  timer.expires_after(max_wait);
+  waiter->timer = &timer;  // before the post: complete() ignores a waiter without a timer
   asio::post(io_, [this, credential, key = std::move(key), scope, waiter]() mutable {
     handle(std::move(credential), std::move(key), std::move(scope), std::move(waiter));
   });
-  auto [ec] = co_await waiter->timer.async_wait(use_tuple);
+  auto [ec] = co_await timer.async_wait(use_tuple);
   (void)ec;  // expired (max_wait) or woken by complete(): the result says which
   const std::lock_guard lock(waiter->mutex);
+  waiter->timer = nullptr;
   if (waiter->result) co_return std::move(*waiter->result);
   waiter->result = failed(true, "no token for credential " + std::string(name) + " within " +
                                     std::to_string(max_wait.count()) + " ms");

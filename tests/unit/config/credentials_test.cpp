@@ -209,6 +209,22 @@ TEST(CredentialsConfig, InjectRulesCompileSandboxFirstAndProfilesShare) {
   EXPECT_EQ(a->match(github, 80, "/acme/x"), nullptr);  // ports = [443]
 }
 
+TEST(CredentialsConfig, SandboxesWithOtherPortsDoNotShareCompiledRules) {
+  const Config config = load_config_from_string(
+      with_credentials(std::string(kRules) + "[sandboxes.e]\ntoken = \"t5\"\nprofile = "
+                                             "\"default\"\nports = [443, 8443]\n"),
+      kFile);
+  const auto table = config.build_injection();
+  const auto* a = table->for_sandbox("a");
+  const auto* e = table->for_sandbox("e");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(a, e);
+  const policy::Host github = policy::normalize_host("github.com");
+  EXPECT_EQ(a->match(github, 8443, "/acme/x"), nullptr);
+  ASSERT_NE(e->match(github, 8443, "/acme/x"), nullptr);
+  EXPECT_EQ(table->distinct_rule_sets(), 3u);
+}
+
 TEST(CredentialsConfig, InjectHostsAreInspected) {
   const Config config = load_config_from_string(with_credentials(kRules), kFile);
   const auto policy = config.build_policy();

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "secrets/encoding.hpp"
+#include "secrets/https_client.hpp"
 #include "support/eventually.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/temp_dir.hpp"
@@ -196,6 +197,13 @@ class GithubAppStore : public ::testing::Test {
   std::vector<std::string> log_lines() {
     const std::lock_guard lock(log_mutex_);
     return log_;
+  }
+  // Whatever a test did, no log line holds a minted token or the app's JWT.
+  void TearDown() override {
+    for (const std::string& line : log_lines()) {
+      EXPECT_EQ(line.find("ghs_minted"), std::string::npos) << line;
+      EXPECT_EQ(line.find("eyJ"), std::string::npos) << line;  // base64url of '{"'
+    }
   }
 
   test::TempDir dir_;
@@ -410,6 +418,18 @@ TEST_F(GithubAppStore, StatsShowRefreshesFailuresAndSecondsToExpiry) {
   EXPECT_DOUBLE_EQ(*stats[0].seconds_to_expiry, 50 * 60);
 }
 
+TEST_F(GithubAppStore, CachedReturnsOnlyAUsableTokenAndNeverWaits) {
+  EXPECT_EQ(store_.cached("github", Scope{}), nullptr);  // nothing yet: get() has to wait
+  EXPECT_EQ(github_.server().request_count(), 0u);       // and cached() started no mint
+  const TokenResult r = get(store_, "github");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(store_.cached("github", Scope{}), r.token);
+  EXPECT_EQ(store_.cached("github", widgets_scope()), nullptr);
+  clock_.advance(1h);  // expired
+  EXPECT_EQ(store_.cached("github", Scope{}), nullptr);
+  EXPECT_EQ(store_.cached("nope", Scope{}), nullptr);
+}
+
 TEST(CredentialStore, UnknownCredentialIsNotRetryable) {
   CredentialStore store;
   const TokenResult r = get(store, "nope");
@@ -621,6 +641,17 @@ TEST(HttpsProvider, UntrustedCertificateFails) {
   EXPECT_TRUE(r.error->retryable);
   EXPECT_NE(r.error->message.find("TLS"), std::string::npos) << r.error->message;
   EXPECT_EQ(server.request_count(), 0u);
+}
+
+TEST(Excerpt, BoundedSingleLineAndWithoutSecrets) {
+  EXPECT_EQ(excerpt("{\"message\":\"Bad credentials\"}", {}), "{\"message\":\"Bad credentials\"}");
+  EXPECT_EQ(excerpt("line one\nline two\r\n", {}), "line one line two  ");
+  EXPECT_EQ(excerpt("token eyJhbGci.abc.def here", {"eyJhbGci.abc.def"}),
+            "token **************** here");
+  const std::string secret = "s3cr3t";
+  EXPECT_EQ(excerpt(std::string(300, 'a') + secret, {secret}, 200), std::string(200, 'a') + "...");
+  EXPECT_EQ(excerpt(std::string(198, 'a') + secret, {secret}, 200),
+            std::string(198, 'a') + "**...");
 }
 
 TEST(Rfc3339, ParsesUtcAndOffsets) {
