@@ -65,6 +65,8 @@ CodeInfo info(Errc e) {
       return {"CLIENT_TLS_FAILED", 400, false, Side::client};
     case Errc::local_resources_exhausted:
       return {"LOCAL_RESOURCES_EXHAUSTED", 503, true, Side::internal};
+    case Errc::http2_connection_error:
+      return {"HTTP2_CONNECTION_ERROR", 400, false, Side::client};
     case Errc::internal_error:
       return {"INTERNAL_ERROR", 500, true, Side::internal};
   }

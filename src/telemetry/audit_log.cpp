@@ -316,7 +316,7 @@ std::string format_audit_line(const AuditRecord& r) {
     line.str("name", r.rule);
     line.close();
   }
-  if (!r.method.empty() || r.http_status != 0) {
+  if (!r.method.empty() || r.http_status != 0 || !r.http_version.empty()) {
     line.open("http");
     if (!r.http_version.empty()) line.str("version", r.http_version);
     if (!r.method.empty()) {
