@@ -49,6 +49,16 @@ class ProxyH2Flood : public ::testing::Test {
     daemon_ = std::make_unique<SandgateProcess>(SandgateOptions{tables()});
   }
 
+  // The daemon stops cleanly after the flood; in the sanitizer builds that is also where
+  // LeakSanitizer reports what a flood-ended connection left behind.
+  void TearDown() override {
+    if (!daemon_) return;
+    const int code = daemon_->stop();
+    EXPECT_EQ(code, 0) << daemon_->stderr_text().substr(0, 8000);
+    EXPECT_EQ(daemon_->stderr_text().find("Sanitizer"), std::string::npos)
+        << daemon_->stderr_text().substr(0, 8000);
+  }
+
   std::string tables() const {
     return R"(
 [limits]
@@ -117,11 +127,18 @@ allow_cidrs = ["127.0.0.1/32"]
               1);
   }
 
-  // What the flood left in the daemon's memory: well under what it sent or asked for.
+  // What the flood left in the daemon's memory: well under what it sent or asked for. Not
+  // under AddressSanitizer, whose quarantine holds on to freed memory (256 MiB by default):
+  // a flood's churn of small allocations (an ACK queued and sent per frame) then shows up as
+  // growth, so the bound is checked in the builds without it.
   void expect_memory_bounded(long before_kib) {
     const long after = rss_kib(daemon_->pid());
     ASSERT_GT(after, 0);
+#if defined(__SANITIZE_ADDRESS__)
+    static_cast<void>(before_kib);
+#else
     EXPECT_LT(after - before_kib, 64 * 1024) << "RSS " << before_kib << " -> " << after << " KiB";
+#endif
   }
 
   TempDir ca_dir_;
