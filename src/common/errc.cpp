@@ -63,6 +63,8 @@ CodeInfo info(Errc e) {
       return {"MISDIRECTED_REQUEST", 421, false, Side::client};
     case Errc::client_tls_failed:
       return {"CLIENT_TLS_FAILED", 400, false, Side::client};
+    case Errc::too_many_leaf_mints:
+      return {"TOO_MANY_LEAF_MINTS", 429, true, Side::client};
     case Errc::local_resources_exhausted:
       return {"LOCAL_RESOURCES_EXHAUSTED", 503, true, Side::internal};
     case Errc::http2_connection_error:

@@ -38,6 +38,9 @@ enum class Errc {
   // CLIENT_TLS_FAILED: the client's TLS handshake with sandgate's leaf failed (it does not
   // trust sandgate's CA, or sent no TLS); no request was read.
   client_tls_failed,
+  // TOO_MANY_LEAF_MINTS (429): the sandbox made sandgate mint more leaf certificates than
+  // [interception] max_leaf_mints_per_minute allows (new names; cached leaves are free).
+  too_many_leaf_mints,
   // LOCAL_RESOURCES_EXHAUSTED: sandgate itself ran out of descriptors or socket memory
   // (EMFILE, ENFILE, ENOBUFS, ENOMEM) opening what the exchange needs; a local overload.
   local_resources_exhausted,

@@ -52,6 +52,11 @@ struct Limits {
   // count. At most kMaxDnsQueriesPerSandbox, so that one sandbox alone never fills a
   // worker's own bound (twice that).
   std::size_t max_dns_queries_per_sandbox = 128;
+  // Intercepted streams: how long sandgate keeps its own idle upstream TLS connection after
+  // the client connection that opened it ended, for the same sandbox's next one to the same
+  // destination (0: not kept); and how many each worker keeps at most.
+  std::chrono::milliseconds upstream_keepalive{4'000};
+  std::size_t max_idle_upstream_connections = 256;
 };
 
 inline constexpr std::size_t kMaxDnsQueriesPerSandbox = 512;
@@ -81,6 +86,8 @@ struct Interception {
   std::chrono::hours leaf_validity{24};
   std::chrono::hours leaf_renew_before{12};  // re-mint a cached leaf this long before notAfter
   std::size_t leaf_cache_size = 10'000;      // leaves kept (least recently used dropped)
+  // Leaves each sandbox may make sandgate mint per minute (a burst of as many), THREATS 24.
+  std::size_t max_leaf_mints_per_minute = 120;
   // Extra roots the upstream leg trusts besides the system's (a private registry, tests).
   std::string upstream_ca_file;
 

@@ -155,7 +155,7 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
       {"max_request_line_bytes", "max_header_bytes", "header_timeout_ms", "connect_timeout_ms",
        "idle_timeout_ms", "max_connections", "max_connections_per_sandbox", "peek_timeout_ms",
        "max_unauthenticated_connections", "max_unauthenticated_per_source", "auth_timeout_ms",
-       "max_dns_queries_per_sandbox"},
+       "max_dns_queries_per_sandbox", "upstream_keepalive_ms", "max_idle_upstream_connections"},
       sink);
   // Every value is within [1, kMaxLimit], so the casts below cannot truncate.
   const auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
@@ -198,6 +198,12 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
                           static_cast<std::int64_t>(kMaxDnsQueriesPerSandbox), sink)) {
       limits.max_dns_queries_per_sandbox = size(*n);
     }
+  }
+  if (auto v = read_limit(*table, "upstream_keepalive_ms", 0, prefix, sink)) {
+    limits.upstream_keepalive = ms(*v);
+  }
+  if (auto v = read_limit(*table, "max_idle_upstream_connections", 0, prefix, sink)) {
+    limits.max_idle_upstream_connections = size(*v);
   }
   return limits;
 }
@@ -280,7 +286,7 @@ Interception read_interception(const toml::node& node, const std::filesystem::pa
   const std::string prefix = "interception";
   check_known_keys(*table, prefix,
                    {"ca_cert", "ca_key", "leaf_validity_hours", "leaf_renew_before_hours",
-                    "leaf_cache_size", "upstream_ca_file"},
+                    "leaf_cache_size", "max_leaf_mints_per_minute", "upstream_ca_file"},
                    sink);
   read_path(*table, prefix, "ca_cert", base_dir, out.ca_cert, sink);
   read_path(*table, prefix, "ca_key", base_dir, out.ca_key, sink);
@@ -305,6 +311,9 @@ Interception read_interception(const toml::node& node, const std::filesystem::pa
   }
   if (auto v = read_limit(*table, "leaf_cache_size", 1, prefix, sink)) {
     out.leaf_cache_size = static_cast<std::size_t>(*v);
+  }
+  if (auto v = read_limit(*table, "max_leaf_mints_per_minute", 1, prefix, sink)) {
+    out.max_leaf_mints_per_minute = static_cast<std::size_t>(*v);
   }
   return out;
 }

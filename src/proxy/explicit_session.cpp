@@ -10,6 +10,7 @@
 #include "proxy/auth.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
+#include "proxy/upstream_pool.hpp"
 
 namespace sandgate::proxy {
 
@@ -149,6 +150,8 @@ Session::Session(tcp::socket s, WorkerDeps d)
 }
 
 Session::~Session() {
+  // An intercepted upstream connection idle between responses outlives the client's.
+  if (upstream && deps.upstreams) deps.upstreams->put(*this, std::move(upstream));
   deps.shared->connections.total.fetch_sub(1);
   if (sandbox_connections) {
     sandbox_connections->fetch_sub(1, std::memory_order_relaxed);

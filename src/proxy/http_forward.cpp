@@ -18,6 +18,7 @@
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream.hpp"
+#include "proxy/upstream_pool.hpp"
 
 namespace sandgate::proxy {
 
@@ -262,17 +263,23 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   co_return co_await handle_http(s, head, host, request.port, &result.decision);
 }
 
+std::string upstream_authority(const Session& s, const policy::Host& host, std::uint16_t port) {
+  const std::uint16_t default_port = s.tls ? 443 : 80;
+  return host.display() + (port == default_port ? "" : ":" + std::to_string(port));
+}
+
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port, const policy::Decision* decision) {
-  const std::uint16_t default_port = s.tls ? 443 : 80;
-  const std::string authority =
-      host.display() + (port == default_port ? "" : ":" + std::to_string(port));
+  const std::string authority = upstream_authority(s, host, port);
 
   // One upstream connection per authority: a kept-alive connection is reused only for the
-  // same host and port, and only after this request was decided on its own.
-  if (s.upstream && (s.upstream->authority != authority || !upstream_reusable(*s.upstream))) {
-    s.upstream.reset();
+  // same host and port, and only after this request was decided on its own. An intercepted
+  // one for another authority goes back to the worker's pool; one may come from there.
+  if (s.upstream && s.upstream->authority != authority) {
+    s.deps.upstreams->put(s, std::move(s.upstream));
   }
+  if (s.upstream && !upstream_reusable(*s.upstream)) s.upstream.reset();
+  if (!s.upstream && s.tls) s.upstream = s.deps.upstreams->take(s, authority);
   if (!s.upstream) {
     Dialed dialed = co_await s.dial(host, port);
     if (dialed.error == Errc::network_denied) {
@@ -286,7 +293,8 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
                       telemetry::Phase::connect);
       co_return false;
     }
-    s.upstream.emplace(std::move(dialed.socket), authority, dialed.address);
+    s.upstream =
+        std::make_unique<UpstreamConn>(std::move(dialed.socket), authority, dialed.address);
     if (s.tls) {
       std::string why;
       if (const Errc e = co_await upstream_tls(s, *s.upstream, host, why, false); e != Errc::ok) {
@@ -316,6 +324,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                const policy::Decision* decision) {
   auto& shared = *s.deps.shared;
   UpstreamConn& up = *s.upstream;
+  up.idle = false;
 
   // The request: the validated head's own parser reads on into the body (the head is not
   // parsed again), and the head is edited for upstream.
@@ -519,6 +528,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
   }
   report(Errc::ok, {}, telemetry::Ended::completed, telemetry::Phase::body);
   if (!upstream_keep_alive) s.upstream.reset();
+  if (s.upstream) s.upstream->idle = true;
   co_return keep_alive;
 }
 

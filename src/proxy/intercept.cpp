@@ -22,12 +22,27 @@ asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& 
     co_await s.fail(v.mode, Errc::internal_error, shown, port, "interception is not configured");
     co_return;
   }
+  // The leaf first, so that a sandbox over its minting budget gets CONNECT's 429 (a
+  // transparent stream: a reset) rather than a handshake that cannot come.
+  auto& interception = *shared.interception;
+  const std::string& sandbox = s.sandbox;
+  const auto leaf = interception.leaves->get(
+      v.dial.display(), [&] { return interception.mint_budget->take(sandbox); });
+  if (!leaf && leaf.error() == make_error_code(Errc::too_many_leaf_mints)) {
+    co_await s.fail(v.mode, Errc::too_many_leaf_mints, shown, port,
+                    "this sandbox made sandgate mint too many certificates for new names; "
+                    "try again later");
+    co_return;
+  }
+  if (!leaf) {
+    co_await s.fail(v.mode, Errc::internal_error, shown, port, "no certificate for the name");
+    co_return;
+  }
   if (v.mode == policy::EntryMode::connect) {
     s.watchdog->arm(s.limits().idle_timeout);
     if (co_await s.write_client(kEstablished)) co_return;
   }
-  const auto leaf = shared.interception->leaves->get(v.dial.display());
-  SSL* ssl = leaf ? SSL_new(leaf.value()->server_context().get()) : nullptr;
+  SSL* ssl = SSL_new(leaf.value()->server_context().get());
   if (ssl == nullptr) {
     s.record_failure(policy::EntryMode::tls, Errc::internal_error, shown, port);
     s.reset_client();

@@ -30,6 +30,7 @@
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
+#include "proxy/upstream_pool.hpp"
 
 namespace sandgate::proxy {
 
@@ -71,7 +72,14 @@ struct Tracked {
   Tracked(Session& s, std::unique_ptr<UpstreamConn> c) : session(s), conn(std::move(c)) {
     session.more_upstreams.insert(&conn->socket);
   }
-  ~Tracked() { session.more_upstreams.erase(&conn->socket); }
+  ~Tracked() {
+    if (conn) session.more_upstreams.erase(&conn->socket);
+  }
+  // The connection, no longer the session's (for the worker's pool).
+  std::unique_ptr<UpstreamConn> release() {
+    session.more_upstreams.erase(&conn->socket);
+    return std::move(conn);
+  }
   Tracked(const Tracked&) = delete;
   Tracked& operator=(const Tracked&) = delete;
   Session& session;
@@ -106,7 +114,8 @@ asio::awaitable<TrackedPtr> connect_upstream(Session& s, const policy::Host& hos
     co_return nullptr;
   }
   auto up = std::make_unique<Tracked>(
-      s, std::make_unique<UpstreamConn>(std::move(dialed.socket), shown, dialed.address));
+      s, std::make_unique<UpstreamConn>(std::move(dialed.socket), upstream_authority(s, host, port),
+                                        dialed.address));
   std::string why;
   const Errc e = co_await upstream_tls(s, *up->conn, host, why, offer_h2);
   s.watchdog->arm(s.limits().idle_timeout);
@@ -215,6 +224,10 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     if (!upstream_reusable(*tracked->conn)) tracked.reset();
   }
   if (!tracked) {
+    if (auto pooled = s.deps.upstreams->take(s, upstream_authority(s, host, s.intercepted_port)))
+      tracked = std::make_unique<Tracked>(s, std::move(pooled));
+  }
+  if (!tracked) {
     tracked = co_await connect_upstream(s, host, s.intercepted_port, false, &responder);
     if (!tracked) {
       moved.reported = true;
@@ -222,12 +235,15 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     }
   }
   if (ex.closed()) {
-    // The client reset the stream while we dialled: nothing is sent, the connection is kept.
+    // The client reset the stream while we dialled: nothing is sent, the connection (fresh,
+    // or idle from the pool) is kept for the next stream.
+    tracked->conn->idle = true;
     ups.idle.push_back(std::move(tracked));
     moved.reported = true;  // a cancelled request has no line
     co_return;
   }
   UpstreamConn* up = tracked->conn.get();
+  up->idle = false;
   UpstreamStream& stream = up->tls->stream;
 
   bhttp::request<bhttp::empty_body> req;
@@ -317,7 +333,10 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   // The upstream connection is free once its response was read whole: back to the pool
   // before the end goes to the client, who may send the next request on another stream
   // before this coroutine resumes.
-  if (p.keep_alive()) ups.idle.push_back(std::move(tracked));
+  if (p.keep_alive()) {
+    up->idle = true;
+    ups.idle.push_back(std::move(tracked));
+  }
   const h2::error_code ec = trailers.empty()
                                 ? co_await ex.send_data({}, true)
                                 : co_await ex.send_trailers(h2::sendable_fields(trailers));
@@ -486,7 +505,13 @@ asio::awaitable<void> serve_h2(Session& s) {
   // The destination's protocol is learnt once, before the first stream: every request on
   // this connection must address it anyway (421 otherwise).
   // (Quietly: a failure is reported by the first stream, which dials again over HTTP/1.1.)
-  ups.h2_conn = co_await connect_upstream(s, host, s.intercepted_port, true, nullptr);
+  // A connection this sandbox left in the worker's pool speaks HTTP/1.1 (HTTP/2 ones are
+  // never pooled): the destination's protocol is known then.
+  if (auto pooled = s.deps.upstreams->take(s, upstream_authority(s, host, s.intercepted_port))) {
+    ups.idle.push_back(std::make_unique<Tracked>(s, std::move(pooled)));
+  } else {
+    ups.h2_conn = co_await connect_upstream(s, host, s.intercepted_port, true, nullptr);
+  }
   bool client_running = false;
   asio::steady_timer client_done(s.client.get_executor(),
                                  std::chrono::steady_clock::time_point::max());
@@ -500,6 +525,7 @@ asio::awaitable<void> serve_h2(Session& s) {
                      client_done.cancel();
                    });
   } else if (ups.h2_conn) {
+    ups.h2_conn->conn->idle = true;
     ups.idle.push_back(std::move(ups.h2_conn));
   }
   s.watchdog->arm(s.limits().idle_timeout);
@@ -516,6 +542,8 @@ asio::awaitable<void> serve_h2(Session& s) {
     // Its coroutine refers to it: wait for it to see the closed transport and end.
     if (client_running) co_await client_done.async_wait(use_tuple);
   }
+  // HTTP/1.1 connections idle between responses outlive the client connection.
+  for (TrackedPtr& idle : ups.idle) s.deps.upstreams->put(s, idle->release());
   if (!conn.error_cause().empty()) {
     record_connection_error(s, conn.error_cause());
     co_await linger(s);

@@ -84,6 +84,7 @@ std::shared_ptr<Interception> make_interception(const config::Interception& c) {
   cache.capacity = c.leaf_cache_size;
   cache.renew_before = c.leaf_renew_before;
   out->leaves = std::make_unique<tls::LeafCache>(out->authority, std::move(leaf), cache);
+  out->mint_budget = std::make_unique<tls::MintBudget>(c.max_leaf_mints_per_minute);
 
   auto& ctx = out->upstream;
   SSL_CTX* native = ctx.native_handle();

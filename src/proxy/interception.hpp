@@ -15,12 +15,15 @@
 #include "config/config.hpp"
 #include "tls/authority.hpp"
 #include "tls/leaf_cache.hpp"
+#include "tls/mint_budget.hpp"
 
 namespace sandgate::proxy {
 
 struct Interception {
   std::shared_ptr<const tls::Authority> authority;
   std::unique_ptr<tls::LeafCache> leaves;
+  // What each sandbox may still have minted ([interception] max_leaf_mints_per_minute).
+  std::unique_ptr<tls::MintBudget> mint_budget;
   // Verifies every upstream against the system roots plus [interception] upstream_ca_file;
   // each connection checks the certificate names the host it dialled (SSL_set1_host, or
   // the IP address for a literal). Offers only http/1.1 by ALPN.

@@ -31,7 +31,8 @@ asio::awaitable<void> open_stream(Session& s, const policy::StreamVerdict& v, st
     co_await s.fail(mode, dialed.error, shown, port, {}, telemetry::Phase::connect);
     co_return;
   }
-  s.upstream.emplace(std::move(dialed.socket), std::string(), dialed.address);
+  s.upstream =
+      std::make_unique<UpstreamConn>(std::move(dialed.socket), std::string(), dialed.address);
   tcp::socket& upstream = s.upstream->socket;
   if (mode == policy::EntryMode::connect) {
     s.watchdog->arm(s.limits().idle_timeout);

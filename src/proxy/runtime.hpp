@@ -123,10 +123,13 @@ struct SessionRegistry {
 
 // Per worker thread: the shared state plus what must not cross threads. The worker owns the
 // resolver and the registry and outlives every session it runs.
+class UpstreamPool;
+
 struct WorkerDeps {
   std::shared_ptr<Shared> shared;
   dns::Resolver* resolver = nullptr;
   SessionRegistry* sessions = nullptr;
+  UpstreamPool* upstreams = nullptr;  // idle upstream connections of intercepted streams
 };
 
 // SHA-256 of data, raw bytes.

@@ -25,6 +25,7 @@
 #include "proxy/host_addresses.hpp"
 #include "proxy/interception.hpp"
 #include "proxy/session.hpp"
+#include "proxy/upstream_pool.hpp"
 
 namespace sandgate::proxy {
 
@@ -268,7 +269,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     w->thread = std::thread([&w = *w, shared, cfg] {
       auto resolver =
           std::make_unique<dns::Resolver>(w.ioc->get_executor(), resolver_options(*cfg));
-      const WorkerDeps deps{shared, resolver.get(), &w.sessions};
+      auto upstreams = std::make_unique<UpstreamPool>();
+      const WorkerDeps deps{shared, resolver.get(), &w.sessions, upstreams.get()};
       for (auto& listener : w.acceptors) {
         asio::co_spawn(*w.ioc, accept_loop(*listener.acceptor, listener.serve, deps),
                        asio::detached);
@@ -286,12 +288,14 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       // Tear down on this thread, as the resolver requires, and before the io_context whose
       // services its timers use. Sessions were closed and have unwound by now.
       work.reset();
+      upstreams->close_all();  // its sockets before the io_context; the pool after it
       resolver.reset();
       w.acceptors.clear();
       w.dns_udp.clear();
       w.dns_tcp.clear();
       w.admin.reset();
       w.ioc.reset();
+      upstreams.reset();
     });
   }
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);

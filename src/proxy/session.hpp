@@ -38,6 +38,9 @@ struct UpstreamConn {
   boost::beast::flat_buffer buffer;
   std::string authority;  // normalised host + ":" + port it serves
   policy::IpAddress address;
+  // Between two responses: the last one was read whole and the destination keeps the
+  // connection alive (UpstreamPool takes only such).
+  bool idle = false;
 };
 
 telemetry::Mode to_metrics_mode(policy::EntryMode m);
@@ -81,7 +84,7 @@ struct Session : std::enable_shared_from_this<Session> {
   std::string sandbox;               // bound at the first authenticated request
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
-  std::optional<UpstreamConn> upstream;
+  std::unique_ptr<UpstreamConn> upstream;
   // More upstream sockets in use (an HTTP/2 client's streams, each over its own): the
   // deadline and abort() reach them like `upstream`.
   std::unordered_set<tcp::socket*> more_upstreams;
@@ -182,6 +185,10 @@ inline constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Establ
 
 asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& v,
                                        std::uint16_t port);
+
+// How an upstream connection names what it serves: the host, and the port unless it is the
+// scheme's default (443 when intercepted, else 80).
+std::string upstream_authority(const Session& s, const policy::Host& host, std::uint16_t port);
 
 // True when a kept-alive upstream connection still looks usable (not closed by the server,
 // no stray bytes waiting). Over TLS, bytes may wait that are no response (a TLS 1.3 session

@@ -24,7 +24,8 @@ LeafCache::LeafCache(std::shared_ptr<const Authority> authority, LeafOptions lea
   }
 }
 
-Result<std::shared_ptr<const Leaf>> LeafCache::get(std::string_view name) {
+Result<std::shared_ptr<const Leaf>> LeafCache::get(std::string_view name,
+                                                   const std::function<bool()>& may_mint) {
   const auto now = options_.clock();
   std::string key(name);
   std::promise<Result<std::shared_ptr<const Leaf>>> promise;
@@ -42,6 +43,10 @@ Result<std::shared_ptr<const Leaf>> LeafCache::get(std::string_view name) {
       Shared pending = it->second;
       lock.unlock();
       return pending.get();
+    }
+    if (may_mint && !may_mint()) {
+      mints_refused_.fetch_add(1, kRelaxed);
+      return make_error_code(Errc::too_many_leaf_mints);
     }
     in_flight_.emplace(key, promise.get_future().share());
     mints_.fetch_add(1, kRelaxed);
@@ -89,8 +94,9 @@ void LeafCache::store(const std::string& name, std::shared_ptr<const Leaf> leaf)
 }
 
 LeafCacheStats LeafCache::stats() const {
-  return {hits_.load(kRelaxed),          misses_.load(kRelaxed),    mints_.load(kRelaxed),
-          mint_failures_.load(kRelaxed), evictions_.load(kRelaxed), size_.load(kRelaxed)};
+  return {hits_.load(kRelaxed),          misses_.load(kRelaxed),        mints_.load(kRelaxed),
+          mint_failures_.load(kRelaxed), mints_refused_.load(kRelaxed), evictions_.load(kRelaxed),
+          size_.load(kRelaxed)};
 }
 
 }  // namespace sandgate::tls

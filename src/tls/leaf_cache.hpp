@@ -25,6 +25,7 @@ struct LeafCacheStats {
   std::uint64_t misses = 0;         // no fresh leaf: the caller minted or waited for a mint
   std::uint64_t mints = 0;          // mints started (misses minus callers that joined one)
   std::uint64_t mint_failures = 0;  // mints that returned an error (not cached)
+  std::uint64_t mints_refused = 0;  // mints may_mint refused (a sandbox over its budget)
   std::uint64_t evictions = 0;      // least recently used leaves dropped for capacity
   std::size_t size = 0;             // leaves cached now
 };
@@ -59,7 +60,11 @@ class LeafCache {
             LeafCacheOptions options = {});
 
   // `name` is the cache key as given: the caller passes the name policy normalised.
-  Result<std::shared_ptr<const Leaf>> get(std::string_view name);
+  // `may_mint`, when given, is asked once before this caller would start a mint (not for a
+  // cached leaf, nor for joining a mint in flight); false makes get() return
+  // Errc::too_many_leaf_mints without minting.
+  Result<std::shared_ptr<const Leaf>> get(std::string_view name,
+                                          const std::function<bool()>& may_mint = {});
 
   LeafCacheStats stats() const;
 
@@ -81,7 +86,8 @@ class LeafCache {
   std::list<std::string> lru_;  // most recently used first
   std::unordered_map<std::string, Shared> in_flight_;
 
-  std::atomic<std::uint64_t> hits_{0}, misses_{0}, mints_{0}, mint_failures_{0}, evictions_{0};
+  std::atomic<std::uint64_t> hits_{0}, misses_{0}, mints_{0}, mint_failures_{0}, mints_refused_{0},
+      evictions_{0};
   std::atomic<std::size_t> size_{0};
 };
 

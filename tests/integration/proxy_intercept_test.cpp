@@ -85,6 +85,12 @@ allow_cidrs = ["127.0.0.1/32"]
     return "https://" + host + ":" + std::to_string(origin_.port()) + path;
   }
   std::string proxy() const { return daemon_->proxy_url(kId, kToken); }
+  // Waits until the daemon has closed every client connection (and so given its idle
+  // upstream connections to the pool).
+  void settle() const {
+    ASSERT_TRUE(eventually(
+        [&] { return metric_value(daemon_->metrics_text(), "sandgate_active_connections") == 0; }));
+  }
   // curl through the proxy, trusting sandgate's CA.
   CurlResult curl(std::vector<std::string> args) const {
     std::vector<std::string> all = {"--http1.1", "-x", proxy(), "--cacert", ca_.cert()};
@@ -168,6 +174,10 @@ TEST_F(ProxyIntercept, KeptAliveRequestsShareOneUpstreamConnection) {
 }
 
 TEST_F(ProxyIntercept, ANewInterceptedConnectionResumesTheUpstreamSession) {
+  // With no pool of idle upstream connections, each client connection dials its own.
+  std::string cfg = tables();
+  cfg.replace(cfg.find("[limits]\n"), 9, "[limits]\nupstream_keepalive_ms = 0\n");
+  ASSERT_TRUE(daemon_->reload(cfg));
   for (const std::string path : {"/first", "/second", "/third"}) {
     const auto r = curl({url("api.test", path)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -176,6 +186,46 @@ TEST_F(ProxyIntercept, ANewInterceptedConnectionResumesTheUpstreamSession) {
   // session the first one got (verified for api.test then), not a full handshake.
   EXPECT_EQ(origin_.sni_seen().size(), 3u);
   EXPECT_EQ(origin_.resumed_handshakes(), 2u);
+}
+
+TEST_F(ProxyIntercept, TheNextClientConnectionOfTheSandboxReusesTheIdleUpstreamConnection) {
+  for (const std::string path : {"/first", "/second", "/third"}) {
+    const auto r = curl({url("api.test", path)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    settle();
+  }
+  ASSERT_EQ(origin_.request_count(), 3u);
+  EXPECT_EQ(origin_.connection_count(), 1u);  // one dial, one handshake for all three
+  EXPECT_EQ(origin_.sni_seen().size(), 1u);
+  // Over HTTP/2 to this HTTP/1.1 origin too.
+  const auto h2 =
+      run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), url("api.test", "/h2")});
+  ASSERT_EQ(h2.exit_code, 0) << h2.err;
+  EXPECT_EQ(h2.body, "origin says: GET /h2\n");
+  settle();
+  EXPECT_EQ(origin_.connection_count(), 1u);
+  // And after it, HTTP/1.1 again on what the HTTP/2 connection gave back.
+  ASSERT_EQ(curl({url("api.test", "/after")}).exit_code, 0);
+  EXPECT_EQ(origin_.connection_count(), 1u);
+}
+
+TEST_F(ProxyIntercept, AnIdleUpstreamConnectionIsNeverReusedAcrossSandboxesOrAReload) {
+  std::string cfg = tables();
+  cfg += "\n[sandboxes.sb2]\ntoken = \"other-token\"\nports = [" + std::to_string(origin_.port()) +
+         "]\nallow = [\"api.test\"]\ninspect = [\"api.test\"]\nallow_cidrs = [\"127.0.0.1/32\"]\n";
+  ASSERT_TRUE(daemon_->reload(cfg));
+  ASSERT_EQ(curl({url("api.test", "/sb1")}).exit_code, 0);
+  settle();
+  const auto other = run_curl({"--http1.1", "-x", daemon_->proxy_url("sb2", "other-token"),
+                               "--cacert", ca_.cert(), url("api.test", "/sb2")});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  settle();
+  EXPECT_EQ(origin_.connection_count(), 2u);  // sb2 dialled its own
+  // A reload makes a new snapshot: what was kept under the old one is not reused.
+  cfg += "\n";
+  ASSERT_TRUE(daemon_->reload(cfg + "# touched\n"));
+  ASSERT_EQ(curl({url("api.test", "/after-reload")}).exit_code, 0);
+  EXPECT_EQ(origin_.connection_count(), 3u);
 }
 
 TEST_F(ProxyIntercept, ARequestBodyIsStreamedToTheOrigin) {
@@ -283,6 +333,35 @@ TEST_F(ProxyIntercept, TheLeafIsMintedOncePerNameAndNamesTheHost) {
   const std::string metrics = daemon_->metrics_text();
   EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_mints_total"), 1);
   EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_cache_hits_total"), 2);
+}
+
+TEST_F(ProxyIntercept, ASandboxCyclingThroughNamesIsHeldToItsMintingBudget) {
+  // THREATS 24: every name a wildcard allows would make sandgate mint (and evict) a leaf.
+  std::string cfg = tables();
+  cfg.replace(cfg.find("upstream_ca_file"), 0, "max_leaf_mints_per_minute = 3\n");
+  cfg.replace(cfg.find("inspect = ["), 11, "inspect = [\"*.mint.test\", ");
+  cfg.replace(cfg.find("allow = ["), 9, "allow = [\"*.mint.test\", ");
+  cfg.replace(cfg.find("[dns.hosts]\n"), 12, "[dns.hosts]\n\"a.mint.test\" = [\"127.0.0.1\"]\n");
+  daemon_.reset();
+  daemon_ = std::make_unique<SandgateProcess>(SandgateOptions{cfg});
+  // Names need not resolve for the leaf: the CONNECT is answered before any dial.
+  const auto connect = [&](const std::string& host) {
+    return curl({"--connect-timeout", "3", url(host, "/")}).connect_code;
+  };
+  EXPECT_EQ(connect("a.mint.test"), 200);
+  EXPECT_EQ(connect("b.mint.test"), 200);
+  EXPECT_EQ(connect("c.mint.test"), 200);
+  EXPECT_EQ(connect("d.mint.test"), 429);  // a fourth new name within the minute
+  EXPECT_EQ(connect("a.mint.test"), 200);  // a cached leaf costs nothing
+  const auto line = daemon_->wait_audit_code("TOO_MANY_LEAF_MINTS");
+  ASSERT_TRUE(AuditLineIs(line, "TOO_MANY_LEAF_MINTS", "-", kId));
+  EXPECT_EQ(json_string(*line, "destination.domain"), "d.mint.test");
+  EXPECT_EQ(json_int(*line, "http.response.status_code"), 429);
+  const std::string metrics = daemon_->metrics_text();
+  EXPECT_EQ(metric_value(metrics, "sandgate_interception_leaf_mints_total"), 3);
+  EXPECT_EQ(metric_value(metrics, "sandgate_errors_total",
+                         {{"code", "TOO_MANY_LEAF_MINTS"}, {"side", "client"}}),
+            1);
 }
 
 }  // namespace

@@ -949,7 +949,7 @@ TEST(DropIns, RequestRulesNameKeysInTheDropIn) {
 TEST(ConfigLoad, InterceptionPathsResolveAgainstTheFileAndDefaultsHold) {
   const Config c = load_config_from_string(
       "[interception]\nca_cert = \"ca/ca.pem\"\nca_key = \"/etc/ca.key\"\n"
-      "leaf_cache_size = 50\nupstream_ca_file = \"roots.pem\"\n",
+      "leaf_cache_size = 50\nmax_leaf_mints_per_minute = 7\nupstream_ca_file = \"roots.pem\"\n",
       "/etc/sandgate/sandgate.toml");
   EXPECT_TRUE(c.interception.enabled());
   EXPECT_EQ(c.interception.ca_cert, "/etc/sandgate/ca/ca.pem");
@@ -958,7 +958,14 @@ TEST(ConfigLoad, InterceptionPathsResolveAgainstTheFileAndDefaultsHold) {
   EXPECT_EQ(c.interception.leaf_cache_size, 50u);
   EXPECT_EQ(c.interception.leaf_validity, std::chrono::hours(24));
   EXPECT_EQ(c.interception.leaf_renew_before, std::chrono::hours(12));
+  EXPECT_EQ(c.interception.max_leaf_mints_per_minute, 7u);
   EXPECT_FALSE(load_config_from_string("", kFile).interception.enabled());
+  EXPECT_EQ(load_config_from_string("", kFile).interception.max_leaf_mints_per_minute, 120u);
+  const auto errors =
+      errors_of("[interception]\nca_cert = \"c\"\nca_key = \"k\"\nmax_leaf_mints_per_minute = 0\n");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "interception.max_leaf_mints_per_minute");
+  EXPECT_EQ(errors[0].line, 4u);
 }
 
 TEST(ConfigLoad, InspectTakesAddressesWithTheirPort) {

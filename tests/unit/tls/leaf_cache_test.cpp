@@ -84,6 +84,30 @@ TEST(LeafCache, HitReturnsTheSameLeaf) {
   EXPECT_EQ(s.size, 1u);
 }
 
+TEST(LeafCache, MayMintIsAskedOnlyBeforeAMintAndCanRefuseIt) {
+  CountingMinter m;
+  LeafCache cache(m.minter(), options(4));
+  int asked = 0;
+  bool allow = true;
+  const auto may_mint = [&] {
+    ++asked;
+    return allow;
+  };
+  ASSERT_TRUE(cache.get("a.example", may_mint));
+  EXPECT_EQ(asked, 1);
+  ASSERT_TRUE(cache.get("a.example", may_mint));  // cached: not asked
+  EXPECT_EQ(asked, 1);
+  allow = false;
+  const LeafResult refused = cache.get("b.example", may_mint);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), make_error_code(Errc::too_many_leaf_mints));
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(m.count("b.example"), 0);  // nothing minted, nothing cached
+  EXPECT_EQ(cache.stats().mints_refused, 1u);
+  EXPECT_EQ(cache.stats().size, 1u);
+  ASSERT_TRUE(cache.get("a.example", may_mint));  // a refusal does not touch cached names
+}
+
 TEST(LeafCache, EightConcurrentCallersShareOneMint) {
   constexpr int kThreads = 8;
   std::atomic<int> mints{0};

@@ -341,18 +341,31 @@ def read_goaway(s, timeout=5.0):
     return goaway_of(frames), closed
 
 
+def send_until_closed(s, data, batch, n):
+    """Sends n copies of data, `batch` at a time, until done, the server closes, or it has
+    not read for 5 s (it stopped reading: the flood was caught, or it is stuck). A server
+    that reads slowly (its replies pile up in its kernel first) must not make us stop early,
+    hence not the 0.2 s of the reads; a send that timed out may have sent part of a frame,
+    so nothing is sent after it."""
+    s.settimeout(5.0)
+    sent = 0
+    try:
+        while sent < n:
+            k = min(batch, n - sent)
+            s.sendall(data * k)
+            sent += k
+    except CLOSED_ERRORS + (socket.timeout,):
+        pass
+    s.settimeout(0.2)
+    return sent
+
+
 def flood(port, frame, n):
     """PREFACE and SETTINGS, then n copies of frame while never reading what comes back (a
     small receive buffer, so the answers back up in the server); then reads to the end."""
     s = open_socket(port, rcvbuf=4096)
     s.sendall(PREFACE + SettingsFrame(0).serialize())
-    sent = 0
-    try:
-        for _ in range(int(n) // 1000):
-            s.sendall(frame * 1000)
-            sent += 1000
-    except CLOSED_ERRORS + (socket.timeout,):
-        pass
+    sent = send_until_closed(s, frame, 1000, int(n))
     goaway, closed = read_goaway(s, 10)
     out(sent=sent, goaway=goaway, closed=closed)
 
@@ -465,15 +478,7 @@ def cmd_empty_data(port, n, path="/empty-data", wait="5"):
     s = open_socket(port)
     s.sendall(PREFACE + SettingsFrame(0).serialize())
     s.sendall(header_frames(1, plain_block(port, "POST", path), False))
-    empty = frame(0, 0, 1)
-    sent = 0
-    try:
-        while sent < int(n):
-            batch = min(1000, int(n) - sent)
-            s.sendall(empty * batch)
-            sent += batch
-    except CLOSED_ERRORS + (socket.timeout,):
-        pass
+    sent = send_until_closed(s, frame(0, 0, 1), 1000, int(n))
     goaway, closed = read_goaway(s, float(wait))
     out(sent=sent, goaway=goaway, closed=closed)
 
