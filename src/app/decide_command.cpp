@@ -3,13 +3,33 @@
 #include <boost/json.hpp>
 #include <iostream>
 
+#include "common/ascii.hpp"
 #include "policy/host.hpp"
+#include "policy/path.hpp"
 #include "policy/policy.hpp"
+#include "policy/request.hpp"
+#include "policy/request_rules.hpp"
 #include "telemetry/audit_log.hpp"
 
 namespace sandgate::app {
 
-int run_decide(const config::Config& cfg, const std::string& sandbox, const std::string& target) {
+namespace {
+
+// RFC 9110 5.6.2: a method is a token.
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (const char c : s) {
+    const bool tchar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!tchar) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_decide(const config::Config& cfg, const std::string& sandbox, const std::string& target,
+               const DecideRequest& request) {
   // The daemon's own parser: what it refuses as a request target or Host (400), decide refuses.
   const auto parsed = policy::parse_target(target);
   if (!parsed) {
@@ -22,6 +42,32 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
     std::cerr << "sandgate decide: no sandbox \"" << sandbox << "\" in " << cfg.path << "\n";
     return 2;
   }
+  // The request target a client would send: --path, else what follows the URL's authority
+  // (the fragment is never sent), else "/".
+  std::string method;
+  std::string request_target;
+  if (request.given()) {
+    const std::string_view rest = parsed->rest.substr(0, parsed->rest.find('#'));
+    if (request.path && !rest.empty()) {
+      std::cerr << "sandgate decide: TARGET \"" << target
+                << "\" has a path and --path gives another; give the path once\n";
+      return 2;
+    }
+    if (request.path && request.path->empty()) {
+      std::cerr << "sandgate decide: --path must not be empty\n";
+      return 2;
+    }
+    if (request.method && !is_token(*request.method)) {
+      std::cerr << "sandgate decide: --method \"" << *request.method
+                << "\" is not an HTTP method token\n";
+      return 2;
+    }
+    method = request.method.value_or("GET");
+    request_target = request.path            ? *request.path
+                     : rest.empty()          ? std::string("/")
+                     : rest.starts_with('?') ? "/" + std::string(rest)
+                                             : std::string(rest);
+  }
   const std::uint16_t port = parsed->port.value_or(443);
   // The daemon's own listeners, as far as the config fixes them (port 0 is chosen at start).
   std::vector<policy::Endpoint> self;
@@ -33,7 +79,26 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
   }
   const auto policy = cfg.build_policy(std::move(self));
   const policy::Host host = policy::normalize_host(parsed->host);
-  const policy::Decision d = policy->decide(sandbox, host, port, policy::EntryMode::http);
+  policy::Decision d;
+  if (request.given()) {
+    // As the proxy fills RequestFacts (proxy/request_filter.cpp) for a request inside an
+    // intercepted stream to this host and port; an http:// TARGET is plain HTTP, seen by the
+    // explicit proxy without interception. Its authority is the intercepted one, so it is
+    // never misdirected.
+    policy::RequestFacts facts;
+    facts.sandbox = sandbox;
+    facts.host = &host;
+    facts.port = port;
+    facts.method = method;
+    facts.path = request_target;
+    if (!iequals_ascii(parsed->scheme, "http")) {
+      facts.intercepted = &host;
+      facts.intercepted_port = port;
+    }
+    d = policy::decide_request(*policy, facts);
+  } else {
+    d = policy->decide(sandbox, host, port, policy::EntryMode::http);
+  }
 
   boost::json::object out;
   out["decision"] = d.allowed ? "allow" : "deny";
@@ -48,7 +113,19 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
   out["port"] = port;
   if (host.is_address()) out["address_class"] = policy::class_name(d.address_class);
   if (!host.is_valid()) out["detail"] = host.invalid_reason;
-  if (!d.allowed) {
+  if (request.given()) {
+    out["method"] = method;
+    // The path the rules matched (the query is not theirs), as the audit line shows it.
+    const policy::CanonicalPath canonical = policy::canonicalize_path(request_target);
+    out["path"] = canonical.path;
+    if (canonical.ambiguous) out["path_ambiguous"] = true;
+    if (d.git.op != policy::GitOperation::none) {
+      out["git"] = policy::git_operation_name(d.git.op);
+      out["repository"] = d.git.repo;
+    }
+    if (d.audit) out["would_deny"] = policy::reason_name(d.reason);
+  }
+  if (!d.allowed || d.audit) {
     if (const std::string line = policy::suggest_rule(d, host, port); !line.empty()) {
       out["suggestion"] = line;
     }

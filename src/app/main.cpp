@@ -17,8 +17,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: sandgate --config FILE             run the daemon\n"
     "       sandgate --check-config FILE       validate a config and exit (0 ok, 2 errors)\n"
-    "       sandgate decide --config FILE --sandbox ID TARGET\n"
-    "                                          print one policy decision as JSON\n"
+    "       sandgate decide --config FILE --sandbox ID [--method M] [--path P] TARGET\n"
+    "                                          print one policy decision as JSON, for a\n"
+    "                                          destination or (--method, --path, or a\n"
+    "                                          URL's path with them) one request\n"
     "                                          (exit 0 allow, 3 deny, 2 error)\n"
     "       sandgate ca init DIR [--force]     create the interception CA in DIR\n"
     "                                          (exit 0 created, 1 refused or failed)\n"
@@ -87,11 +89,16 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "decide") {
     std::string config_path, sandbox, target;
+    sandgate::app::DecideRequest request;
     for (std::size_t i = 1; i < args.size(); ++i) {
       if (args[i] == "--config" && i + 1 < args.size()) {
         config_path = args[++i];
       } else if (args[i] == "--sandbox" && i + 1 < args.size()) {
         sandbox = args[++i];
+      } else if (args[i] == "--method" && i + 1 < args.size() && !request.method) {
+        request.method = args[++i];
+      } else if (args[i] == "--path" && i + 1 < args.size() && !request.path) {
+        request.path = args[++i];
       } else if (target.empty() && !args[i].starts_with("--")) {
         target = args[i];
       } else {
@@ -103,7 +110,7 @@ int main(int argc, char** argv) {
     }
     const auto cfg = load(config_path);
     if (!cfg) return 2;
-    return sandgate::app::run_decide(*cfg, sandbox, target);
+    return sandgate::app::run_decide(*cfg, sandbox, target, request);
   }
   if (args[0] == "ca") {
     if (args.size() < 2 || args[1] != "init") return usage_error("ca: expected \"ca init DIR\"");

@@ -67,6 +67,8 @@ CodeInfo info(Errc e) {
       return {"TOO_MANY_LEAF_MINTS", 429, true, Side::client};
     case Errc::local_resources_exhausted:
       return {"LOCAL_RESOURCES_EXHAUSTED", 503, true, Side::internal};
+    case Errc::http2_connection_error:
+      return {"HTTP2_CONNECTION_ERROR", 400, false, Side::client};
     case Errc::internal_error:
       return {"INTERNAL_ERROR", 500, true, Side::internal};
   }

@@ -44,6 +44,10 @@ enum class Errc {
   // LOCAL_RESOURCES_EXHAUSTED: sandgate itself ran out of descriptors or socket memory
   // (EMFILE, ENFILE, ENOBUFS, ENOMEM) opening what the exchange needs; a local overload.
   local_resources_exhausted,
+  // HTTP2_CONNECTION_ERROR: sandgate ended an intercepted HTTP/2 connection because the client
+  // flooded it or broke HTTP/2 (rapid reset, CONTINUATION, PING/SETTINGS, empty frames, more
+  // streams than advertised); event.reason names which. The client got a GOAWAY.
+  http2_connection_error,
   internal_error,  // INTERNAL_ERROR; last (all_error_codes() counts up to it)
 };
 

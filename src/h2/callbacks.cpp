@@ -86,6 +86,7 @@ int Callbacks::on_frame_recv(nghttp2_session* session, const nghttp2_frame* fram
   auto& core = *static_cast<Core*>(user);
   switch (frame->hd.type) {
     case NGHTTP2_HEADERS: {
+      core.empty_frames_ = 0;
       StreamState* s = state_of(session, frame->hd.stream_id);
       if (!s) return 0;
       const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
@@ -104,6 +105,7 @@ int Callbacks::on_frame_recv(nghttp2_session* session, const nghttp2_frame* fram
       return 0;
     }
     case NGHTTP2_DATA:
+      core.count_data_frame(*frame);
       if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
         if (StreamState* s = state_of(session, frame->hd.stream_id)) {
           s->remote_ended = true;
@@ -146,7 +148,11 @@ int Callbacks::on_data_chunk_recv(nghttp2_session* session, std::uint8_t /*flags
   return 0;
 }
 
-int Callbacks::on_frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* /*user*/) {
+int Callbacks::on_frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    static_cast<Core*>(user)->goaway_sent(frame->goaway.error_code);
+    return 0;
+  }
   // Server: once the response has ended, a request still being sent is not wanted any more
   // (RFC 9113 section 8.1: RST_STREAM with NO_ERROR).
   if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
@@ -157,6 +163,19 @@ int Callbacks::on_frame_send(nghttp2_session* session, const nghttp2_frame* fram
   if (!s || s->core == nullptr || s->core->role_ != Core::Role::server) return 0;
   if (nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0) {
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
+  }
+  return 0;
+}
+
+int Callbacks::on_invalid_frame_recv(nghttp2_session* /*session*/, const nghttp2_frame* frame,
+                                     int lib_error_code, void* user) {
+  auto& core = *static_cast<Core*>(user);
+  // nghttp2 ends the connection (PROTOCOL_ERROR) for a request past our acknowledged
+  // SETTINGS_MAX_CONCURRENT_STREAMS; the GOAWAY it sends is named after that.
+  if (core.role_ == Core::Role::server && frame->hd.type == NGHTTP2_HEADERS &&
+      lib_error_code == NGHTTP2_ERR_PROTO &&
+      core.streams_.size() >= core.settings_.max_concurrent_streams) {
+    core.pending_cause_ = "too_many_streams";
   }
   return 0;
 }

@@ -22,6 +22,8 @@ struct Callbacks {
   static int on_data_chunk_recv(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
                                 const std::uint8_t* data, std::size_t len, void* user);
   static int on_frame_send(nghttp2_session*, const nghttp2_frame*, void* user);
+  static int on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int lib_error_code,
+                                   void* user);
   static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
                              void* user);
   // The data provider of every stream we send a body on: source->ptr is its StreamState.

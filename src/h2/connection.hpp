@@ -18,7 +18,9 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/system/result.hpp>
@@ -160,10 +162,21 @@ class ServerConnection {
 
   std::size_t handler_exceptions() const { return handler_exceptions_; }
   bool calmed() const { return core_.calmed(); }
+  // After run(): why the connection was ended for the client's doing (a flood, a protocol
+  // error; detail::Core::error_cause names them), "" when it was not; and the GOAWAY code.
+  std::string_view error_cause() const { return core_.error_cause(); }
+  std::uint32_t goaway_code() const { return core_.goaway_code(); }
 
  private:
   template <class Handler>
   static asio::awaitable<void> serve(Handler handler, std::shared_ptr<detail::StreamState> s) {
+    // co_spawn starts us inline, inside nghttp2's callback for the request head: the rest of
+    // the bytes read with it (a RST_STREAM right behind, as in rapid reset) is not processed
+    // yet. Start after it, and not at all for a stream that is over by then: a reset stream
+    // costs no handler, no decision and no upstream work (CVE-2023-44487).
+    const auto executor = co_await asio::this_coro::executor;
+    co_await asio::post(executor, asio::use_awaitable);
+    if (s->closed) co_return;
     ServerExchange ex(std::move(s));
     std::exception_ptr failure;
     try {

@@ -83,6 +83,8 @@ Core::Core(const asio::any_io_executor& ex, Role role, const Settings& settings)
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &Callbacks::on_frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &Callbacks::on_data_chunk_recv);
   nghttp2_session_callbacks_set_on_frame_send_callback(cb, &Callbacks::on_frame_send);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb,
+                                                               &Callbacks::on_invalid_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Callbacks::on_stream_close);
   const int rv = role == Role::server
                      ? nghttp2_session_server_new2(&session_, cb, this, parts.option)
@@ -113,9 +115,13 @@ bool Core::receive(std::span<const std::uint8_t> bytes) {
   // A fatal error (a flood nghttp2 caught, bad client magic, ...): end the session with a
   // GOAWAY the write side may still get out, and read nothing more.
   failed_ = true;
-  const bool flood = rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
-  nghttp2_session_terminate_session(session_,
-                                    flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+  if (rv == NGHTTP2_ERR_FLOODED) {
+    fail_connection(NGHTTP2_ENHANCE_YOUR_CALM, "control_frame_flood");
+  } else if (rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
+    fail_connection(NGHTTP2_ENHANCE_YOUR_CALM, "continuation_flood");
+  } else {
+    fail_connection(NGHTTP2_PROTOCOL_ERROR, "protocol_error");
+  }
   return false;
 }
 
@@ -178,7 +184,58 @@ void Core::terminate(ResetCode code) {
 void Core::count_abnormal_end() {
   if (calmed_ || abnormal_ends_.take()) return;
   calmed_ = true;
-  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  fail_connection(NGHTTP2_ENHANCE_YOUR_CALM, "stream_reset_flood");
+}
+
+void Core::count_data_frame(const nghttp2_frame& frame) {
+  const std::size_t payload = frame.hd.length - frame.data.padlen;
+  if (payload > 0 || (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+    empty_frames_ = 0;
+    return;
+  }
+  if (++empty_frames_ <= settings_.max_empty_frames || calmed_) return;
+  calmed_ = true;
+  fail_connection(NGHTTP2_ENHANCE_YOUR_CALM, "empty_frame_flood");
+}
+
+void Core::fail_connection(std::uint32_t code, std::string_view cause) {
+  if (error_cause_.empty()) {
+    error_cause_ = cause;
+    error_code_ = code;
+  }
+  nghttp2_session_terminate_session(session_, code);
+}
+
+namespace {
+
+// RFC 9113 section 7, as error_cause() names them.
+std::string_view goaway_code_name(std::uint32_t code) {
+  switch (code) {
+    case NGHTTP2_PROTOCOL_ERROR:
+      return "protocol_error";
+    case NGHTTP2_INTERNAL_ERROR:
+      return "internal_error";
+    case NGHTTP2_FLOW_CONTROL_ERROR:
+      return "flow_control_error";
+    case NGHTTP2_SETTINGS_TIMEOUT:
+      return "settings_timeout";
+    case NGHTTP2_FRAME_SIZE_ERROR:
+      return "frame_size_error";
+    case NGHTTP2_COMPRESSION_ERROR:
+      return "compression_error";
+    case NGHTTP2_ENHANCE_YOUR_CALM:
+      return "enhance_your_calm";
+    default:
+      return "h2_error";
+  }
+}
+
+}  // namespace
+
+void Core::goaway_sent(std::uint32_t code) {
+  if (code == NGHTTP2_NO_ERROR || !error_cause_.empty()) return;
+  error_cause_ = pending_cause_.empty() ? goaway_code_name(code) : pending_cause_;
+  error_code_ = code;
 }
 
 void Core::on_head_complete(StreamState& s) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -151,7 +152,16 @@ class Core {
   // Observed by tests and the owner's metrics.
   std::uint32_t goaway_last_stream_id() const { return goaway_last_id_; }
   bool goaway_received() const { return goaway_received_; }
-  bool calmed() const { return calmed_; }  // ended by our abnormal-end bucket
+  // Ended by a limit of our own (the abnormal-end bucket, max_empty_frames).
+  bool calmed() const { return calmed_; }
+  // Why the session was ended for the peer's doing, a fixed name, "" when it was not:
+  // stream_reset_flood (RST_STREAM or abnormal-end rate), control_frame_flood (queued
+  // SETTINGS/PING ACKs), continuation_flood, empty_frame_flood, too_many_streams (past
+  // SETTINGS_MAX_CONCURRENT_STREAMS once acknowledged), or the name of the GOAWAY code
+  // nghttp2 sent for another connection error (protocol_error, ...).
+  std::string_view error_cause() const { return error_cause_; }
+  // The error code of the GOAWAY that ended it (0 when none).
+  std::uint32_t goaway_code() const { return error_code_; }
   nghttp2_session* session() { return session_; }
 
  private:
@@ -161,6 +171,11 @@ class Core {
   void on_head_complete(StreamState& s);
   void answer(StreamState& s, int status);
   void count_abnormal_end();
+  void count_data_frame(const nghttp2_frame& frame);
+  // Ends the session with GOAWAY `code` for the peer's doing; the first cause is kept.
+  void fail_connection(std::uint32_t code, std::string_view cause);
+  // A GOAWAY went out: one nghttp2 sent for a connection error of its own is named by code.
+  void goaway_sent(std::uint32_t code);
   std::size_t open_client_streams() const { return streams_.size(); }
   std::uint32_t client_stream_limit() const;
 
@@ -178,6 +193,10 @@ class Core {
   bool calmed_ = false;
   bool goaway_received_ = false;
   bool remote_settings_ = false;  // the peer's first SETTINGS arrived
+  std::size_t empty_frames_ = 0;  // DATA frames in a row without payload or END_STREAM
+  std::string_view error_cause_;
+  std::string_view pending_cause_;  // seen by on_invalid_frame_recv, named when GOAWAY goes
+  std::uint32_t error_code_ = 0;
   std::uint32_t goaway_last_id_ = 0;
 };
 

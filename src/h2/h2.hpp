@@ -36,8 +36,11 @@
 //   SETTINGS/PING ACKs (max_outbound_ack), RST_STREAM rate (CVE-2023-44487, token bucket). On top,
 //   streams that end abnormally (reset by the peer, or by nghttp2 for the peer's stream errors,
 //   as in "MadeYouReset") drain a token bucket of our own; when it is empty the connection is
-//   ended with GOAWAY ENHANCE_YOUR_CALM. A session nghttp2 gave up on (a flood, a protocol
-//   error) gets one second to send its GOAWAY, then the transport is cancelled.
+//   ended with GOAWAY ENHANCE_YOUR_CALM. So is a connection that gets more than
+//   max_empty_frames DATA frames in a row that carry nothing and do not end their stream
+//   (CVE-2019-9518). A session nghttp2 gave up on (a flood, a protocol error) gets one second
+//   to send its GOAWAY, then the transport is cancelled. Why a connection was ended for the
+//   peer's doing is kept as a fixed name (error_cause(), for the owner's audit line).
 // - Validation (server): nghttp2's HTTP messaging checks stay on (pseudo-headers, connection-
 //   specific fields, te other than trailers, content-length vs DATA). Beyond them a request
 //   whose host differs from :authority, or a CONNECT (plain; extended CONNECT is never
@@ -114,6 +117,9 @@ struct Settings {
   // Streams ended abnormally, by either side (our own bucket, both roles): burst, per second.
   std::uint64_t abnormal_end_burst = 200;
   std::uint64_t abnormal_end_rate = 33;
+  // DATA frames in a row with no payload and no END_STREAM (our own, both roles; CVE-2019-9518
+  // "empty frames flood", as Envoy's max_consecutive_inbound_frames_with_empty_payload).
+  std::size_t max_empty_frames = 16;
 };
 
 // Errors of this codec, as error_codes of h2::category().

@@ -5,7 +5,9 @@
 // HTTP/1.1 connections of its own (one per stream in flight, kept alive between them).
 // Bodies are pumped through fixed buffers under each side's flow control; nothing is held
 // whole.
+#include <linux/sockios.h>
 #include <openssl/ssl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -266,6 +268,14 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
       co_return;
     }
   }
+  if (ex.closed()) {
+    // The client reset the stream while we dialled: nothing is sent, the connection (fresh,
+    // or idle from the pool) is kept for the next stream.
+    tracked->conn->idle = true;
+    ups.idle.push_back(std::move(tracked));
+    moved.reported = true;  // a cancelled request has no line
+    co_return;
+  }
   UpstreamConn* up = tracked->conn.get();
   up->idle = false;
   UpstreamStream& stream = up->tls->stream;
@@ -374,6 +384,10 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
 // One stream: decided, forwarded, logged.
 asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchange& ex) {
   const h2::RequestHead& head = ex.request();
+  // A stream the client reset before its handler ran (CVE-2023-44487 opens and resets
+  // streams at once) is neither decided nor forwarded: work for a cancelled request is what
+  // makes rapid reset pay. Its reset counts against the connection's reset limits.
+  if (ex.closed()) co_return;
   s.watchdog->arm(s.limits().idle_timeout);
   const auto authority = policy::parse_authority(head.authority);
   const policy::Host host =
@@ -427,7 +441,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::uint8_t> buf(kChunk);
   auto [read_ec, first] = co_await ex.read_body(buf);
-  if (read_ec) co_return;
+  if (read_ec || ex.closed()) co_return;  // reset (or the connection ended) before forwarding
   Moved moved;
   std::optional<secrets::Redactor> redactor;
   if (!request.secret_forms.empty()) {
@@ -469,6 +483,74 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   shared.metrics->bytes(telemetry::Direction::downstream, moved.down);
 }
 
+// The line of a connection the codec ended for the client's doing (a flood, a protocol
+// error): HTTP2_CONNECTION_ERROR, event.reason naming which limit (h2::ServerConnection::
+// error_cause). The streams it had in flight have their own lines.
+void record_connection_error(Session& s, std::string_view cause) {
+  const std::string shown = s.intercepted->display();
+  telemetry::AuditRecord r = s.record(policy::EntryMode::http);
+  r.event = code_name(Errc::http2_connection_error);
+  r.outcome = "failure";
+  r.host = shown;
+  r.port = s.intercepted_port;
+  r.reason = cause;
+  r.http_version = "2";
+  const char* sni = SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+  if (sni != nullptr) r.tls_sni = sni;
+  auto& shared = *s.deps.shared;
+  shared.audit->write(r);
+  shared.metrics->error(Errc::http2_connection_error);
+  shared.metrics->connection(telemetry::Mode::https, telemetry::Outcome::error);
+}
+
+// The line of a request the codec answered by itself (h2::ServerConnection::on_refused): 431
+// for a head over max_header_list_bytes (an HPACK bomb among them), 405 for a CONNECT inside
+// the intercepted stream, 400 for a missing or second authority. Nothing was forwarded.
+void record_refused(Session& s, const h2::RequestHead& head, int status) {
+  const Errc code = status == 431   ? Errc::headers_too_large
+                    : status == 405 ? Errc::unsupported_target
+                                    : Errc::malformed_request;
+  s.request_method = head.method;
+  s.request_path = head.path;
+  s.record_failure(policy::EntryMode::http, code, s.intercepted->display(), s.intercepted_port,
+                   status);
+  s.request_method = s.request_path = {};
+}
+
+// How long, and for how many bytes, a connection ended for the client's doing is drained.
+constexpr std::chrono::seconds kLingerTime{1};
+constexpr std::size_t kLingerBytes = 4 << 20;
+
+asio::awaitable<void> drain(tcp::socket& socket) {
+  std::vector<std::uint8_t> buf(kChunk);
+  for (std::size_t total = 0; total < kLingerBytes;) {
+    auto [ec, n] = co_await socket.async_read_some(asio::buffer(buf), use_tuple);
+    if (ec) co_return;
+    total += n;
+  }
+}
+
+// The GOAWAY of a connection ended for a flood is written, but the flood is still arriving:
+// closing now, with unread bytes in our receive buffer, sends a TCP reset, and the client's
+// kernel drops the GOAWAY before the client reads it. So, as nginx and nghttpx do, a
+// lingering close: our side is shut (FIN after the GOAWAY), then what still comes is read and
+// dropped until the client closes, kLingerTime passes or kLingerBytes arrived. A client that
+// reads nothing (a PING or SETTINGS flood whose ACKs fill the socket) would hold what we
+// sent in our kernel for as long as it likes: what is still unsent then is dropped with a
+// reset.
+asio::awaitable<void> linger(Session& s) {
+  using namespace asio::experimental::awaitable_operators;
+  tcp::socket& socket = s.client;
+  h2::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  asio::steady_timer timer(socket.get_executor(), kLingerTime);
+  co_await (drain(socket) || timer.async_wait(use_tuple));
+  int unsent = 0;
+  if (socket.is_open() && ::ioctl(socket.native_handle(), SIOCOUTQ, &unsent) == 0 && unsent > 0) {
+    s.reset_client();
+  }
+}
+
 }  // namespace
 
 asio::awaitable<void> serve_h2(Session& s) {
@@ -505,6 +587,8 @@ asio::awaitable<void> serve_h2(Session& s) {
   auto handler = [&s, &ups](h2::ServerExchange& ex) -> asio::awaitable<void> {
     co_await serve_stream(s, ups, ex);
   };
+  conn.on_refused(
+      [&s](const h2::RequestHead& head, int status) { record_refused(s, head, status); });
   co_await conn.run(handler);
   if (ups.h2_client) {
     ups.h2_client->shutdown();
@@ -514,6 +598,10 @@ asio::awaitable<void> serve_h2(Session& s) {
   }
   // HTTP/1.1 connections idle between responses outlive the client connection.
   for (TrackedPtr& idle : ups.idle) s.deps.upstreams->put(s, idle->release());
+  if (!conn.error_cause().empty()) {
+    record_connection_error(s, conn.error_cause());
+    co_await linger(s);
+  }
 }
 
 }  // namespace sandgate::proxy

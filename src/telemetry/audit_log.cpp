@@ -325,7 +325,7 @@ std::string format_audit_line(const AuditRecord& r) {
     if (!r.credential_fingerprint.empty()) line.str("fingerprint", r.credential_fingerprint);
     line.close();
   }
-  if (!r.method.empty() || r.http_status != 0) {
+  if (!r.method.empty() || r.http_status != 0 || !r.http_version.empty()) {
     line.open("http");
     if (!r.http_version.empty()) line.str("version", r.http_version);
     if (!r.method.empty()) {

@@ -174,7 +174,8 @@ TEST(CliHelp, PrintsUsageOnStdout) {
   const RunResult r = run_sandgate({"--help"});
   EXPECT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_TRUE(r.out.starts_with("usage: sandgate --config FILE")) << r.out;
-  EXPECT_NE(r.out.find("sandgate decide --config FILE --sandbox ID TARGET"), std::string::npos);
+  EXPECT_NE(r.out.find("sandgate decide --config FILE --sandbox ID [--method M] [--path P] TARGET"),
+            std::string::npos);
   EXPECT_EQ(r.err, "");
 }
 
@@ -608,6 +609,125 @@ TEST(CliDecideLongHost, KeepsTheRegisteredDomain) {
   EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
 }
 
+// ---------------------------------------------------------------------------------------------
+// decide for one request (--method, --path, a URL's path): policy::decide_request over
+// testdata/cli/requests.toml, as the proxy decides a request inside an intercepted stream.
+// `expected` is the whole JSON object, without "sandbox" (always "agent").
+
+struct DecideRequestRow {
+  std::string name;
+  std::vector<std::string> args;  // after --sandbox agent
+  std::string expected;
+};
+
+void PrintTo(const DecideRequestRow& row, std::ostream* os) {
+  *os << row.name;
+}
+
+std::vector<DecideRequestRow> decide_request_rows() {
+  return {
+      // An http rule that allows reading acme's repositories only: GET yes, POST no.
+      {"HttpRuleAllowsGet",
+       {"--method", "GET", "https://api.example.com/repos/acme/widgets?page=2"},
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"sandboxes.agent.http_rules[0]",
+           "host":"api.example.com","host_kind":"name","port":443,
+           "method":"GET","path":"/repos/acme/widgets"})"},
+      {"HttpRuleRefusesPost",
+       {"--method", "POST", "--path", "/repos/acme/widgets", "api.example.com"},
+       R"({"decision":"deny","reason":"no_matching_http_rule","rule":"",
+           "host":"api.example.com","host_kind":"name","port":443,
+           "method":"POST","path":"/repos/acme/widgets",
+           "suggestion":"http_rules = [{ hosts = [\"api.example.com\"], methods = [\"POST\"], paths = [\"/repos/acme/widgets\"], action = \"allow\" }]"})"},
+      // --path alone is a GET; the path the rules see is the canonical one.
+      {"PathAloneIsAGetAndIsCanonicalised",
+       {"--path", "/repos/x/../acme/%77idgets", "api.example.com"},
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"sandboxes.agent.http_rules[0]",
+           "host":"api.example.com","host_kind":"name","port":443,
+           "method":"GET","path":"/repos/acme/widgets"})"},
+      // An encoded '/' could be read either way by the origin: refused, never matched.
+      {"AmbiguousPathIsRefused",
+       {"--path", "/repos/acme%2Fwidgets", "api.example.com"},
+       R"({"decision":"deny","reason":"ambiguous_path","rule":"",
+           "host":"api.example.com","host_kind":"name","port":443,
+           "method":"GET","path":"/repos/acme%2Fwidgets","path_ambiguous":true})"},
+      // Plain HTTP (an http:// TARGET) goes through the same rules.
+      {"PlainHttpUrl",
+       {"--method", "HEAD", "http://api.example.com/repos/acme/x"},
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"sandboxes.agent.http_rules[0]",
+           "host":"api.example.com","host_kind":"name","port":80,
+           "method":"HEAD","path":"/repos/acme/x"})"},
+      // A git rule allowing fetch: the push, and its discovery request, are refused.
+      {"GitPushIsRefused",
+       {"--method", "POST", "https://github.com/acme/widgets.git/git-receive-pack"},
+       R"({"decision":"deny","reason":"git_not_allowed",
+           "rule":"sandboxes.agent.git[0]:github.com/acme/*",
+           "host":"github.com","host_kind":"name","port":443,
+           "method":"POST","path":"/acme/widgets.git/git-receive-pack",
+           "git":"push","repository":"acme/widgets"})"},
+      {"GitPushDiscoveryIsRefused",
+       {"--method", "GET", "https://github.com/Acme/Widgets/info/refs?service=git-receive-pack"},
+       R"({"decision":"deny","reason":"git_not_allowed",
+           "rule":"sandboxes.agent.git[0]:github.com/acme/*",
+           "host":"github.com","host_kind":"name","port":443,
+           "method":"GET","path":"/Acme/Widgets/info/refs",
+           "git":"push","repository":"acme/widgets"})"},
+      {"GitFetchIsAllowed",
+       {"--method", "GET", "https://github.com/acme/widgets/info/refs?service=git-upload-pack"},
+       R"({"decision":"allow","reason":"allowed_by_rule",
+           "rule":"sandboxes.agent.git[0]:github.com/acme/*",
+           "host":"github.com","host_kind":"name","port":443,
+           "method":"GET","path":"/acme/widgets/info/refs",
+           "git":"fetch","repository":"acme/widgets"})"},
+      // An audit-mode deny rule lets the request through and says what it would refuse.
+      {"AuditModeRuleWouldDeny",
+       {"--method", "DELETE", "https://staging.example.com/db"},
+       R"({"decision":"allow","reason":"denied_by_http_rule",
+           "rule":"sandboxes.agent.http_rules[1]",
+           "host":"staging.example.com","host_kind":"name","port":443,
+           "method":"DELETE","path":"/db","would_deny":"denied_by_http_rule"})"},
+      {"AuditModeRuleDoesNotMatch",
+       {"--method", "PUT", "https://staging.example.com/db"},
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"sandboxes.agent.http_rules[2]",
+           "host":"staging.example.com","host_kind":"name","port":443,
+           "method":"PUT","path":"/db"})"},
+      // A host no request rule names: the host rules alone decide.
+      {"HostWithoutRequestRules",
+       {"--method", "POST", "https://plain.example.com/anything"},
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"sandboxes.agent.allow:plain.example.com",
+           "host":"plain.example.com","host_kind":"name","port":443,
+           "method":"POST","path":"/anything"})"},
+      {"HostRefusedFirst",
+       {"--method", "GET", "https://other.example.com/"},
+       R"({"decision":"deny","reason":"no_matching_rule","rule":"",
+           "host":"other.example.com","host_kind":"name","port":443,"method":"GET","path":"/",
+           "suggestion":"allow = [\"other.example.com:443\"]"})"},
+      // Without --method or --path a URL's path is not used: the destination alone.
+      {"UrlPathWithoutFlagsIsDestinationOnly",
+       {"https://api.example.com/repos/other/x"},
+       R"({"decision":"allow","reason":"allowed_by_rule","rule":"sandboxes.agent.allow:api.example.com",
+           "host":"api.example.com","host_kind":"name","port":443})"},
+  };
+}
+
+class CliDecideRequest : public ::testing::TestWithParam<DecideRequestRow> {};
+
+TEST_P(CliDecideRequest, PrintsExactlyThisDecision) {
+  const DecideRequestRow& row = GetParam();
+  std::vector<std::string> args = {"decide", "--config", "requests.toml", "--sandbox", "agent"};
+  args.insert(args.end(), row.args.begin(), row.args.end());
+  const RunResult r = run_sandgate(args);
+  json::object expected = json::parse(row.expected).as_object();
+  expected["sandbox"] = "agent";
+  const int expected_exit = expected.at("decision") == "allow" ? 0 : 3;
+  EXPECT_EQ(r.exit_code, expected_exit) << describe(r);
+  EXPECT_EQ(r.err, "");
+  const json::value got = json_line(r);
+  EXPECT_EQ(got, json::value(expected)) << "got      " << got << "\nexpected " << expected;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, CliDecideRequest, ::testing::ValuesIn(decide_request_rows()),
+                         [](const auto& row) { return row.param.name; });
+
 // Drop-ins are found next to the config file, not in the working directory.
 TEST(CliDropIns, ResolvedAgainstTheConfigFile) {
   const RunResult r = run_sandgate({"decide", "--config", testdata() + "/policy.toml", "--sandbox",
@@ -695,6 +815,27 @@ std::vector<UsageRow> usage_rows() {
        "sandgate decide: cannot parse target \"github%2ecom\" " + kTargetHelp + "\n", false},
       {"SpaceInHost", with({"--sandbox", "dev", "github.com :443"}),
        "sandgate decide: cannot parse target \"github.com :443\" " + kTargetHelp + "\n", false},
+      // decide for one request.
+      {"PathTwice",
+       {"decide", "--config", "requests.toml", "--sandbox", "agent", "--path", "/x",
+        "https://api.example.com/y"},
+       "sandgate decide: TARGET \"https://api.example.com/y\" has a path and --path gives "
+       "another; give the path once\n",
+       false},
+      {"MethodNotAToken",
+       {"decide", "--config", "requests.toml", "--sandbox", "agent", "--method", "G T",
+        "api.example.com"},
+       "sandgate decide: --method \"G T\" is not an HTTP method token\n",
+       false},
+      {"EmptyPath",
+       {"decide", "--config", "requests.toml", "--sandbox", "agent", "--path", "",
+        "api.example.com"},
+       "sandgate decide: --path must not be empty\n",
+       false},
+      {"MethodTwice", with({"--sandbox", "dev", "--method", "GET", "--method", "POST", "x.com"}),
+       "sandgate: decide: unexpected argument \"--method\"\n", true},
+      {"MethodWithoutValue", with({"--sandbox", "dev", "x.com", "--method"}),
+       "sandgate: decide: unexpected argument \"--method\"\n", true},
       {"NonexistentConfig",
        {"decide", "--config", "missing.toml", "--sandbox", "dev", "x.com"},
        "missing.toml: cannot read file: No such file or directory\nmissing.toml: 1 error(s)\n",

@@ -45,7 +45,7 @@ class LoopbackServer {
 
   // What the connections did, once each run() returned.
   std::atomic<int> connections_ended{0};
-  std::atomic<int> calmed{0};  // ended by the abnormal-end bucket
+  std::atomic<int> calmed{0};  // ended by a limit of our own (abnormal ends, empty frames)
   std::atomic<int> handler_exceptions{0};
   std::atomic<int> refused_431{0};  // on_refused calls, by status
   std::atomic<int> refused_405{0};

@@ -148,6 +148,21 @@ TEST(H2ServerPeers, RapidResetFloodEndsTheConnection) {
   EXPECT_EQ(next["status"], "200");
 }
 
+// What rapid reset costs the server per stream: a stream reset in the same read as its head
+// never starts a handler (in the proxy: no decision, no upstream dial). Only a pair split by
+// a read boundary may start one.
+TEST(H2ServerPeers, RapidResetStartsNoHandlers) {
+  std::atomic<int> started{0};
+  LoopbackServer server([&started](ServerExchange& ex) -> asio::awaitable<void> {
+    ++started;
+    co_await standard_handler(ex);
+  });
+  auto kv = run_peer(h2_client({"rapid-reset", port_of(server), "3000"}));
+  ASSERT_EQ(kv["exit"], "0") << kv["stderr"];
+  EXPECT_NE(kv["goaway"], "none");
+  EXPECT_LT(started.load(), 20) << "of " << Settings{}.reset_burst << " streams before the GOAWAY";
+}
+
 // A client that resets a few streams is not a flood.
 TEST(H2ServerPeers, AFewResetsAreFine) {
   LoopbackServer server(standard_handler);
@@ -176,6 +191,32 @@ TEST(H2ServerPeers, PingFloodEndsTheConnection) {
   EXPECT_EQ(kv["closed"], "True") << "sent=" << kv["sent"] << " goaway=" << kv["goaway"];
   auto next = run_peer(h2_client({"get", port_of(server), "/head"}));
   EXPECT_EQ(next["status"], "200");
+}
+
+// Zero-length DATA frames without END_STREAM carry nothing and cost a frame each
+// (CVE-2019-9518): more than max_empty_frames in a row end the connection.
+TEST(H2ServerPeers, EmptyDataFloodEndsTheConnection) {
+  LoopbackServer server(standard_handler);
+  // Few enough that the server has read them all when it closes (a reset would drop the
+  // GOAWAY: this server does not linger), many more than the limit.
+  auto kv = run_peer(h2_client({"empty-data", port_of(server), "1000", "/hold-body"}));
+  ASSERT_EQ(kv["exit"], "0") << kv["stderr"];
+  EXPECT_EQ(kv["goaway"], "11");  // ENHANCE_YOUR_CALM
+  EXPECT_EQ(kv["closed"], "True");
+  EXPECT_EQ(server.calmed.load(), 1);
+  auto next = run_peer(h2_client({"get", port_of(server), "/head"}));
+  EXPECT_EQ(next["status"], "200");
+}
+
+// Up to max_empty_frames of them are fine.
+TEST(H2ServerPeers, AFewEmptyDataFramesAreFine) {
+  Settings settings;
+  LoopbackServer server(standard_handler, settings);
+  auto kv = run_peer(h2_client({"empty-data", port_of(server),
+                                std::to_string(settings.max_empty_frames), "/hold-body", "1"}));
+  ASSERT_EQ(kv["exit"], "0") << kv["stderr"];
+  EXPECT_EQ(kv["goaway"], "none");
+  EXPECT_EQ(kv["closed"], "False");
 }
 
 // More SETTINGS entries in one frame than max_settings_entries (32): a connection error.

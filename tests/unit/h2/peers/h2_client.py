@@ -12,8 +12,22 @@ ServerConnection, h2c with prior knowledge on 127.0.0.1. Prints what it saw as k
   h2_client.py continuation PORT N               HEADERS + N CONTINUATION frames, never ending
   h2_client.py ping-flood PORT N                 N PINGs while never reading the ACKs
   h2_client.py settings-entries PORT N [WAIT]    one SETTINGS frame with N entries
+  h2_client.py settings-flood PORT N             N empty SETTINGS frames, never reading the ACKs
+  h2_client.py continuation PORT N empty         the same with empty CONTINUATION frames
+  h2_client.py hpack-bomb PORT REFS              one ~4 KB field indexed, then REFS references
+                                                 to it in the same header block
+  h2_client.py empty-data PORT N [PATH [WAIT]]   a POST head, then N zero-length DATA frames
+  h2_client.py streams PORT N                    SETTINGS acknowledged, then N streams opened
+                                                 and left open (POST heads, no body)
+
+With `--via PROXY_PORT USER:TOKEN CA AUTHORITY` first, every connection is a CONNECT tunnel
+through sandgate's explicit listener to AUTHORITY, then TLS (ALPN h2, CA trusted) with the leaf
+sandgate serves: the same frames, sent to the daemon's intercepted HTTP/2. Requests then carry
+:scheme https and :authority AUTHORITY (PORT is not dialled).
 """
+import base64
 import socket
+import ssl
 import sys
 import time
 
@@ -26,6 +40,10 @@ import hpack
 from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, SettingsFrame
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+# --via: (proxy port, "user:token", CA file, authority), or None for h2c on 127.0.0.1:PORT.
+VIA = None
+# What ends a connection, as the reading loops see it.
+CLOSED_ERRORS = (ConnectionResetError, BrokenPipeError, ssl.SSLError)
 
 
 def out(**kv):
@@ -34,9 +52,40 @@ def out(**kv):
     sys.stdout.flush()
 
 
+def open_socket(port, rcvbuf=None):
+    """A connected transport: TCP to 127.0.0.1:PORT, or, with --via, TLS (ALPN h2) inside a
+    CONNECT tunnel through the proxy."""
+    if VIA is None:
+        s = socket.create_connection(("127.0.0.1", port))
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.settimeout(0.2)
+        return s
+    proxy, auth, ca, authority = VIA
+    s = socket.create_connection(("127.0.0.1", proxy))
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n"
+               % (authority, authority, base64.b64encode(auth.encode()).decode())).encode())
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        b = s.recv(1)
+        if not b:
+            raise SystemExit("proxy closed before the CONNECT answer")
+        head += b
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise SystemExit("CONNECT refused: " + head.decode("latin-1").splitlines()[0])
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["h2"])
+    t = ctx.wrap_socket(s, server_hostname=authority.rsplit(":", 1)[0])
+    if t.selected_alpn_protocol() != "h2":
+        raise SystemExit("ALPN chose %r, not h2" % t.selected_alpn_protocol())
+    t.settimeout(0.2)
+    return t
+
+
 def connect(port):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.settimeout(0.2)
+    s = open_socket(port)
     cfg = h2.config.H2Configuration(
         client_side=True,
         header_encoding="utf-8",
@@ -69,7 +118,7 @@ def pump(s, c, seen, done, timeout=5.0):
             data = s.recv(65536)
         except socket.timeout:
             continue
-        except (ConnectionResetError, BrokenPipeError):
+        except CLOSED_ERRORS:
             seen.closed = True
             return
         if not data:
@@ -97,7 +146,7 @@ def pump(s, c, seen, done, timeout=5.0):
             pending = c.data_to_send()
             if pending:
                 s.sendall(pending)
-        except (ConnectionResetError, BrokenPipeError):
+        except CLOSED_ERRORS:
             seen.closed = True
             return
 
@@ -115,6 +164,9 @@ def report(seen, sid):
 
 
 def request_head(port, method, path):
+    if VIA is not None:
+        return [(":method", method), (":scheme", "https"), (":authority", VIA[3]),
+                (":path", path)]
     return [(":method", method), (":scheme", "http"), (":authority", f"127.0.0.1:{port}"),
             (":path", path)]
 
@@ -213,7 +265,7 @@ def cmd_rapid_reset(port, n, wait="5"):
                 sid += 2
                 sent += 1
             s.sendall(c.data_to_send())
-    except (ConnectionResetError, BrokenPipeError, h2.exceptions.ProtocolError):
+    except CLOSED_ERRORS + (h2.exceptions.ProtocolError, socket.timeout):
         pass
     pump(s, c, seen, lambda seen: seen.goaway is not None, timeout=float(wait))
     if seen.goaway is not None and not seen.closed:
@@ -221,9 +273,8 @@ def cmd_rapid_reset(port, n, wait="5"):
     out(sent=sent, goaway=seen.goaway if seen.goaway is not None else "none", closed=seen.closed)
 
 
-def cmd_continuation(port, n):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.settimeout(0.2)
+def cmd_continuation(port, n, empty=""):
+    s = open_socket(port)
     s.sendall(PREFACE + SettingsFrame(0).serialize())
     enc = hpack.Encoder()
     block = enc.encode(request_head(port, "GET", "/head"))
@@ -233,89 +284,104 @@ def cmd_continuation(port, n):
     frames = [h.serialize()]
     for i in range(int(n)):
         f = ContinuationFrame(1)
-        f.data = enc.encode([(f"x-c{i}", "y")])
+        f.data = b"" if empty else enc.encode([(f"x-c{i}", "y")])
         frames.append(f.serialize())
     closed = False
-    goaway = "none"
     try:
         s.sendall(b"".join(frames))
-    except (ConnectionResetError, BrokenPipeError):
+    except CLOSED_ERRORS + (socket.timeout,):
         closed = True
-    buf = b""
-    deadline = time.time() + 5
-    while not closed and time.time() < deadline:
-        try:
-            data = s.recv(65536)
-        except socket.timeout:
-            continue
-        except ConnectionResetError:
-            closed = True
-            break
-        if not data:
-            closed = True
-            break
-        buf += data
-    # Frames the server sent: find a GOAWAY (type 7) and its error code.
-    i = 0
-    while i + 9 <= len(buf):
-        length = int.from_bytes(buf[i:i + 3], "big")
-        ftype = buf[i + 3]
-        if ftype == 7 and i + 9 + 8 <= len(buf):
-            goaway = int.from_bytes(buf[i + 9 + 4:i + 9 + 8], "big")
-        i += 9 + length
-    out(goaway=goaway, closed=closed)
+    goaway, was_closed = read_goaway(s) if not closed else ("none", True)
+    out(goaway=goaway, closed=closed or was_closed)
 
 
-def read_goaway(s, timeout=5.0):
-    """Reads until the server closes; returns (GOAWAY error code or "none", closed)."""
+def read_frames(s, timeout=5.0, until=None):
+    """Reads until the server closes (or until(frames) holds, or time is up); returns
+    (frames as (type, flags, stream id, payload), closed)."""
     buf = b""
     closed = False
+    frames = []
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
             data = s.recv(65536)
         except socket.timeout:
             continue
-        except ConnectionResetError:
+        except CLOSED_ERRORS:
             closed = True
             break
         if not data:
             closed = True
             break
         buf += data
+        while len(buf) >= 9:
+            length = int.from_bytes(buf[0:3], "big")
+            if len(buf) < 9 + length:
+                break
+            sid = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+            frames.append((buf[3], buf[4], sid, buf[9:9 + length]))
+            buf = buf[9 + length:]
+        if until is not None and until(frames):
+            break
+    return frames, closed
+
+
+def goaway_of(frames):
+    """The error code of the last GOAWAY (type 7) among frames, or "none"."""
     goaway = "none"
-    i = 0
-    while i + 9 <= len(buf):
-        length = int.from_bytes(buf[i:i + 3], "big")
-        if buf[i + 3] == 7 and i + 9 + 8 <= len(buf):
-            goaway = int.from_bytes(buf[i + 9 + 4:i + 9 + 8], "big")
-        i += 9 + length
-    return goaway, closed
+    for ftype, _, _, payload in frames:
+        if ftype == 7 and len(payload) >= 8:
+            goaway = int.from_bytes(payload[4:8], "big")
+    return goaway
 
 
-def cmd_ping_flood(port, n):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.settimeout(0.2)
-    # A small receive buffer, never read while flooding: the ACKs back up in the server.
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.sendall(PREFACE + SettingsFrame(0).serialize())
-    ping = PingFrame(0)
-    ping.opaque_data = b"12345678"
-    frame = ping.serialize()
+def read_goaway(s, timeout=5.0):
+    """Reads until the server closes; returns (GOAWAY error code or "none", closed)."""
+    frames, closed = read_frames(s, timeout)
+    return goaway_of(frames), closed
+
+
+def send_until_closed(s, data, batch, n):
+    """Sends n copies of data, `batch` at a time, until done, the server closes, or it has
+    not read for 5 s (it stopped reading: the flood was caught, or it is stuck). A server
+    that reads slowly (its replies pile up in its kernel first) must not make us stop early,
+    hence not the 0.2 s of the reads; a send that timed out may have sent part of a frame,
+    so nothing is sent after it."""
+    s.settimeout(5.0)
     sent = 0
     try:
-        for _ in range(int(n) // 1000):
-            s.sendall(frame * 1000)
-            sent += 1000
-    except (ConnectionResetError, BrokenPipeError, socket.timeout):
+        while sent < n:
+            k = min(batch, n - sent)
+            s.sendall(data * k)
+            sent += k
+    except CLOSED_ERRORS + (socket.timeout,):
         pass
-    goaway, closed = read_goaway(s)
+    s.settimeout(0.2)
+    return sent
+
+
+def flood(port, frame, n):
+    """PREFACE and SETTINGS, then n copies of frame while never reading what comes back (a
+    small receive buffer, so the answers back up in the server); then reads to the end."""
+    s = open_socket(port, rcvbuf=4096)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())
+    sent = send_until_closed(s, frame, 1000, int(n))
+    goaway, closed = read_goaway(s, 10)
     out(sent=sent, goaway=goaway, closed=closed)
 
 
+def cmd_ping_flood(port, n):
+    ping = PingFrame(0)
+    ping.opaque_data = b"12345678"
+    flood(port, ping.serialize(), n)
+
+
+def cmd_settings_flood(port, n):
+    flood(port, SettingsFrame(0).serialize(), n)
+
+
 def cmd_settings_entries(port, n, wait="5"):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.settimeout(0.2)
+    s = open_socket(port)
     f = SettingsFrame(0)
     f.settings = {}
     payload = b"".join((0x4).to_bytes(2, "big") + (65535 + i).to_bytes(4, "big")
@@ -326,8 +392,131 @@ def cmd_settings_entries(port, n, wait="5"):
     out(goaway=goaway, closed=closed)
 
 
+def frame(ftype, flags, sid, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
+
+
+def hpack_int(value, prefix_bits, first):
+    """RFC 7541 section 5.1: value with an N-bit prefix, `first` holding the bits above it."""
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes([first | value])
+    out_bytes = [first | limit]
+    value -= limit
+    while value >= 128:
+        out_bytes.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out_bytes.append(value)
+    return bytes(out_bytes)
+
+
+def hpack_literal(name, value, indexed=False):
+    """A literal field with a new name (not Huffman coded): with incremental indexing (it
+    enters the dynamic table) or without."""
+    n, v = name.encode(), value.encode()
+    return (bytes([0x40 if indexed else 0x00]) + hpack_int(len(n), 7, 0) + n +
+            hpack_int(len(v), 7, 0) + v)
+
+
+def header_frames(sid, block, end_stream):
+    """block as HEADERS plus CONTINUATION frames of at most 16384 bytes."""
+    pieces = [block[i:i + 16384] for i in range(0, len(block), 16384)] or [b""]
+    frames = []
+    for i, piece in enumerate(pieces):
+        flags = 0x4 if i == len(pieces) - 1 else 0  # END_HEADERS on the last
+        if i == 0:
+            frames.append(frame(1, flags | (0x1 if end_stream else 0), sid, piece))
+        else:
+            frames.append(frame(9, flags, sid, piece))
+    return b"".join(frames)
+
+
+def plain_block(port, method, path):
+    return b"".join(hpack_literal(n, v) for n, v in request_head(port, method, path))
+
+
+def statuses(frames, decoder):
+    """:status of each stream's response HEADERS among frames (decoded in order)."""
+    got = {}
+    for ftype, flags, sid, payload in frames:
+        if ftype == 1:
+            if flags & 0x8:  # PADDED
+                payload = payload[1:len(payload) - payload[0]]
+            if flags & 0x20:  # PRIORITY
+                payload = payload[5:]
+            for name, value in decoder.decode(payload):
+                if name in (":status", b":status"):
+                    got[sid] = value if isinstance(value, str) else value.decode()
+    return got
+
+
+def cmd_hpack_bomb(port, refs):
+    """One ~4 KB field enters the dynamic table (index 62), then the same block refers to it
+    REFS times with one byte each: ~4 KB x REFS once decompressed. Then a plain request."""
+    s = open_socket(port)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())
+    block = (plain_block(port, "GET", "/bomb") + hpack_literal("x-bomb", "a" * 4000, True) +
+             bytes([0x80 | 62]) * int(refs))
+    s.sendall(header_frames(1, block, True))
+    decoder = hpack.Decoder()
+    decoder.max_allowed_table_size = 65536
+    frames, closed = read_frames(s, 5, lambda f: any(t in (1, 3, 7) and sid in (0, 1)
+                                                      for t, _, sid, _ in f))
+    status = statuses(frames, decoder).get(1, "none")
+    reset = next((int.from_bytes(p[0:4], "big") for t, _, sid, p in frames if t == 3 and sid == 1),
+                 "none")
+    after = "none"
+    if not closed and goaway_of(frames) == "none":
+        s.sendall(header_frames(3, plain_block(port, "GET", "/after-bomb"), True))
+        more, closed = read_frames(s, 5, lambda f: any(t == 1 and sid == 3 for t, _, sid, _ in f))
+        frames += more
+        after = statuses(more, decoder).get(3, "none")
+    out(status=status, reset=reset, after_status=after, goaway=goaway_of(frames), closed=closed)
+
+
+def cmd_empty_data(port, n, path="/empty-data", wait="5"):
+    s = open_socket(port)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())
+    s.sendall(header_frames(1, plain_block(port, "POST", path), False))
+    sent = send_until_closed(s, frame(0, 0, 1), 1000, int(n))
+    goaway, closed = read_goaway(s, float(wait))
+    out(sent=sent, goaway=goaway, closed=closed)
+
+
+def cmd_streams(port, n):
+    """Acknowledges the server's SETTINGS (so its stream limit is in force), then opens N
+    streams that stay open: POST heads whose bodies never come."""
+    s = open_socket(port)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())
+    frames, closed = read_frames(s, 5, lambda f: any(t == 4 and not fl & 1 for t, fl, _, _ in f))
+    limit = "none"
+    for ftype, flags, _, payload in frames:
+        if ftype == 4 and not flags & 1:
+            for i in range(0, len(payload) - 5, 6):
+                if int.from_bytes(payload[i:i + 2], "big") == 0x3:
+                    limit = int.from_bytes(payload[i + 2:i + 6], "big")
+    s.sendall(frame(4, 0x1, 0))  # SETTINGS ACK
+    # Our ACK is read before the streams: a PING round trip.
+    s.sendall(frame(6, 0, 0, b"acked-it"))
+    read_frames(s, 5, lambda f: any(t == 6 and fl & 1 for t, fl, _, _ in f))
+    streams = b"".join(header_frames(2 * i + 1, plain_block(port, "POST", "/open/%d" % i), False)
+                       for i in range(int(n)))
+    try:
+        s.sendall(streams)
+    except CLOSED_ERRORS + (socket.timeout,):
+        pass
+    frames, closed = read_frames(s, 5)
+    refused = sum(1 for t, _, _, p in frames if t == 3 and int.from_bytes(p[0:4], "big") == 7)
+    out(limit=limit, refused=refused, goaway=goaway_of(frames), closed=closed)
+
+
 def main():
-    cmd, port, *args = sys.argv[1:]
+    global VIA
+    argv = sys.argv[1:]
+    if argv[0] == "--via":
+        VIA = (int(argv[1]), argv[2], argv[3], argv[4])
+        argv = argv[5:]
+    cmd, port, *args = argv
     {
         "get": cmd_get,
         "connect": cmd_connect,
@@ -338,6 +527,10 @@ def main():
         "continuation": cmd_continuation,
         "ping-flood": cmd_ping_flood,
         "settings-entries": cmd_settings_entries,
+        "settings-flood": cmd_settings_flood,
+        "hpack-bomb": cmd_hpack_bomb,
+        "empty-data": cmd_empty_data,
+        "streams": cmd_streams,
     }[cmd](int(port), *args)
 
 
