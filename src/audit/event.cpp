@@ -121,8 +121,8 @@ struct Handler {
 
   Values values;
   std::uintptr_t line_begin = 0, line_end = 0;  // the line being parsed
-  int depth = 0;   // open containers
-  int arrays = 0;  // of which arrays
+  int depth = 0;                                // open containers
+  int arrays = 0;                               // of which arrays
   Top top = Top::other;
   Field field = Field::none;  // where the next value at depth 1 or 2 goes
   std::string key_part;
