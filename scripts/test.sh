@@ -65,9 +65,12 @@ for stage in ${SANDGATE_PRESETS:-dev asan-ubsan fuzz tsan}; do
       cmake --build --preset tsan --target proxy_integration_test threats_integration_test
       # The daemon under the proxy and threats suites (explicit, transparent and DNS
       # listeners, reloads, shutdown). halt_on_error: the first race fails the run. The
-      # suppressions are documented in the file; the daemon inherits TSAN_OPTIONS.
+      # suppressions are documented in the file; the daemon inherits TSAN_OPTIONS. The HTTP/2
+      # flood tests are left out here: they measure limits against millions of frames, which
+      # TSan's slowdown turns into idle timeouts; the same code paths run under TSan in the
+      # intercepted HTTP/2 tests, and the floods run in the dev and asan-ubsan stages.
       TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=${PWD}/tests/tsan.supp" \
-        ctest --preset tsan -L integration -R '^(Proxy|Threats)'
+        ctest --preset tsan -L integration -R '^(Proxy|Threats)' -E '^ProxyH2Flood'
       ;;
     *)
       cmake --preset "${stage}" >/dev/null
