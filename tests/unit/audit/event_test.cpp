@@ -71,7 +71,9 @@ TEST(AuditLineParser, ReadsBytesOfATunnelAndADnsSummary) {
   r.time = at_ms(1000);
   LineParser parser;
   LineError error{};
-  auto e = parser.parse(without_newline(telemetry::format_audit_line(r)), error);
+  // The event's strings are views into the line: it must outlive them.
+  const std::string line = without_newline(telemetry::format_audit_line(r));
+  auto e = parser.parse(line, error);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->bytes_up, 1234u);
   EXPECT_EQ(e->bytes_down, 5'000'000'000u);
@@ -84,7 +86,8 @@ TEST(AuditLineParser, ReadsBytesOfATunnelAndADnsSummary) {
   dns.reason = "burst_summary";
   dns.suppressed_lines = 77;
   dns.time = at_ms(2000);
-  e = parser.parse(without_newline(telemetry::format_audit_line(dns)), error);
+  const std::string dns_line = without_newline(telemetry::format_audit_line(dns));
+  e = parser.parse(dns_line, error);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->suppressed, 77u);
   EXPECT_EQ(e->time_ms, 2000);
