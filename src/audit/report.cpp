@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/ascii.hpp"
 #include "common/errc.hpp"
 #include "policy/host.hpp"
 #include "policy/policy.hpp"
@@ -23,26 +24,15 @@ bool is_connection(std::string_view code) {
   return code == "connection_closed" || code == "http_request";
 }
 
-char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
 // "example.com" matches itself; "*.example.com" any name below it, not the apex.
 bool host_matches(std::string_view pattern, std::string_view host) {
   if (host.ends_with('.')) host.remove_suffix(1);
   if (pattern.starts_with("*.")) {
     const std::string_view suffix = pattern.substr(1);  // ".example.com"
-    return host.size() > suffix.size() && iequals(host.substr(host.size() - suffix.size()), suffix);
+    return host.size() > suffix.size() &&
+           iequals_ascii(host.substr(host.size() - suffix.size()), suffix);
   }
-  return iequals(pattern, host);
+  return iequals_ascii(pattern, host);
 }
 
 template <class List>
