@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "launcher/session.hpp"
 #include "launcher/settings.hpp"
 #include "launcher/system.hpp"
+#include "secrets/placeholder.hpp"
 
 extern char** environ;
 
@@ -64,6 +66,37 @@ std::vector<std::string> command_environment(const Settings& settings) {
   return sandbox_environment(parent, ca_bundle_path(settings));
 }
 
+// ... with the placeholders of the credentials sandbox `id`'s rules name, each in the `env`
+// variables its credential lists (docs/credentials.md), in place of any value the launcher's
+// own environment had for them (a real token there must not reach the sandbox). Computed from
+// the config as the daemon now has it (the sandbox's drop-in included) and the key file the
+// daemon shares.
+std::vector<std::string> command_environment(const Settings& settings, const std::string& id) {
+  std::vector<std::string> env = command_environment(settings);
+  std::vector<std::string> placeholders;
+  try {
+    const config::Config cfg = config::load_config(settings.config_path);
+    if (cfg.credentials.empty()) return env;
+    const auto key = secrets::PlaceholderKey::load_or_create(cfg.placeholder_key_file);
+    for (const config::PlaceholderEnv& e : cfg.placeholder_env(id, key)) {
+      placeholders.push_back(e.name + "=" + e.value);
+    }
+  } catch (const config::ConfigErrors& e) {
+    throw LaunchError(2, "the config no longer loads: " + e.errors().front().to_string());
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(1, std::string("credential placeholders: ") + e.what());
+  }
+  std::erase_if(env, [&](const std::string& entry) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos) return false;
+    const std::string_view name = std::string_view(entry).substr(0, eq + 1);  // "NAME="
+    return std::any_of(placeholders.begin(), placeholders.end(),
+                       [&](const std::string& p) { return p.starts_with(name); });
+  });
+  env.insert(env.end(), placeholders.begin(), placeholders.end());
+  return env;
+}
+
 // A command that cannot be found exits 127 before anything is set up, with the launcher's
 // prefix (not `setpriv:`'s), as a shell would.
 void check_command(const Options& o, const std::vector<std::string>& env) {
@@ -99,8 +132,8 @@ int run_in_sandbox(const Settings& settings, const SandboxState& state, const Op
     if (whole_netns) kill_processes_in_netns(netns);
   });
   return run_in_new_session(
-      argv, command_environment(settings), [&watch](pid_t command) { watch.started(command); },
-      [&plan] { return enter_sandbox(plan); });
+      argv, command_environment(settings, state.id),
+      [&watch](pid_t command) { watch.started(command); }, [&plan] { return enter_sandbox(plan); });
 }
 
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {

@@ -28,6 +28,7 @@
 #include <regex>
 #include <thread>
 
+#include "secrets/placeholder.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
@@ -373,6 +374,34 @@ TEST_F(Launcher, EnvironmentHasCaBundleAndNoProxy) {
                        "\nNPM_CONFIG_CAFILE=" + b + "\nPIP_CERT=" + b + "\nREQUESTS_CA_BUNDLE=" +
                        b + "\nSSL_CERT_DIR=/nonexistent\nSSL_CERT_FILE=" + b + "\n");
   EXPECT_EQ(read_file(b), read_file("/etc/ssl/certs/ca-certificates.crt"));
+}
+
+// A credential's `env` variables hold the sandbox's placeholder for it (docs/credentials.md),
+// never what the operator's own environment had: the token stays outside.
+TEST_F(Launcher, CredentialVariablesHoldThePlaceholderNotTheOperatorsToken) {
+  ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("sgca")}).exit_code, 0);
+  const std::string key(32, '\x33');
+  dir_.write("placeholder.key", key);
+  ::chmod(dir_.file("placeholder.key").c_str(), 0600);
+  dir_.write("token", "npm_realtoken\n");
+  ::chmod(dir_.file("token").c_str(), 0600);
+  extra_tables_ = "\n[interception]\nca_cert = \"" + dir_.file("sgca/ca.pem") + "\"\nca_key = \"" +
+                  dir_.file("sgca/ca.key") + "\"\n\n[credentials]\nplaceholder_key_file = \"" +
+                  dir_.file("placeholder.key") +
+                  "\"\n\n[credentials.gh]\nprovider = \"static\"\nfile = \"" + dir_.file("token") +
+                  "\"\nenv = [\"GH_TOKEN\", \"GITHUB_TOKEN\"]\n\n[[profiles.default.inject]]\n"
+                  "hosts = [\"example.com\"]\ncredential = \"gh\"\nas = \"bearer\"\n";
+  start_daemon();
+  const std::string sb = id("cred");
+  const auto r =
+      launch({"run", "--sandbox", sb, "--profile", "default", "--", "sh", "-c",
+              "echo \"$GH_TOKEN\"; echo \"$GITHUB_TOKEN\"; env | grep -c TOKEN"},
+             {"env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "GH_TOKEN=ghp_the_operators_own"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string placeholder =
+      secrets::PlaceholderKey::from_bytes(key).placeholder_for(sb, "gh");
+  EXPECT_EQ(r.out, placeholder + "\n" + placeholder + "\n2\n");
+  EXPECT_EQ(r.out.find("ghp_the_operators_own"), std::string::npos);
 }
 
 // A --user command reads the CA bundle (SSL_CERT_FILE), and nothing else of the state dir.
