@@ -141,7 +141,8 @@ void CredentialStore::update(std::vector<CredentialSpec> specs) {
     for (const auto& c : *old) {
       if (std::find(next->begin(), next->end(), c) != next->end()) continue;
       c->retired = true;
-      for (const auto& [key, slot] : *c->slots.load()) {
+      const auto slots = c->slots.load();  // held for the loop (a range-for drops temporaries)
+      for (const auto& [key, slot] : *slots) {
         for (const auto& waiter : slot->waiters) {
           waiter->complete(failed(true, "credential " + c->spec.name + " was reconfigured"),
                            waiter);
@@ -311,14 +312,18 @@ asio::awaitable<void> CredentialStore::refresh(std::shared_ptr<Credential> crede
 std::vector<CredentialStats> CredentialStore::stats() const {
   std::vector<CredentialStats> out;
   const TimePoint now = options_.clock();
-  for (const auto& c : *credentials_.load()) {
+  // Each map is held while it is walked: a range-for over `*x.load()` would drop the loaded
+  // pointer before the loop, and a concurrent update() could free the map under it.
+  const auto credentials = credentials_.load();
+  for (const auto& c : *credentials) {
     CredentialStats s;
     s.name = c->spec.name;
     s.kind = c->spec.kind;
     s.refreshes = c->refreshes.load(std::memory_order_relaxed);
     s.failures = c->failures.load(std::memory_order_relaxed);
     std::optional<TimePoint> soonest;
-    for (const auto& [key, slot] : *c->slots.load()) {
+    const auto slots = c->slots.load();
+    for (const auto& [key, slot] : *slots) {
       const auto token = slot->token.load();
       if (!is_usable(token.get(), now) || token->expires_at == TimePoint::max()) continue;
       if (!soonest || token->expires_at < *soonest) soonest = token->expires_at;
@@ -331,7 +336,8 @@ std::vector<CredentialStats> CredentialStore::stats() const {
 
 std::size_t CredentialStore::slot_count() const {
   std::size_t n = 0;
-  for (const auto& c : *credentials_.load()) n += c->slots.load()->size();
+  const auto credentials = credentials_.load();
+  for (const auto& c : *credentials) n += c->slots.load()->size();
   return n;
 }
 
