@@ -64,6 +64,9 @@ if [ "$build" = 1 ]; then
 fi
 bin=$root/build/release/src/app/sandgate
 [ -x "$bin" ] || { echo "run.sh: no binary at $bin" >&2; exit 2; }
+# bench.toml names the interception CA, which run_sandgate.sh creates on first use: make sure
+# it exists before the config is checked (a fresh machine has none yet).
+SANDGATE_BIN=$bin "$root/bench/proxy/run_sandgate.sh" --ca >/dev/null || exit 2
 "$bin" --check-config "$root/config/bench.toml" >/dev/null || exit 2
 
 # The harness needs the fixed origin ports 18080/18443 (and its peers' ports) on 127.0.0.1.
