@@ -1,6 +1,8 @@
 #include "launcher/commands.hpp"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,9 +13,12 @@
 #include <fstream>
 #include <iostream>
 
+#include "launcher/admin_client.hpp"
+#include "launcher/cgroup.hpp"
 #include "launcher/dropin.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/layout.hpp"
+#include "launcher/outcome.hpp"
 #include "launcher/session.hpp"
 #include "launcher/settings.hpp"
 #include "launcher/system.hpp"
@@ -113,12 +118,15 @@ void check_command(const Options& o, const std::vector<std::string>& env) {
       127, "command not found: " + name + " (not in PATH " + path.value_or("/bin:/usr/bin") + ")");
 }
 
-// Runs the command inside the sandbox in a session of its own (session.hpp) and returns its
-// status. It enters the sandbox's network namespace and a mount namespace of its own with a
-// private /run (unless --share-run): enter_sandbox.
+// Runs the command inside the sandbox in a session of its own (session.hpp) and returns how it
+// ended. It joins the sandbox's cgroup (if any) and enters the sandbox's network namespace and
+// a mount namespace of its own with a private /run (unless --share-run): enter_sandbox.
 // If the launcher is killed meanwhile, its DeathWatch ends the command's session and, for
-// `run` (whose sandbox is its own), everything in the sandbox's namespace.
-int run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o) {
+// `run` (whose sandbox is its own), everything in the sandbox's namespace and cgroup.
+// With a timeout, the deadline's TERM and KILL go to the command's process group, the
+// cgroup's processes and everything in an owned namespace (for --netns: the command's session).
+SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o,
+                             const std::vector<std::string>& env) {
   const std::vector<std::string> argv = command_argv(o.user, o.command);
   EnterPlan plan;
   plan.netns_path = state.netns_path();
@@ -127,13 +135,41 @@ int run_in_sandbox(const Settings& settings, const SandboxState& state, const Op
   plan.private_run = !o.share_run;
   plan.ca_bundle = ca_bundle_path(settings);
   const bool whole_netns = o.verb == Verb::run && state.owned_netns;
-  DeathWatch watch([whole_netns, netns = state.netns_path()](long command) {
+  const std::vector<std::string> cgroups =
+      o.verb == Verb::run ? state.cgroups : std::vector<std::string>{};
+  DeathWatch watch([whole_netns, cgroups, netns = state.netns_path()](long command) {
     kill_session(command);
     if (whole_netns) kill_processes_in_netns(netns);
+    signal_cgroup(cgroups, SIGKILL);
   });
-  return run_in_new_session(
-      argv, command_environment(settings, state.id),
-      [&watch](pid_t command) { watch.started(command); }, [&plan] { return enter_sandbox(plan); });
+  pid_t command = -1;
+  std::optional<Deadline> deadline;
+  if (o.timeout) {
+    const std::string netns = state.netns_path();
+    deadline = Deadline{std::chrono::steady_clock::now() + *o.timeout, o.kill_after,
+                        [&command, &cgroups, whole_netns, netns](int sig) {
+                          if (command > 1) ::kill(-command, sig);  // its process group
+                          signal_cgroup(cgroups, sig);
+                          if (whole_netns) signal_processes_in_netns(netns, sig);
+                          if (!whole_netns && command > 1) signal_session(command, sig);
+                        },
+                        [&command, &cgroups, whole_netns, netns] {
+                          return cgroup_populated(cgroups) ||
+                                 (whole_netns ? signal_processes_in_netns(netns, 0) > 0
+                                              : command > 1 && signal_session(command, 0) > 0);
+                        }};
+  }
+  return run_session(
+      argv, env,
+      [&watch, &command](pid_t pid) {
+        command = pid;
+        watch.started(pid);
+      },
+      [&plan, &cgroups] {
+        if (std::string error = join_cgroup(cgroups); !error.empty()) return error;
+        return enter_sandbox(plan);
+      },
+      deadline);
 }
 
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
@@ -143,17 +179,142 @@ int report_teardown(const std::string& id, const std::vector<std::string>& error
   return errors.empty() ? 0 : 1;
 }
 
+// Where `run --json` writes its status object: --json-file PATH (written atomically once the
+// run is over, 0600), --json-fd N (an fd the caller opened; close-on-exec from the start, so
+// the command never holds it), or stdout (the last line: everything of the sandbox has ended
+// by the time it is written).
+class StatusSink {
+ public:
+  explicit StatusSink(const Options& o) : enabled_(o.verb == Verb::run && o.json) {
+    if (!enabled_) return;
+    file_ = o.json_file;
+    fd_ = o.json_fd >= 0 ? o.json_fd : (file_.empty() ? STDOUT_FILENO : -1);
+    if (fd_ > STDERR_FILENO) {
+      const int flags = ::fcntl(fd_, F_GETFD);
+      if (flags < 0) {
+        throw LaunchError(2, "--json-fd " + std::to_string(fd_) + " is not an open descriptor");
+      }
+      ::fcntl(fd_, F_SETFD, flags | FD_CLOEXEC);
+    }
+    if (!file_.empty()) {
+      if (std::error_code ec; !fs::is_directory(fs::absolute(file_, ec).parent_path(), ec)) {
+        throw LaunchError(2, "--json-file " + file_ + ": its directory does not exist");
+      }
+    }
+  }
+  void write(const RunOutcome& outcome) const {
+    if (!enabled_) return;
+    const std::string line = outcome_json(outcome);
+    if (!file_.empty()) {
+      try {
+        write_file_atomically(file_, line, 0600);
+      } catch (const std::runtime_error& e) {
+        warn(std::string("--json-file: ") + e.what());
+      }
+      return;
+    }
+    std::cout.flush();
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  bool enabled_;
+  std::string file_;
+  int fd_ = -1;
+};
+
+// The daemon's denial counts of the sandbox (best effort: the status object says why they are
+// missing).
+std::optional<DenialSnapshot> denial_snapshot(const Settings& settings, const std::string& id,
+                                              std::string* error) {
+  return query_denials(settings.admin_host, settings.admin_port, id, std::chrono::seconds(3),
+                       error);
+}
+
+// run: create the sandbox (and its cgroup), run the command under its limits, tear down on every
+// way out, report the outcome (stderr line, exit status, and with --json the status object).
 int run(const Options& o) {
-  block_stop_signals();
-  const Settings settings = load_settings(o.config_path, true);
-  drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
-  check_command(o, command_environment(settings));
-  const SandboxState state = create_sandbox(settings, request_from(o, "run"));
-  const StateDir dir(settings.state_dir);
-  // Stop signals are forwarded to the command; the launcher waits for it either way.
-  const int status = run_in_sandbox(settings, state, o);
-  report_teardown(state.id, destroy_sandbox(dir, state, settings, settings.ready_timeout));
-  return status;
+  RunOutcome outcome;
+  outcome.sandbox = o.sandbox;
+  outcome.timeout = o.timeout;
+  outcome.kill_after = o.kill_after;
+  outcome.memory_bytes = o.memory;
+  outcome.pids = o.pids;
+  const StatusSink sink(o);
+  const CgroupLimits limits{o.memory, o.pids};
+  std::optional<Settings> settings;
+  std::optional<SandboxState> state;
+  // Tears the sandbox down once, on whichever way out of run comes first.
+  auto teardown = [&] {
+    if (!state || !settings) return;
+    const SandboxState s = *state;
+    state.reset();
+    report_teardown(s.id, destroy_sandbox(StateDir(settings->state_dir), s, *settings,
+                                          settings->ready_timeout));
+  };
+  try {
+    block_stop_signals();
+    settings = load_settings(o.config_path, true);
+    drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
+    check_command(o, command_environment(*settings));
+    if (limits.any()) plan_cgroup(o.sandbox, limits);  // the host can enforce them at all
+    state = create_sandbox(*settings, request_from(o, "run"));
+    if (limits.any()) {
+      const CgroupPlan plan = plan_cgroup(state->id, limits);
+      state->cgroups = plan.dirs;  // recorded first: teardown and gc remove them
+      StateDir(settings->state_dir).write(*state);
+      create_cgroup(plan, limits);
+    }
+    const std::vector<std::string> env = command_environment(*settings, state->id);
+    std::optional<DenialSnapshot> before;
+    if (o.json) before = denial_snapshot(*settings, state->id, &outcome.denials_error);
+    // Stop signals are forwarded to the command; the launcher waits for it either way.
+    const SessionResult ended = run_in_sandbox(*settings, *state, o, env);
+    outcome.started = true;
+    outcome.status = ended.status;
+    if (ended.signal != 0) {
+      outcome.signal = ended.signal;
+    } else {
+      outcome.exit_code = ended.exit_code;
+    }
+    outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(ended.duration);
+    outcome.killed_after_grace = ended.killed;
+    if (limits.any()) {
+      const CgroupEvents events = read_cgroup_events(state->cgroups);
+      if (o.memory) outcome.oom_kills = events.oom_kills;
+      if (o.pids) outcome.pids_limit_hits = events.pids_max;
+    }
+    if (o.json && before) {
+      if (const auto after = denial_snapshot(*settings, state->id, &outcome.denials_error)) {
+        outcome.denials = denials_between(*before, *after);
+      }
+    }
+    classify(outcome, ended.timed_out);
+    teardown();
+    if (!outcome.error.empty()) warn(outcome.message);
+  } catch (const std::exception& e) {
+    teardown();
+    const auto* launch_error = dynamic_cast<const LaunchError*>(&e);
+    outcome.status = launch_error != nullptr ? launch_error->exit_code() : 1;
+    outcome.message = e.what();
+    // A command that cannot be found is the command's failure (127, as a shell), not the
+    // sandbox's.
+    if (outcome.status != 127) {
+      outcome.error = kSandboxCreateFailed;
+      outcome.retryable = outcome.status != 2;  // 2: the request or the config must change
+    } else {
+      outcome.exit_code = 127;
+    }
+    sink.write(outcome);
+    throw;
+  }
+  sink.write(outcome);
+  return outcome.status;
 }
 
 int up(const Options& o) {
@@ -187,7 +348,7 @@ int exec(const Options& o) {
   }
   check_command(o, command_environment(settings));
   block_stop_signals();  // forwarded to the command from here on
-  return run_in_sandbox(settings, state, o);
+  return run_in_sandbox(settings, state, o, command_environment(settings, state.id)).status;
 }
 
 int down(const Options& o) {
