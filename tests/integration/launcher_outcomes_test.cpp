@@ -268,7 +268,7 @@ TEST_F(LauncherOutcomes, JsonFdIsTheLaunchersOnly) {
   const std::string sb = id("fd");
   const std::string out = dir_.file("fd3.json");
   std::vector<std::string> argv = host_.enter();
-  argv.insert(argv.end(), {"sh", "-c", "exec 3>\"$0\"; shift; exec \"$@\"", out, launch_binary(),
+  argv.insert(argv.end(), {"sh", "-c", "exec 3>\"$0\"; exec \"$@\"", out, launch_binary(),
                            "--config", config_, "run", "--sandbox", sb, "--json-fd", "3", "--",
                            "sh", "-c", "echo '{\"forged\":true}' >&3 && echo wrote || echo no fd"});
   const auto r = run_command(argv, std::chrono::seconds(30));
@@ -334,8 +334,8 @@ TEST_F(LauncherOutcomes, CreationFailureIsSandboxCreateFailed) {
     EXPECT_TRUE(j.at("duration_ms").is_null());
   }
   EXPECT_EQ(cgroup_dirs_named("sg-" + fresh), std::vector<std::string>{});
-  expect_nothing_left(fresh);
   EXPECT_EQ(launch({"down", "--sandbox", busy}).exit_code, 0);
+  expect_nothing_left(fresh);
 }
 
 }  // namespace
