@@ -338,5 +338,61 @@ TEST_F(LauncherOutcomes, CreationFailureIsSandboxCreateFailed) {
   expect_nothing_left(fresh);
 }
 
+// A command that cannot be found is the command's failure (127, as a shell says), not the
+// sandbox's: no error code, exit_code 127.
+TEST_F(LauncherOutcomes, MissingCommandIsNoSandboxError) {
+  start_daemon();
+  const std::string sb = id("nocmd");
+  const std::string status = dir_.file("nocmd.json");
+  const auto r = launch({"run", "--sandbox", sb, "--json-file", status, "--", "/nonexistent/cmd"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_EQ(r.err, "sandgate-launch: cannot run /nonexistent/cmd: no such executable file\n");
+  const json::object j = status_in(status);
+  EXPECT_TRUE(j.at("error").is_null());
+  EXPECT_EQ(j.at("exit_code"), 127);
+  EXPECT_EQ(j.at("started"), false);
+  EXPECT_EQ(j.at("message"), "cannot run /nonexistent/cmd: no such executable file");
+  EXPECT_FALSE(fs::exists("/run/netns/sg-" + sb));  // checked before anything is set up
+  EXPECT_TRUE(fs::is_empty(sandboxes_dir()));
+}
+
+// A SIGKILLed launcher cannot remove the sandbox's cgroup, but its watcher ends what is in it,
+// and gc removes it with the rest of the stale sandbox (the state file names it).
+TEST_F(LauncherOutcomes, GcRemovesTheCgroupOfAKilledLauncher) {
+  start_daemon();
+  const std::string sb = id("cgkill");
+  const std::string state = state_dir() + "/sandboxes/" + sb + ".json";
+  std::vector<std::string> argv = host_.enter();
+  argv.insert(argv.end(),
+              {"sh", "-c",
+               "\"$0\" --config \"$1\" run --sandbox \"$2\" --memory 64M --pids 32 -- sh -c "
+               "'sleep 300 & exec sleep 301' & p=$!; "
+               "until grep -q '\"ready\":true' \"$3\" 2>/dev/null; do sleep 0.05; done; "
+               "until [ -n \"$(ip netns pids sg-$2)\" ]; do sleep 0.05; done; "
+               "kill -KILL $p; wait $p; echo $?",
+               launch_binary(), config_, sb, state});
+  EXPECT_EQ(run_command(argv, std::chrono::seconds(20)).out, "137\n");
+  const auto dirs = cgroup_dirs_named("sg-" + sb);
+  EXPECT_EQ(dirs.size(), 2U);  // v1 here: memory and pids; one dir with v2
+  // Recorded in the state file for gc.
+  const json::object recorded = json::parse(read_file(state)).as_object();
+  EXPECT_EQ(recorded.at("cgroups").as_array().size(), dirs.size());
+  // The watcher emptied them.
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  auto populated = [&] {
+    for (const std::string& d : dirs) {
+      if (!read_file(d + "/cgroup.procs").empty()) return true;
+    }
+    return false;
+  };
+  while (populated() && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_FALSE(populated());
+  const auto r = launch({"gc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "removed sandbox " + sb + "\n");
+  EXPECT_EQ(cgroup_dirs_named("sg-" + sb), std::vector<std::string>{});
+  expect_nothing_left(sb);
+}
+
 }  // namespace
 }  // namespace sandgate::test
