@@ -21,6 +21,7 @@
 #include "launcher/outcome.hpp"
 #include "launcher/session.hpp"
 #include "launcher/settings.hpp"
+#include "launcher/status_sink.hpp"
 #include "launcher/system.hpp"
 #include "secrets/placeholder.hpp"
 
@@ -179,55 +180,6 @@ int report_teardown(const std::string& id, const std::vector<std::string>& error
   return errors.empty() ? 0 : 1;
 }
 
-// Where `run --json` writes its status object: --json-file PATH (written atomically once the
-// run is over, 0600), --json-fd N (an fd the caller opened; close-on-exec from the start, so
-// the command never holds it), or stdout (the last line: everything of the sandbox has ended
-// by the time it is written).
-class StatusSink {
- public:
-  explicit StatusSink(const Options& o) : enabled_(o.verb == Verb::run && o.json) {
-    if (!enabled_) return;
-    file_ = o.json_file;
-    fd_ = o.json_fd >= 0 ? o.json_fd : (file_.empty() ? STDOUT_FILENO : -1);
-    if (fd_ > STDERR_FILENO) {
-      const int flags = ::fcntl(fd_, F_GETFD);
-      if (flags < 0) {
-        throw LaunchError(2, "--json-fd " + std::to_string(fd_) + " is not an open descriptor");
-      }
-      ::fcntl(fd_, F_SETFD, flags | FD_CLOEXEC);
-    }
-    if (!file_.empty()) {
-      if (std::error_code ec; !fs::is_directory(fs::absolute(file_, ec).parent_path(), ec)) {
-        throw LaunchError(2, "--json-file " + file_ + ": its directory does not exist");
-      }
-    }
-  }
-  void write(const RunOutcome& outcome) const {
-    if (!enabled_) return;
-    const std::string line = outcome_json(outcome);
-    if (!file_.empty()) {
-      try {
-        write_file_atomically(file_, line, 0600);
-      } catch (const std::runtime_error& e) {
-        warn(std::string("--json-file: ") + e.what());
-      }
-      return;
-    }
-    std::cout.flush();
-    for (std::size_t done = 0; done < line.size();) {
-      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-  }
-
- private:
-  bool enabled_;
-  std::string file_;
-  int fd_ = -1;
-};
-
 // The daemon's denial counts of the sandbox (best effort: the status object says why they are
 // missing).
 std::optional<DenialSnapshot> denial_snapshot(const Settings& settings, const std::string& id,
@@ -245,7 +197,7 @@ int run(const Options& o) {
   outcome.kill_after = o.kill_after;
   outcome.memory_bytes = o.memory;
   outcome.pids = o.pids;
-  const StatusSink sink(o);
+  const StatusSink sink(o.verb == Verb::run && o.json, o.json_file, o.json_fd);
   const CgroupLimits limits{o.memory, o.pids};
   std::optional<Settings> settings;
   std::optional<SandboxState> state;
