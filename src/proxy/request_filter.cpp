@@ -34,6 +34,17 @@ class DecisionFilter final : public RequestFilter {
   }
 };
 
+// Whether the request's target or any header value holds "sgph_": the placeholder
+// tripwire's cheap first test, allocation-free, so that a request with no placeholder (all
+// but an agent's token-hungry tools) costs one scan of its header values.
+bool may_carry_placeholder(const ProxiedRequest& r) {
+  if (secrets::may_contain_placeholder(r.path)) return true;
+  for (const auto& f : *r.fields) {
+    if (secrets::may_contain_placeholder(f.value())) return true;
+  }
+  return false;
+}
+
 // Credentials (docs/credentials.md): the placeholder tripwire first, then the sandbox's inject
 // rules. A credential goes only on a request inside a stream sandgate intercepted, whose
 // authority the decision already held to the intercepted name (misdirected otherwise), over
@@ -46,7 +57,8 @@ class CredentialFilter final : public RequestFilter {
     if (!snap.injection) co_return FilterResult{};
     const secrets::InjectionRules* rules = snap.injection->for_sandbox(s.sandbox);
     const bool intercepted = r.intercepted != nullptr;
-    if (snap.placeholders && r.fields != nullptr) {
+    if (snap.placeholders && r.fields != nullptr && may_carry_placeholder(r)) {
+      // Rare (some text holds "sgph_"): only then are the texts collected.
       std::vector<std::string_view> texts = {r.path};
       for (const auto& f : *r.fields) texts.push_back(f.value());
       const secrets::PlaceholderCheck check = secrets::check_placeholders(
@@ -67,6 +79,7 @@ class CredentialFilter final : public RequestFilter {
     if (rule == nullptr) co_return FilterResult{};
     secrets::TokenResult got = co_await s.deps.shared->credentials->get(
         rule->credential, rule->scope, s.limits().connect_timeout);
+    r.credential = rule->credential;  // named by the request's lines, also the 503's
     if (!got.ok()) {
       FilterResult out;
       out.next = false;

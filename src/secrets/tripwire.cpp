@@ -33,4 +33,35 @@ PlaceholderCheck check_placeholders(const PlaceholderIndex& index, const Injecti
   return out;
 }
 
+BodyTripwire::BodyTripwire(const PlaceholderIndex& index, const InjectionRules* rules,
+                           std::string_view sandbox, const policy::Host& host, std::uint16_t port,
+                           bool intercepted)
+    : index_(&index),
+      rules_(rules),
+      sandbox_(sandbox),
+      host_(&host),
+      port_(port),
+      intercepted_(intercepted) {}
+
+std::size_t BodyTripwire::feed(std::string_view data, bool last) {
+  if (refused()) return 0;
+  // A placeholder starting at p is known to end there once byte p + kPlaceholderLength is
+  // here (or the body ended): starts from `decided` on wait for the next chunk.
+  const std::size_t decided =
+      last ? data.size() : (data.size() > kHoldBack ? data.size() - kHoldBack : 0);
+  for (auto at = data.find(kPlaceholderPrefix); at != std::string_view::npos && at < decided;
+       at = data.find(kPlaceholderPrefix, at + 1)) {
+    // The candidate and the byte after it, if any: check_placeholders finds it (or not).
+    const std::string_view text = data.substr(at, kPlaceholderLength + 1);
+    PlaceholderCheck one = check_placeholders(*index_, rules_, sandbox_, *host_, port_,
+                                              intercepted_, std::span(&text, 1));
+    check_.found = check_.found || one.found;
+    if (!one.allowed) {
+      check_ = std::move(one);
+      return 0;
+    }
+  }
+  return decided;
+}
+
 }  // namespace sandgate::secrets
