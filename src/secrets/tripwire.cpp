@@ -33,6 +33,20 @@ PlaceholderCheck check_placeholders(const PlaceholderIndex& index, const Injecti
   return out;
 }
 
+namespace {
+
+// Whether `text` starts with "sgph_" and 40 lowercase hex digits not followed by another.
+bool placeholder_shaped(std::string_view text) {
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (text.size() < kPlaceholderLength) return false;
+  for (std::size_t i = kPlaceholderPrefix.size(); i < kPlaceholderLength; ++i) {
+    if (!hex(text[i])) return false;
+  }
+  return text.size() == kPlaceholderLength || !hex(text[kPlaceholderLength]);
+}
+
+}  // namespace
+
 BodyTripwire::BodyTripwire(const PlaceholderIndex& index, const InjectionRules* rules,
                            std::string_view sandbox, const policy::Host& host, std::uint16_t port,
                            bool intercepted)
@@ -51,8 +65,11 @@ std::size_t BodyTripwire::feed(std::string_view data, bool last) {
       last ? data.size() : (data.size() > kHoldBack ? data.size() - kHoldBack : 0);
   for (auto at = data.find(kPlaceholderPrefix); at != std::string_view::npos && at < decided;
        at = data.find(kPlaceholderPrefix, at + 1)) {
-    // The candidate and the byte after it, if any: check_placeholders finds it (or not).
+    // The candidate and the byte after it, if any. Near misses ("sgph_" and no 40 digits)
+    // are the common case in text that has the prefix at all: dismissed here, without a
+    // lookup.
     const std::string_view text = data.substr(at, kPlaceholderLength + 1);
+    if (!placeholder_shaped(text)) continue;
     PlaceholderCheck one = check_placeholders(*index_, rules_, sandbox_, *host_, port_,
                                               intercepted_, std::span(&text, 1));
     check_.found = check_.found || one.found;
