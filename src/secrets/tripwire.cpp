@@ -45,6 +45,17 @@ bool placeholder_shaped(std::string_view text) {
   return text.size() == kPlaceholderLength || !hex(text[kPlaceholderLength]);
 }
 
+// Whether `tail` (at most kPlaceholderLength bytes, the end of what arrived) could be the
+// start of a placeholder that the next bytes complete.
+bool may_begin_placeholder(std::string_view tail) {
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  for (std::size_t i = 0; i < tail.size(); ++i) {
+    const bool ok = i < kPlaceholderPrefix.size() ? tail[i] == kPlaceholderPrefix[i] : hex(tail[i]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 BodyTripwire::BodyTripwire(const PlaceholderIndex& index, const InjectionRules* rules,
@@ -60,9 +71,19 @@ BodyTripwire::BodyTripwire(const PlaceholderIndex& index, const InjectionRules* 
 std::size_t BodyTripwire::feed(std::string_view data, bool last) {
   if (refused()) return 0;
   // A placeholder starting at p is known to end there once byte p + kPlaceholderLength is
-  // here (or the body ended): starts from `decided` on wait for the next chunk.
-  const std::size_t decided =
-      last ? data.size() : (data.size() > kHoldBack ? data.size() - kHoldBack : 0);
+  // here (or the body ended). Of the last kHoldBack bytes, only those from the first that may
+  // begin one wait for the next chunk: a body that pauses (a client waiting for an answer)
+  // is held back only while its end looks like a placeholder.
+  std::size_t decided = data.size();
+  if (!last) {
+    for (std::size_t p = data.size() > kHoldBack ? data.size() - kHoldBack : 0; p < data.size();
+         ++p) {
+      if (data[p] == kPlaceholderPrefix[0] && may_begin_placeholder(data.substr(p))) {
+        decided = p;
+        break;
+      }
+    }
+  }
   for (auto at = data.find(kPlaceholderPrefix); at != std::string_view::npos && at < decided;
        at = data.find(kPlaceholderPrefix, at + 1)) {
     // The candidate and the byte after it, if any. Near misses ("sgph_" and no 40 digits)

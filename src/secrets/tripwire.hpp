@@ -35,8 +35,9 @@ PlaceholderCheck check_placeholders(const PlaceholderIndex& index, const Injecti
 // The same tripwire over a request body as it streams to its destination, wherever chunk
 // boundaries cut a placeholder. The caller keeps the bytes contiguous: each feed() gets the
 // bytes the last one held back, then the new ones; the bytes it returns as decided may go on,
-// the rest (at most kHoldBack) must come again in front of the next chunk. So no byte of a
-// placeholder that is refused ever leaves, and memory is the caller's buffer plus kHoldBack.
+// the rest (at most kHoldBack, and only from where the end could begin a placeholder) must
+// come again in front of the next chunk. So no byte of a placeholder that is refused ever
+// leaves, and memory is the caller's buffer plus kHoldBack.
 // Costs one search for "sgph_" per byte. Sees the bytes as sent: a compressed or encoded body
 // hides a placeholder from it (a tripwire, not a filter). Everything it points to (index,
 // rules, host) outlives it. One per request body; not thread-safe.

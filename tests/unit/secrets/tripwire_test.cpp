@@ -176,6 +176,21 @@ INSTANTIATE_TEST_SUITE_P(
         BodyCase{"prefix_repeated", "sgph_sgph_sgph_{ci/github}.", "evil.example", true, true}),
     [](const auto& row) { return row.param.name; });
 
+// A body that pauses (a client waiting for an answer) is held back only while its end could
+// begin a placeholder.
+TEST(BodyTripwire, OnlyAnEndThatMayBeginAPlaceholderWaits) {
+  const PlaceholderIndex index(key(), {{"ci", "github"}});
+  const policy::Host host = policy::normalize_host("example.com");
+  BodyTripwire trip(index, nullptr, "ci", host, 443, true);
+  EXPECT_EQ(trip.feed("hello, world", false), 12u);
+  EXPECT_EQ(trip.feed("token: sg", false), 7u);       // "sg" waits
+  EXPECT_EQ(trip.feed("sgph_0123", false), 0u);       // the "sg" again, then more of it
+  EXPECT_EQ(trip.feed("sgph_0123x ok", false), 13u);  // cannot be one any more
+  EXPECT_EQ(trip.feed("is sgph_ses", false), 10u);    // the last "s" might
+  EXPECT_EQ(trip.feed("s", true), 1u);
+  EXPECT_FALSE(trip.refused());
+}
+
 TEST(BodyTripwire, AnEmptyBodyIsFine) {
   const PlaceholderIndex index(key(), {{"ci", "github"}});
   const policy::Host host = policy::normalize_host("example.com");
