@@ -358,6 +358,7 @@ class CredentialsE2e : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(world, nullptr) << "run through main(): the suite needs its private namespace";
     audit_from_ = world->daemon->audit_lines().size();
+    authorizations_from_ = world->github.authorizations().size();
   }
 
   static std::string id(const std::string& name) {
@@ -415,7 +416,14 @@ class CredentialsE2e : public ::testing::Test {
     expect_no_token_in("the metrics", world->daemon->metrics_text());
   }
 
+  // What the fake GitHub's origin received since the test began (its Authorization values).
+  std::vector<std::string> authorizations() const {
+    const auto all = world->github.authorizations();
+    return {all.begin() + static_cast<std::ptrdiff_t>(authorizations_from_), all.end()};
+  }
+
   std::size_t audit_from_ = 0;
+  std::size_t authorizations_from_ = 0;
 };
 
 // The headline: git clone and push of a private repository from a launched sandbox that never
@@ -470,7 +478,7 @@ TEST_F(CredentialsE2e, GitCloneAndPushFromASandboxThatNeverHoldsTheToken) {
   // Every request the origin saw carried the minted token (sandgate's header), never the
   // placeholder nor the operator's own token.
   const std::string basic = "Basic " + secrets::base64("x-access-token:" + token);
-  const auto seen = world->github.authorizations();
+  const auto seen = authorizations();
   ASSERT_FALSE(seen.empty());
   for (const auto& auth : seen) EXPECT_EQ(auth, basic);
 
@@ -518,6 +526,11 @@ TEST_F(CredentialsE2e, ASandboxScopedToAnotherRepositoryGetsItsOwnToken) {
   const std::string gadgets = world->github.token_for({"acme/gadgets"});
   ASSERT_FALSE(gadgets.empty());
   EXPECT_NE(gadgets, world->github.token_for({"acme/widgets"}));
+  const auto seen = authorizations();
+  ASSERT_FALSE(seen.empty());
+  for (const auto& auth : seen) {
+    EXPECT_EQ(auth, "Basic " + secrets::base64("x-access-token:" + gadgets));
+  }
   for (const auto& line : audit("http_request")) {
     EXPECT_EQ(json_string(line, "credential.fingerprint"), secrets::fingerprint(gadgets));
   }
@@ -555,7 +568,7 @@ TEST_F(CredentialsE2e, ThePlaceholderIsReplacedWhereBoundAndATripwireElsewhere) 
   // api.test got the real token, never the placeholder.
   const std::string token = world->github.token_for({"acme/widgets"});
   ASSERT_FALSE(token.empty());
-  const auto seen = world->github.authorizations();
+  const auto seen = authorizations();
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back(), "Bearer " + token);
   for (const auto& auth : seen) EXPECT_EQ(auth.find(mine), std::string::npos);
@@ -625,8 +638,8 @@ TEST_F(CredentialsE2e, GitThroughTheExplicitProxyGetsTheCredentialToo) {
   EXPECT_EQ(head_of("acme/widgets.git"), git({"-C", dir, "rev-parse", "HEAD"}).out);
   const std::string token = world->github.token_for({"acme/widgets"});
   ASSERT_FALSE(token.empty());
-  EXPECT_EQ(world->github.authorizations().back(),
-            "Basic " + secrets::base64("x-access-token:" + token));
+  ASSERT_FALSE(authorizations().empty());
+  EXPECT_EQ(authorizations().back(), "Basic " + secrets::base64("x-access-token:" + token));
   const auto lines = audit("http_request");
   ASSERT_FALSE(lines.empty());
   for (const auto& line : lines) {
