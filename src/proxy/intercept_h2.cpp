@@ -33,6 +33,7 @@
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "secrets/redactor.hpp"
+#include "secrets/tripwire.hpp"
 
 namespace sandgate::proxy {
 
@@ -139,6 +140,35 @@ struct Moved {
   bool reported = false;  // the failure has its own line already (and reply, when one fits)
   // A credentialed request: its response (fields, body, trailers) goes through this.
   secrets::Redactor* redact = nullptr;
+  // The request body's placeholder tripwire (when the sandbox has placeholders), and whether
+  // it refused the body: the upstream stream was then reset before the placeholder's bytes.
+  secrets::BodyTripwire* trip = nullptr;
+  bool tripped = false;
+};
+
+// The client's request body as it may go on. Without a tripwire, each chunk as read; with
+// one, what the tripwire decided: the bytes it holds back (the end of a chunk that could
+// begin a placeholder) wait here in front of the next chunk, so no byte of a refused
+// placeholder goes out. The span pass() returns is valid until the next pass().
+class ScannedBody {
+ public:
+  explicit ScannedBody(secrets::BodyTripwire* trip) : trip_(trip) {}
+
+  // `chunk` just read; `last`: the body ends after it.
+  std::span<const std::uint8_t> pass(std::span<const std::uint8_t> chunk, bool last) {
+    if (trip_ == nullptr) return chunk;
+    joined_.erase(joined_.begin(), joined_.begin() + static_cast<std::ptrdiff_t>(sent_));
+    joined_.insert(joined_.end(), chunk.begin(), chunk.end());
+    const std::string_view all(reinterpret_cast<const char*>(joined_.data()), joined_.size());
+    sent_ = trip_->feed(all, last);
+    return {joined_.data(), sent_};
+  }
+  bool refused() const { return trip_ != nullptr && trip_->refused(); }
+
+ private:
+  secrets::BodyTripwire* trip_;
+  std::vector<std::uint8_t> joined_;
+  std::size_t sent_ = 0;
 };
 
 // The response's fields with every occurrence of a secret replaced (same length).
@@ -174,11 +204,20 @@ asio::awaitable<h2::error_code> send_body(h2::ServerExchange& ex, Moved& moved,
 asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
                                    std::vector<std::uint8_t>& buf, std::size_t first,
                                    Moved& moved) {
-  std::size_t n = first;
-  while (n > 0) {
-    moved.up += n;
-    s.watchdog->arm(s.limits().idle_timeout);
-    if (co_await up.send_data({buf.data(), n}, false)) co_return;
+  ScannedBody body(moved.trip);
+  for (std::size_t n = first;;) {
+    const std::span<const std::uint8_t> go = body.pass({buf.data(), n}, n == 0);
+    if (body.refused()) {
+      moved.tripped = true;
+      up.reset();
+      co_return;
+    }
+    if (!go.empty()) {
+      moved.up += go.size();
+      s.watchdog->arm(s.limits().idle_timeout);
+      if (co_await up.send_data(go, false)) co_return;
+    }
+    if (n == 0) break;
     auto [ec, got] = co_await ex.read_body(buf);
     if (ec) {
       up.reset();
@@ -293,18 +332,31 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   if (auto [ec, n] = co_await bhttp::async_write_header(stream, sr, use_tuple); ec) {
     co_return;
   }
-  for (std::size_t n = first; n > 0;) {
-    moved.up += n;
-    const asio::const_buffer bytes(buf.data(), n);
-    if (chunked) {
-      if (auto [ec, w] = co_await asio::async_write(stream, bhttp::make_chunk(bytes), use_tuple);
-          ec) {
-        co_return;
-      }
-    } else if (auto [ec, w] = co_await asio::async_write(stream, bytes, use_tuple); ec) {
+  ScannedBody body(moved.trip);
+  for (std::size_t n = first; first > 0;) {
+    const std::span<const std::uint8_t> go = body.pass({buf.data(), n}, n == 0);
+    if (body.refused()) {
+      // The destination saw the head and part of the body: its connection is reset, so it
+      // never sees the request end.
+      moved.tripped = true;
+      boost::system::error_code ignored;
+      up->socket.set_option(asio::socket_base::linger(true, 0), ignored);
       co_return;
     }
-    s.watchdog->arm(s.limits().idle_timeout);
+    if (!go.empty()) {
+      moved.up += go.size();
+      const asio::const_buffer bytes(go.data(), go.size());
+      if (chunked) {
+        if (auto [ec, w] = co_await asio::async_write(stream, bhttp::make_chunk(bytes), use_tuple);
+            ec) {
+          co_return;
+        }
+      } else if (auto [ec, w] = co_await asio::async_write(stream, bytes, use_tuple); ec) {
+        co_return;
+      }
+      s.watchdog->arm(s.limits().idle_timeout);
+    }
+    if (n == 0) break;
     auto [ec, got] = co_await ex.read_body(buf);
     if (ec) co_return;
     n = got;
@@ -381,6 +433,27 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   moved.complete = !ec;
 }
 
+// What the client still sends of a refused request's body is read and dropped (up to
+// kDrainBytes, for at most kDrainTime) before the refusal goes out, as over HTTP/1.1
+// (linger_close): a response that ends the stream while the client is still sending makes
+// nghttp2 follow it with RST_STREAM NO_ERROR, which curl (7.88) reports as an error without
+// showing the response.
+asio::awaitable<void> drain_body(h2::ServerExchange& ex, std::vector<std::uint8_t>& buf) {
+  using namespace asio::experimental::awaitable_operators;
+  constexpr std::chrono::seconds kDrainTime{1};
+  constexpr std::size_t kDrainBytes = 4 << 20;
+  const auto drain = [](h2::ServerExchange& from,
+                        std::vector<std::uint8_t>& into) -> asio::awaitable<void> {
+    for (std::size_t total = 0; total < kDrainBytes;) {
+      auto [ec, n] = co_await from.read_body(into);
+      if (ec || n == 0) co_return;
+      total += n;
+    }
+  };
+  asio::steady_timer timer(co_await asio::this_coro::executor, kDrainTime);
+  co_await (drain(ex, buf) || timer.async_wait(use_tuple));
+}
+
 // One stream: decided, forwarded, logged.
 asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchange& ex) {
   const h2::RequestHead& head = ex.request();
@@ -449,11 +522,35 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     redactor.emplace(request.secret_forms);
     moved.redact = &*redactor;
   }
+  // The body is scanned for placeholders on its way out, as the head was.
+  std::optional<secrets::BodyTripwire> trip;
+  if (s.snap->placeholders && first > 0) {
+    trip.emplace(*s.snap->placeholders,
+                 s.snap->injection ? s.snap->injection->for_sandbox(s.sandbox) : nullptr, s.sandbox,
+                 host, port, true);
+    moved.trip = &*trip;
+  }
   const bool over_h2 = ups.h2_client != nullptr && !ups.h2_client->ended();
   if (over_h2) {
     co_await forward_h2(s, ups, ex, out, buf, first, moved);
   } else {
     co_await forward_h1(s, ups, ex, out, fields, buf, first, moved, responder);
+  }
+  if (moved.tripped) {
+    // A placeholder in the body, going where it may not: told as for one in a header (a 403
+    // on this stream, unless the destination's answer had begun and the stream is reset).
+    policy::Decision d;
+    d.reason = policy::Reason::placeholder_misuse;
+    if (!trip->check().credential.empty()) d.rule = "credentials." + trip->check().credential;
+    if (moved.status != 0) {
+      ex.reset();
+    } else {
+      co_await drain_body(ex, buf);
+    }
+    name_request();
+    co_await s.deny(policy::EntryMode::http, shown, port, d, &host, {}, &responder);
+    if (!ex.response_ended()) ex.reset();
+    co_return;
   }
   if (!moved.complete && !ex.response_ended()) ex.reset();
   if (moved.reported) co_return;

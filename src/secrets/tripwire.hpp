@@ -41,9 +41,8 @@ PlaceholderCheck check_placeholders(const PlaceholderIndex& index, const Injecti
 // Costs one search for "sgph_" per byte. Sees the bytes as sent: a compressed or encoded body
 // hides a placeholder from it (a tripwire, not a filter). Everything it points to (index,
 // rules, host) outlives it. One per request body; not thread-safe.
-// Used by the HTTP/1.1 relay (proxy/http_forward.cpp, relay_message). TODO(lead): the h2
-// relay (proxy/intercept_h2.cpp) feeds request DATA through it too; a refusal there resets
-// the upstream stream and answers the client's stream with the 403 (or resets it).
+// Used by the HTTP/1.1 relay (proxy/http_forward.cpp, relay_message) and the HTTP/2 one
+// (proxy/intercept_h2.cpp, ScannedBody).
 class BodyTripwire {
  public:
   // Enough for a whole placeholder and the byte after it, which says it ends there.

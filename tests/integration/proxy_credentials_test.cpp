@@ -271,19 +271,27 @@ TEST_F(ProxyCredentials, APlaceholderInARequestBodyTripsTheWireToo) {
   std::string large = pattern_bytes(1u << 20, 3);
   large.replace(16 * 1024 - 20, mine.size(), mine);
   dir_.write("large.bin", large);
-  const std::vector<std::pair<std::string, std::vector<std::string>>> uploads = {
+  // Over HTTP/2 too: the origin speaks HTTP/1.1, so the h2 client leg's bridge scans it.
+  struct Upload {
+    std::string name;
+    std::vector<std::string> args;
+    std::string version = "--http1.1";
+  };
+  const std::vector<Upload> uploads = {
       {"small", {"--data-binary", "@" + dir_.file("small.json")}},
       {"large_chunked",
        {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + dir_.file("large.bin")}},
       {"plain_http", {"--data-binary", "@" + dir_.file("small.json")}},
+      {"small_h2", {"--data-binary", "@" + dir_.file("small.json")}, "--http2"},
+      {"large_h2", {"--data-binary", "@" + dir_.file("large.bin")}, "--http2"},
   };
   std::size_t denials = 0;
-  for (const auto& [name, args] : uploads) {
+  for (const auto& [name, args, version] : uploads) {
     std::vector<std::string> all = args;
     all.push_back(name == "plain_http"
                       ? "http://other.test:" + std::to_string(origin_.port()) + "/collect"
                       : url("other.test", "/collect"));
-    const auto r = curl(all);
+    const auto r = curl(all, version);
     EXPECT_EQ(r.http_code, 403) << name << " " << r.err;
     EXPECT_EQ(curl_header(r, "X-Sandgate-Error"), "SANDBOX_NETWORK_DENIED") << name;
     EXPECT_NE(r.body.find("placeholder_misuse"), std::string::npos) << name << r.body;
@@ -304,11 +312,16 @@ TEST_F(ProxyCredentials, APlaceholderInARequestBodyTripsTheWireToo) {
 
   // To the host the credential is bound to, the body goes as it was sent (a placeholder is
   // worthless; only the header is replaced).
-  const auto bound = curl({"--data-binary", "@" + dir_.file("large.bin"), url("api.test", "/up")});
-  EXPECT_EQ(bound.http_code, 200) << bound.err;
-  ASSERT_EQ(origin_.request_count(), 1u);
-  EXPECT_TRUE(origin_.requests()[0].body == large);
-  EXPECT_EQ(origin_.requests()[0].header("Authorization"), "Bearer " + kGitHubToken);
+  for (const std::string version : {"--http1.1", "--http2"}) {
+    const auto bound =
+        curl({"--data-binary", "@" + dir_.file("large.bin"), url("api.test", "/up")}, version);
+    EXPECT_EQ(bound.http_code, 200) << version << bound.err;
+  }
+  ASSERT_EQ(origin_.request_count(), 2u);
+  for (const auto& request : origin_.requests()) {
+    EXPECT_TRUE(request.body == large);
+    EXPECT_EQ(request.header("Authorization"), "Bearer " + kGitHubToken);
+  }
 }
 
 TEST_F(ProxyCredentials, NoTokenToBeHadIs503SayingWhetherWaitingHelps) {
