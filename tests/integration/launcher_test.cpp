@@ -284,6 +284,36 @@ TEST_F(Launcher, CredentialVariablesHoldThePlaceholderNotTheOperatorsToken) {
   EXPECT_EQ(r.out.find("ghp_the_operators_own"), std::string::npos);
 }
 
+// THREATS 25: an unprivileged (--user) command reaches the directory that holds the daemon's
+// secrets (here made traversable, as a shared filesystem may be) but reads none of them: the
+// interception CA key (`sandgate ca init` makes it 0600), the placeholder key and a static
+// credential's token file (0600, as docs/credentials.md asks; the daemon refuses looser
+// ones), while the CA certificate, which is public, stays readable.
+TEST_F(Launcher, AnUnprivilegedCommandReadsNoKeyNorToken) {
+  ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("sgca")}).exit_code, 0);
+  dir_.write("placeholder.key", std::string(32, '\x44'));
+  ::chmod(dir_.file("placeholder.key").c_str(), 0600);
+  dir_.write("token", "npm_realtoken\n");
+  ::chmod(dir_.file("token").c_str(), 0600);
+  extra_tables_ = "\n[interception]\nca_cert = \"" + dir_.file("sgca/ca.pem") + "\"\nca_key = \"" +
+                  dir_.file("sgca/ca.key") + "\"\n\n[credentials]\nplaceholder_key_file = \"" +
+                  dir_.file("placeholder.key") +
+                  "\"\n\n[credentials.gh]\nprovider = \"static\"\nfile = \"" + dir_.file("token") +
+                  "\"\nenv = [\"GH_TOKEN\"]\n\n[[profiles.default.inject]]\n"
+                  "hosts = [\"example.com\"]\ncredential = \"gh\"\nas = \"bearer\"\n";
+  start_daemon();
+  ::chmod(dir_.path().c_str(), 0711);
+  ::chmod(dir_.file("sgca").c_str(), 0711);
+  const std::string sb = id("keys");
+  const auto r = launch({"run", "--sandbox", sb, "--user", "nobody", "--", "sh", "-c",
+                         "for f in \"$@\"; do cat \"$f\" >/dev/null 2>&1; echo $?; done", "sh",
+                         dir_.file("sgca/ca.key"), dir_.file("placeholder.key"), dir_.file("token"),
+                         dir_.file("sgca/ca.pem")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n1\n1\n0\n");
+  EXPECT_EQ(r.out.find("npm_realtoken"), std::string::npos);
+}
+
 // A --user command reads the CA bundle (SSL_CERT_FILE), and nothing else of the state dir.
 TEST_F(Launcher, UserReadsTheCaBundleButNotTheStateDir) {
   start_daemon();
