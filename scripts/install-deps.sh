@@ -15,6 +15,8 @@ packages=(
   prometheus-cpp-dev libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format ccache
+  # libsystemd: the daemon notifies systemd (sd_notify: ready, reload, stop, watchdog).
+  libsystemd-dev
   # clang builds the fuzz and tsan presets; libclang-rt-14-dev holds libFuzzer and the
   # sanitizer runtimes (a Recommends of clang-14 only, so it is named here).
   clang libclang-rt-14-dev
