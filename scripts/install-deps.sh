@@ -28,7 +28,11 @@ packages=(
   # Real HTTP/2 peers for the h2 codec tests: nghttp, nghttpd and python3-h2.
   nghttp2-client nghttp2-server python3-h2
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
-  prometheus
+  # prometheus: promtool checks the alerting rules; a real Prometheus scrapes the daemon in
+  # a test. logrotate: the shipped snippet runs in a test. python3-yaml: the manifest checks.
+  prometheus logrotate python3-yaml
+  # systemd-analyze verifies the shipped unit (no running systemd needed).
+  systemd
 )
 
 # npm drives one end-to-end test (a package installed through sandgate). A Node.js from
