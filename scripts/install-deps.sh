@@ -33,6 +33,8 @@ packages=(
   prometheus logrotate python3-yaml
   # systemd-analyze verifies the shipped unit (no running systemd needed).
   systemd
+  # strace: a test checks the unit's SystemCallFilter= against the calls the daemon makes.
+  strace
 )
 
 # npm drives one end-to-end test (a package installed through sandgate). A Node.js from

@@ -14,10 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/eventually.hpp"
+#include "support/http_origin.hpp"
 #include "support/raw_client.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
@@ -277,6 +280,115 @@ TEST(SystemdUnit, IsNotifyTypeUnprivilegedAndHardened) {
       {"systemd-analyze", "security", "--offline=true", "--threshold=20", "--no-pager", unit}, 60s);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("Overall exposure level for sandgate.service"), std::string::npos) << r.out;
+}
+
+// The system calls in a systemd-analyze syscall-filter group, its nested groups expanded.
+std::set<std::string> syscall_group(const std::string& group) {
+  std::set<std::string> out;
+  const auto r = run_command({"systemd-analyze", "syscall-filter", "--no-pager", group}, 30s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  bool header = true;  // the first line names the group itself
+  while (std::getline(lines, line)) {
+    const auto start = line.find_first_not_of(' ');
+    if (start == std::string::npos || line[start] == '#') continue;
+    const std::string name = line.substr(start);
+    if (std::exchange(header, false)) continue;
+    if (name.starts_with("@")) {
+      const auto nested = syscall_group(name);
+      out.insert(nested.begin(), nested.end());
+    } else {
+      out.insert(name);
+    }
+  }
+  return out;
+}
+
+// The unit's SystemCallFilter= (@system-service, minus @privileged) allows every system call
+// the daemon makes: start, listeners of every kind, a forwarded request, a spliced tunnel, a
+// refusal, a scrape, a drop-in reload, SIGHUP, SIGUSR1 and SIGTERM, all traced with strace.
+// (A call outside it would fail with EPERM under systemd, SystemCallErrorNumber=.)
+TEST(SystemdUnit, TheSyscallFilterAllowsEverySyscallTheDaemonMakes) {
+  TempDir dir;
+  const std::string trace = dir.file("trace");
+  HttpOrigin origin;
+  origin.set_handler(
+      [](const RecordedRequest&) { return OriginReply::with_length(200, pattern_bytes(2 << 20)); });
+  const std::string dropins = dir.file("sandboxes.d");
+  fs::create_directories(dropins);
+  SandgateOptions options;
+  options.workers = 2;
+  options.audit_to_file = true;
+  options.sandboxes_dir = dropins;
+  options.listeners = "transparent = [\"127.0.0.1:0\"]\ndns = [\"127.0.0.1:0\"]";
+  // -D: strace runs as a detached grandchild, so the daemon keeps the pid the test signals.
+  options.wrapper = {"strace", "-D", "-f", "-q", "-o", trace};
+  options.tables = R"(
+[dns.hosts]
+"origin.test" = ["127.0.0.1"]
+
+[profiles.default]
+allow = ["origin.test"]
+ports = [)" + std::to_string(origin.port()) +
+                   R"(]
+allow_cidrs = ["127.0.0.0/8"]
+
+[sandboxes.agent]
+profile = "default"
+token = "tok-systemd-Qe4v"
+)";
+  {
+    SandgateProcess daemon(options);
+    const std::string proxy = daemon.proxy_url("agent", "tok-systemd-Qe4v");
+    const std::string url = "http://origin.test:" + std::to_string(origin.port()) + "/";
+    EXPECT_EQ(run_curl({"-x", proxy, url}).http_code, 200);        // forwarded
+    EXPECT_EQ(run_curl({"-p", "-x", proxy, url}).http_code, 200);  // CONNECT, spliced
+    EXPECT_EQ(run_curl({"-x", proxy, "http://refused.test/"}).http_code, 403);
+    EXPECT_FALSE(daemon.metrics_text().empty());
+    std::ofstream(dropins + "/extra.toml") << "id = \"extra\"\nsources = [\"10.9.9.9\"]\n";
+    EXPECT_TRUE(
+        eventually([&] { return daemon.stderr_text().find("reloaded") != std::string::npos; }));
+    EXPECT_TRUE(daemon.reload(options.tables));
+    ::kill(daemon.pid(), SIGUSR1);
+    EXPECT_EQ(run_curl({"-x", proxy, "http://refused.test/"}).http_code, 403);
+    EXPECT_EQ(daemon.stop(5000ms), 0);
+  }
+  // strace writes its last lines as the daemon exits.
+  ASSERT_TRUE(eventually(
+      [&] { return read_file(trace).find("+++ exited with 0 +++") != std::string::npos; }, 5000ms));
+
+  std::set<std::string> used;
+  const std::regex call(R"(^\d+\s+([a-z0-9_]+)\()");
+  std::istringstream lines(read_file(trace));
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, call)) used.insert(m[1]);
+  }
+  ASSERT_GT(used.size(), 30u) << "strace saw too little";
+  for (const char* expected : {"splice", "inotify_add_watch", "accept", "sendmsg"}) {
+    EXPECT_TRUE(used.contains(expected)) << expected << " not traced: the run missed a path";
+  }
+  // The unit's filter lines: an allow list, then "~" lines that take calls out of it.
+  std::set<std::string> allowed, removed;
+  std::istringstream unit(read_file(kSourceDir + "/deploy/systemd/sandgate.service"));
+  for (std::string line; std::getline(unit, line);) {
+    if (!line.starts_with("SystemCallFilter=")) continue;
+    std::string value = line.substr(std::string_view("SystemCallFilter=").size());
+    const bool deny = value.starts_with("~");
+    std::istringstream names(deny ? value.substr(1) : value);
+    for (std::string name; names >> name;) {
+      auto calls = name.starts_with("@") ? syscall_group(name) : std::set<std::string>{name};
+      (deny ? removed : allowed).merge(calls);
+    }
+  }
+  ASSERT_TRUE(allowed.contains("splice") && removed.contains("setuid"));
+  for (const std::string& name : used) {
+    // execve is the exec of the daemon itself (systemd installs the filter before it).
+    if (name == "execve") continue;
+    EXPECT_TRUE(allowed.contains(name)) << name << " is outside the unit's SystemCallFilter=";
+    EXPECT_FALSE(removed.contains(name)) << name << " is taken out by SystemCallFilter=~";
+  }
 }
 
 // The packaged config, with its absolute paths moved into `dir`, passes --check-config.
