@@ -44,10 +44,10 @@ TEST(WorkerHeartbeat, PingsEveryRoundWhileEveryWorkerAnswers) {
   WorkerLoop a, b;
   int pings = 0, stalls = 0;
   WorkerHeartbeat hb(
-      main, {&a.ioc, &b.ioc}, 10ms, [&] { ++pings; }, [&](std::size_t) { ++stalls; });
+      main, {&a.ioc, &b.ioc}, 50ms, [&] { ++pings; }, [&](std::size_t) { ++stalls; });
   hb.start();
-  run_for(main, 200ms);
-  EXPECT_GE(pings, 10);  // ~20 rounds; a loaded machine gets a margin
+  run_for(main, 600ms);
+  EXPECT_GE(pings, 6);  // ~12 rounds; a loaded machine gets a margin
   EXPECT_EQ(stalls, 0);
 }
 
@@ -67,7 +67,7 @@ TEST(WorkerHeartbeat, AStuckWorkerStopsThePingsUntilItAnswersAgain) {
   int pings = 0;
   std::vector<std::size_t> stalls;
   WorkerHeartbeat hb(
-      main, {&a.ioc, &b.ioc}, 10ms, [&] { ++pings; },
+      main, {&a.ioc, &b.ioc}, 25ms, [&] { ++pings; },
       [&](std::size_t worker) { stalls.push_back(worker); });
   hb.start();
   run_for(main, 150ms);
@@ -76,8 +76,8 @@ TEST(WorkerHeartbeat, AStuckWorkerStopsThePingsUntilItAnswersAgain) {
   EXPECT_EQ(stalls[0], 1u);
 
   release.set_value();
-  run_for(main, 150ms);
-  EXPECT_GE(pings, 5);  // it answers again: the pings resume
+  run_for(main, 300ms);
+  EXPECT_GE(pings, 4);  // it answers again: the pings resume
   EXPECT_EQ(stalls.size(), 1u);
 }
 
