@@ -415,15 +415,19 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   if (const auto timeout = service::watchdog_timeout()) {
     std::vector<asio::io_context*> loops;
     for (auto& w : workers) loops.push_back(w->ioc.get());
-    heartbeat.emplace(main_ioc, std::move(loops), *timeout / 2, &service::notify_watchdog,
-                      [](std::size_t worker) {
-                        const std::string message =
-                            "worker " + std::to_string(worker) + " does not answer";
-                        service::notify_status(message);
-                        std::cerr << boost::json::serialize(boost::json::object{
-                                         {"event", "worker_stalled"}, {"worker", worker}})
-                                  << std::endl;
-                      });
+    heartbeat.emplace(
+        main_ioc, std::move(loops), *timeout / 2, &service::notify_watchdog,
+        [](std::size_t worker) {
+          const std::string message = "worker " + std::to_string(worker) + " does not answer";
+          service::notify_status(message);
+          std::cerr << boost::json::serialize(
+                           boost::json::object{{"event", "worker_stalled"}, {"worker", worker}})
+                    << std::endl;
+        },
+        [&] {
+          service::notify_status(serving_status(*shared->current()->config, n_workers));
+          std::cerr << R"({"event":"workers_recovered"})" << std::endl;
+        });
     heartbeat->start();
   }
   main_ioc.run();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <string>
+#include <utility>
 
 namespace sandgate::proxy::service {
 
@@ -70,6 +71,7 @@ struct WorkerHeartbeat::State {
   std::chrono::steady_clock::duration interval{};
   std::function<void()> on_alive;
   std::function<void(std::size_t)> on_stuck;
+  std::function<void()> on_recovered;
   bool stalled = false;
   bool stopped = false;
 };
@@ -78,11 +80,13 @@ WorkerHeartbeat::WorkerHeartbeat(boost::asio::io_context& main,
                                  std::vector<boost::asio::io_context*> workers,
                                  std::chrono::steady_clock::duration interval,
                                  std::function<void()> on_alive,
-                                 std::function<void(std::size_t)> on_stuck)
+                                 std::function<void(std::size_t)> on_stuck,
+                                 std::function<void()> on_recovered)
     : timer_(main), state_(std::make_shared<State>(std::move(workers))) {
   state_->interval = interval;
   state_->on_alive = std::move(on_alive);
   state_->on_stuck = std::move(on_stuck);
+  state_->on_recovered = std::move(on_recovered);
 }
 
 WorkerHeartbeat::~WorkerHeartbeat() {
@@ -106,7 +110,7 @@ void WorkerHeartbeat::round() {
     if (s.stamps[i].load(std::memory_order_acquire) != s.round) stuck = i;
   }
   if (!stuck) {
-    s.stalled = false;
+    if (std::exchange(s.stalled, false) && s.on_recovered) s.on_recovered();
     if (s.on_alive) s.on_alive();
     // A new round only once the last one is answered: a slow worker is never owed two.
     ++s.round;

@@ -40,14 +40,16 @@ std::optional<std::chrono::microseconds> watchdog_timeout();
 // pings (on_alive) only when every stamp of the round before came back. A worker stuck in one
 // handler (a blocking call, a loop that never yields) misses its stamp, so the pings stop and
 // the service manager restarts the daemon once its timeout passes; on_stuck names the first
-// such worker, once per stall. The main thread's io_context runs the rounds, so a stuck main
+// such worker, once per stall, and on_recovered follows when every worker answers again
+// (before the ping that round sends). The main thread's io_context runs the rounds, so a stuck main
 // thread stops the pings too. Runs on `main`'s thread; the worker io_contexts must outlive the
 // rounds (stop() or stopping `main` ends them).
 class WorkerHeartbeat {
  public:
   WorkerHeartbeat(boost::asio::io_context& main, std::vector<boost::asio::io_context*> workers,
                   std::chrono::steady_clock::duration interval, std::function<void()> on_alive,
-                  std::function<void(std::size_t worker)> on_stuck);
+                  std::function<void(std::size_t worker)> on_stuck,
+                  std::function<void()> on_recovered = {});
   ~WorkerHeartbeat();
   WorkerHeartbeat(const WorkerHeartbeat&) = delete;
   WorkerHeartbeat& operator=(const WorkerHeartbeat&) = delete;

@@ -64,21 +64,23 @@ TEST(WorkerHeartbeat, AStuckWorkerStopsThePingsUntilItAnswersAgain) {
   });
   while (!blocked) std::this_thread::sleep_for(1ms);
 
-  int pings = 0;
+  int pings = 0, recoveries = 0;
   std::vector<std::size_t> stalls;
   WorkerHeartbeat hb(
       main, {&a.ioc, &b.ioc}, 25ms, [&] { ++pings; },
-      [&](std::size_t worker) { stalls.push_back(worker); });
+      [&](std::size_t worker) { stalls.push_back(worker); }, [&] { ++recoveries; });
   hb.start();
   run_for(main, 150ms);
   EXPECT_EQ(pings, 1);           // the first round owes nothing; none after it
   ASSERT_EQ(stalls.size(), 1u);  // reported once per stall, not every round
+  EXPECT_EQ(recoveries, 0);
   EXPECT_EQ(stalls[0], 1u);
 
   release.set_value();
   run_for(main, 300ms);
   EXPECT_GE(pings, 4);  // it answers again: the pings resume
   EXPECT_EQ(stalls.size(), 1u);
+  EXPECT_EQ(recoveries, 1);
 }
 
 TEST(WorkerHeartbeat, StopEndsTheRounds) {
