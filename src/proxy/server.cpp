@@ -1,6 +1,7 @@
 #include "proxy/server.hpp"
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -296,8 +297,10 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     return 1;
   }
 
-  for (auto& w : workers) {
-    w->thread = std::thread([&w = *w, shared, cfg] {
+  for (std::size_t index = 0; index < workers.size(); ++index) {
+    workers[index]->thread = std::thread([&w = *workers[index], index, shared, cfg] {
+      // "sg-worker-N" in top -H, ps -L and /proc/PID/task/*/comm (N as in worker_stalled).
+      ::pthread_setname_np(::pthread_self(), ("sg-worker-" + std::to_string(index)).c_str());
       auto resolver =
           std::make_unique<dns::Resolver>(w.ioc->get_executor(), resolver_options(*cfg));
       auto upstreams = std::make_unique<UpstreamPool>();

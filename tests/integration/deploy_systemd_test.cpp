@@ -5,8 +5,10 @@
 // a mounted ConfigMap or Secret.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -205,6 +207,77 @@ token = "tok-systemd-second-Zr8m"
     EXPECT_FALSE(n->has("WATCHDOG", "1")) << "a watchdog ping after STOPPING=1";
   }
   EXPECT_EQ(daemon.stop(), 0);
+}
+
+// The thread id of the daemon's thread named `name` (/proc/PID/task/*/comm); -1 if none.
+pid_t thread_named(pid_t pid, const std::string& name) {
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::string comm = read_file(task.path() / "comm");
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (comm == name) return static_cast<pid_t>(std::stol(task.path().filename().string()));
+  }
+  return -1;
+}
+
+// One thread of the daemon held still (ptrace stops only the thread it is attached to), as a
+// worker stuck in a blocking call would be; released on destruction.
+class StoppedThread {
+ public:
+  explicit StoppedThread(pid_t tid) : tid_(tid) {
+    if (::ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0 ||
+        ::ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
+      throw std::runtime_error("cannot ptrace thread " + std::to_string(tid_));
+    }
+    int status = 0;
+    ::waitpid(tid_, &status, __WALL);
+  }
+  ~StoppedThread() { release(); }
+  void release() {
+    if (tid_ > 0) ::ptrace(PTRACE_DETACH, tid_, nullptr, nullptr);
+    tid_ = -1;
+  }
+
+ private:
+  pid_t tid_;
+};
+
+TEST(SystemdNotify, AStuckWorkerStopsTheWatchdogPingsUntilItAnswersAgain) {
+  TempDir sock_dir;
+  NotifyListener notify(sock_dir);
+  SandgateOptions options;
+  options.tables = kTables;
+  options.workers = 2;
+  options.wrapper = {"env", "NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=600000"};
+  SandgateProcess daemon(options);
+  ASSERT_TRUE(notify.wait_for("READY", "1"));
+  ASSERT_TRUE(notify.wait_for("WATCHDOG", "1", 1000ms));
+  const pid_t worker = thread_named(daemon.pid(), "sg-worker-1");
+  ASSERT_GT(worker, 0) << "no thread named sg-worker-1";
+
+  StoppedThread stuck(worker);
+  // A round already answered may still ping once; after that, none for as long as systemd
+  // would wait (600 ms) and more, and the status names the worker.
+  int pings = 0;
+  bool status_seen = false;
+  const auto until = std::chrono::steady_clock::now() + 1500ms;
+  while (std::chrono::steady_clock::now() < until) {
+    const auto n = notify.next(300ms);
+    if (!n) continue;
+    if (n->has("WATCHDOG", "1")) ++pings;
+    if (n->get("STATUS") == "worker 1 does not answer") status_seen = true;
+  }
+  EXPECT_LE(pings, 1) << "the pings went on while worker 1 was stopped";
+  EXPECT_TRUE(status_seen);
+  EXPECT_TRUE(eventually([&] {
+    return daemon.stderr_text().find(R"({"event":"worker_stalled","worker":1})") !=
+           std::string::npos;
+  }));
+
+  stuck.release();
+  const auto recovered = notify.wait_for("STATUS", "serving 1 sandboxes with 2 workers", 2000ms);
+  EXPECT_TRUE(recovered);
+  EXPECT_TRUE(notify.wait_for("WATCHDOG", "1", 1000ms)) << "no ping after the worker answered";
+  EXPECT_NE(daemon.stderr_text().find(R"({"event":"workers_recovered"})"), std::string::npos);
 }
 
 TEST(SystemdNotify, NoWatchdogPingsWithoutWatchdogUsecOrForAnotherPid) {
