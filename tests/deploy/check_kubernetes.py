@@ -25,6 +25,24 @@ import urllib.parse
 
 import yaml
 
+class StrictLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a key given twice in one mapping (PyYAML keeps the last
+    silently; the API server's strict decoding, and kubectl, refuse it)."""
+
+
+def _mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f'duplicate key {key!r}', key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
 API = {'Namespace': 'v1', 'ConfigMap': 'v1', 'Secret': 'v1', 'Service': 'v1', 'Pod': 'v1',
        'DaemonSet': 'apps/v1'}
 SANDGATE_UID = 65532
@@ -42,9 +60,12 @@ class Checker:
     def load(self, directory):
         for path in sorted(glob.glob(os.path.join(directory, '*.yaml'))):
             with open(path) as f:
-                for doc in yaml.safe_load_all(f):
-                    if doc is not None:
-                        self.objects.append((os.path.basename(path), doc))
+                try:
+                    for doc in yaml.load_all(f, Loader=StrictLoader):
+                        if doc is not None:
+                            self.objects.append((os.path.basename(path), doc))
+                except yaml.YAMLError as e:
+                    self.fail(os.path.basename(path), f'YAML: {e}')
         if not self.objects:
             self.fail(directory, 'no manifests')
 
@@ -371,6 +392,22 @@ def self_test(sandgate, directory):
             failures.append(name)
         else:
             print(f'caught: {name}: {c.problems[0]}')
+    # A key given twice (PyYAML alone would keep the last one silently).
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in glob.glob(os.path.join(directory, '*.yaml')):
+            with open(path) as f:
+                text = f.read()
+            if path.endswith('node-daemonset.yaml'):
+                text = text.replace('      hostNetwork: true\n',
+                                    '      hostNetwork: true\n      hostNetwork: false\n', 1)
+            with open(os.path.join(tmp, os.path.basename(path)), 'w') as f:
+                f.write(text)
+        c = Checker(sandgate)
+        c.load(tmp)
+        if not any('duplicate key' in p for p in c.problems):
+            failures.append('a duplicated key')
+        else:
+            print('caught: a duplicated key')
     for name in failures:
         print(f'self-test: not caught: {name}', file=sys.stderr)
     return 1 if failures else 0
