@@ -9,6 +9,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <map>
+#include <tuple>
 
 namespace sandgate::launcher {
 namespace {
@@ -18,9 +20,18 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// Runs on the io_context in query_sandbox; takes everything by value.
-asio::awaitable<SandboxStatus> exchange(tcp::endpoint endpoint, std::string target,
-                                        std::chrono::milliseconds timeout) {
+// One answer of the admin listener: its status and body, or why there is none (status 0).
+struct Answer {
+  unsigned status = 0;
+  std::string body;
+  std::string error;
+};
+
+constexpr std::size_t kMaxBody = 1024 * 1024;  // the denials of a sandbox are bounded
+
+// Runs on the io_context in get; takes everything by value.
+asio::awaitable<Answer> exchange(tcp::endpoint endpoint, std::string target,
+                                 std::chrono::milliseconds timeout) {
   beast::tcp_stream stream(co_await asio::this_coro::executor);
   stream.expires_after(timeout);  // one deadline for connect, write and read together
   try {
@@ -31,42 +42,112 @@ asio::awaitable<SandboxStatus> exchange(tcp::endpoint endpoint, std::string targ
     co_await http::async_write(stream, req, asio::use_awaitable);
     beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
-    parser.body_limit(64 * 1024);
+    parser.body_limit(kMaxBody);
     co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
-    const auto& res = parser.get();
-    if (res.result() == http::status::not_found)
-      co_return SandboxStatus{SandboxStatus::Answer::inactive, {}};
-    boost::system::error_code ec;
-    const auto body = boost::json::parse(res.body(), ec);
-    if (res.result() == http::status::ok && !ec && body.is_object()) {
-      const auto* active = body.as_object().if_contains("active");
-      if (active != nullptr && active->is_bool()) {
-        co_return SandboxStatus{
-            active->as_bool() ? SandboxStatus::Answer::active : SandboxStatus::Answer::inactive,
-            {}};
-      }
-    }
-    co_return SandboxStatus{
-        SandboxStatus::Answer::unreachable,
-        "unexpected answer " + std::to_string(res.result_int()) + " to GET " + target};
+    co_return Answer{parser.get().result_int(), parser.get().body(), {}};
   } catch (const boost::system::system_error& e) {
-    co_return SandboxStatus{SandboxStatus::Answer::unreachable, e.code().message()};
+    co_return Answer{0, {}, e.code().message()};
   }
+}
+
+Answer get(const std::string& host, std::uint16_t port, const std::string& target,
+           std::chrono::milliseconds timeout) {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) return {0, {}, "bad address " + host};
+  asio::io_context ioc;
+  auto result = asio::co_spawn(ioc, exchange(tcp::endpoint(address, port), target, timeout),
+                               asio::use_future);
+  ioc.run();
+  return result.get();
 }
 
 }  // namespace
 
 SandboxStatus query_sandbox(const std::string& host, std::uint16_t port, std::string_view id,
                             std::chrono::milliseconds timeout) {
+  const std::string target = "/sandboxes/" + std::string(id);
+  const Answer answer = get(host, port, target, timeout);
+  if (answer.status == 0) return {SandboxStatus::Answer::unreachable, answer.error};
+  if (answer.status == 404) return {SandboxStatus::Answer::inactive, {}};
   boost::system::error_code ec;
-  const auto address = asio::ip::make_address(host, ec);
-  if (ec) return {SandboxStatus::Answer::unreachable, "bad address " + host};
-  asio::io_context ioc;
-  auto result = asio::co_spawn(
-      ioc, exchange(tcp::endpoint(address, port), "/sandboxes/" + std::string(id), timeout),
-      asio::use_future);
-  ioc.run();
-  return result.get();
+  const auto body = boost::json::parse(answer.body, ec);
+  if (answer.status == 200 && !ec && body.is_object()) {
+    const auto* active = body.as_object().if_contains("active");
+    if (active != nullptr && active->is_bool()) {
+      return {active->as_bool() ? SandboxStatus::Answer::active : SandboxStatus::Answer::inactive,
+              {}};
+    }
+  }
+  return {SandboxStatus::Answer::unreachable,
+          "unexpected answer " + std::to_string(answer.status) + " to GET " + target};
+}
+
+std::optional<DenialSnapshot> parse_denials(std::string_view body, std::string* error) {
+  boost::system::error_code ec;
+  const boost::json::value doc = boost::json::parse(body, ec);
+  auto fail = [&](const std::string& why) -> std::optional<DenialSnapshot> {
+    if (error != nullptr) *error = why;
+    return std::nullopt;
+  };
+  if (ec || !doc.is_object()) return fail("the denials answer is not a JSON object");
+  const boost::json::object& o = doc.as_object();
+  DenialSnapshot s;
+  try {
+    s.epoch = boost::json::value_to<std::uint64_t>(o.at("epoch"));
+    s.total = boost::json::value_to<std::uint64_t>(o.at("total"));
+    s.overflow = boost::json::value_to<std::uint64_t>(o.at("overflow"));
+    for (const boost::json::value& v : o.at("denials").as_array()) {
+      const boost::json::object& d = v.as_object();
+      DenialCount c;
+      c.protocol = boost::json::value_to<std::string>(d.at("protocol"));
+      c.host = boost::json::value_to<std::string>(d.at("host"));
+      c.port = d.at("port").is_null() ? 0 : boost::json::value_to<std::uint16_t>(d.at("port"));
+      c.reason = boost::json::value_to<std::string>(d.at("reason"));
+      c.count = boost::json::value_to<std::uint64_t>(d.at("count"));
+      s.denials.push_back(std::move(c));
+    }
+  } catch (const std::exception& e) {
+    return fail(std::string("the denials answer lacks a field: ") + e.what());
+  }
+  return s;
+}
+
+DenialSnapshot denials_between(const DenialSnapshot& start, const DenialSnapshot& end) {
+  if (start.epoch != end.epoch) return end;
+  using Key = std::tuple<std::string, std::string, std::uint16_t, std::string>;
+  std::map<Key, std::uint64_t> before;
+  for (const DenialCount& c : start.denials)
+    before[{c.protocol, c.host, c.port, c.reason}] = c.count;
+  DenialSnapshot out;
+  out.epoch = end.epoch;
+  out.total = end.total >= start.total ? end.total - start.total : end.total;
+  out.overflow = end.overflow >= start.overflow ? end.overflow - start.overflow : end.overflow;
+  for (const DenialCount& c : end.denials) {
+    const auto it = before.find({c.protocol, c.host, c.port, c.reason});
+    const std::uint64_t was = it == before.end() ? 0 : it->second;
+    if (c.count <= was) continue;
+    DenialCount grown = c;
+    grown.count = c.count - was;
+    out.denials.push_back(std::move(grown));
+  }
+  return out;
+}
+
+std::optional<DenialSnapshot> query_denials(const std::string& host, std::uint16_t port,
+                                            std::string_view id, std::chrono::milliseconds timeout,
+                                            std::string* error) {
+  const std::string target = "/sandboxes/" + std::string(id) + "/denials";
+  const Answer answer = get(host, port, target, timeout);
+  if (answer.status != 200) {
+    if (error != nullptr) {
+      *error = answer.status == 0
+                   ? "the daemon's admin listener did not answer (" + answer.error + ")"
+                   : "the daemon answered " + std::to_string(answer.status) + " to GET " + target;
+    }
+    return std::nullopt;
+  }
+  return parse_denials(answer.body, error);
 }
 
 }  // namespace sandgate::launcher

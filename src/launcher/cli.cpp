@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "launcher/quantity.hpp"
+
 namespace sandgate::launcher {
 namespace {
 
@@ -64,10 +66,45 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
+    const bool run_only = spec.verb == Verb::run;
     const bool takes_value =
         arg == "--sandbox" || arg == "--config" || (spec.command && arg == "--user") ||
-        (spec.policy && (arg == "--profile" || arg == "--allow" || arg == "--netns"));
-    if (takes_value) {
+        (spec.policy && (arg == "--profile" || arg == "--allow" || arg == "--netns")) ||
+        (run_only && (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" ||
+                      arg == "--pids" || arg == "--json-file" || arg == "--json-fd"));
+    if (takes_value && run_only &&
+        (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" || arg == "--pids" ||
+         arg == "--json-fd")) {
+      auto v = value();
+      if (!v || v->empty()) return fail(error, std::string(arg) + " needs a value");
+      std::string why;
+      if (arg == "--timeout" || arg == "--kill-after") {
+        const auto d = parse_duration(*v, &why);
+        if (!d) return fail(error, std::string(arg) + ": " + why);
+        if (arg == "--timeout" && d->count() == 0) return fail(error, "--timeout must be > 0");
+        if (arg == "--timeout") {
+          options.timeout = *d;
+        } else {
+          options.kill_after = *d;
+        }
+      } else if (arg == "--memory") {
+        options.memory = parse_size(*v, &why);
+        if (!options.memory) return fail(error, "--memory: " + why);
+        if (*options.memory < Options::kMinMemory) {
+          return fail(error, "--memory " + *v + " is below 1M; sizes take K, M, G (512M)");
+        }
+      } else if (arg == "--pids") {
+        options.pids = parse_count(*v, &why);
+        if (!options.pids) return fail(error, "--pids: " + why);
+      } else {
+        const auto fd = parse_count(*v, &why);
+        if (!fd || *fd < 3 || *fd > 1024) {
+          return fail(error, "--json-fd needs a descriptor from 3 to 1024 the caller opened");
+        }
+        options.json_fd = static_cast<int>(*fd);
+        options.json = true;
+      }
+    } else if (takes_value) {
       auto v = value();
       if (!v || v->empty()) return fail(error, std::string(arg) + " needs a value");
       if (arg == "--sandbox") options.sandbox = *v;
@@ -76,9 +113,13 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       if (arg == "--allow") options.allow.push_back(*v);
       if (arg == "--netns") options.netns_path = *v;
       if (arg == "--user") options.user = *v;
+      if (arg == "--json-file") {
+        options.json_file = *v;
+        options.json = true;
+      }
     } else if (arg == "--share-run" && spec.command) {
       options.share_run = true;
-    } else if (arg == "--json" && spec.verb == Verb::list) {
+    } else if (arg == "--json" && (spec.verb == Verb::list || spec.verb == Verb::run)) {
       options.json = true;
     } else {
       return fail(error,
@@ -91,13 +132,17 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
   if (spec.command && (!has_separator || options.command.empty())) {
     return fail(error, std::string(found->first) + " needs a command after --");
   }
+  if (!options.json_file.empty() && options.json_fd >= 0) {
+    return fail(error, "--json-file and --json-fd exclude each other");
+  }
   return options;
 }
 
 std::string_view usage_text() {
   return "usage: sandgate-launch [--config PATH] COMMAND\n"
          "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] [--user USER]\n"
-         "       [--share-run] -- CMD ARGS...\n"
+         "       [--share-run] [--timeout DURATION [--kill-after DURATION]] [--memory BYTES]\n"
+         "       [--pids N] [--json | --json-file PATH | --json-fd N] -- CMD ARGS...\n"
          "  up   --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH]\n"
          "  exec --sandbox ID [--user USER] [--share-run] -- CMD ARGS...\n"
          "  down --sandbox ID\n"

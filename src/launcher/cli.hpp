@@ -2,6 +2,8 @@
 
 // Command-line parsing for sandgate-launch (pure: no I/O).
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,7 +24,17 @@ struct Options {
   std::vector<std::string> command;  // after "--" (run, exec)
   std::string user;                  // --user (run, exec): run the command as this user
   bool share_run = false;            // --share-run (run, exec): the host's /run, not a private one
-  bool json = false;                 // list --json
+  bool json = false;                 // list --json; run --json, --json-file, --json-fd
+  // run only (docs/launcher.md, "Limits and outcomes"):
+  std::optional<std::chrono::milliseconds> timeout;         // --timeout: TERM at the deadline
+  std::chrono::milliseconds kill_after{kDefaultKillAfter};  // --kill-after: then KILL
+  std::optional<std::uint64_t> memory;                      // --memory: bytes, the sandbox's cgroup
+  std::optional<std::uint64_t> pids;                        // --pids: tasks in the sandbox's cgroup
+  std::string json_file;                                    // --json-file: the status object here
+  int json_fd = -1;  // --json-fd: here (-1 with json: stdout, when no json_file either)
+
+  static constexpr std::chrono::milliseconds kDefaultKillAfter{5000};
+  static constexpr std::uint64_t kMinMemory = 1024 * 1024;
 };
 
 // Parses argv[1..]. Returns nullopt with a one-line reason in *error on a usage error.

@@ -1,6 +1,8 @@
 #include "launcher/commands.hpp"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,11 +13,15 @@
 #include <fstream>
 #include <iostream>
 
+#include "launcher/admin_client.hpp"
+#include "launcher/cgroup.hpp"
 #include "launcher/dropin.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/layout.hpp"
+#include "launcher/outcome.hpp"
 #include "launcher/session.hpp"
 #include "launcher/settings.hpp"
+#include "launcher/status_sink.hpp"
 #include "launcher/system.hpp"
 #include "secrets/placeholder.hpp"
 
@@ -113,12 +119,15 @@ void check_command(const Options& o, const std::vector<std::string>& env) {
       127, "command not found: " + name + " (not in PATH " + path.value_or("/bin:/usr/bin") + ")");
 }
 
-// Runs the command inside the sandbox in a session of its own (session.hpp) and returns its
-// status. It enters the sandbox's network namespace and a mount namespace of its own with a
-// private /run (unless --share-run): enter_sandbox.
+// Runs the command inside the sandbox in a session of its own (session.hpp) and returns how it
+// ended. It joins the sandbox's cgroup (if any) and enters the sandbox's network namespace and
+// a mount namespace of its own with a private /run (unless --share-run): enter_sandbox.
 // If the launcher is killed meanwhile, its DeathWatch ends the command's session and, for
-// `run` (whose sandbox is its own), everything in the sandbox's namespace.
-int run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o) {
+// `run` (whose sandbox is its own), everything in the sandbox's namespace and cgroup.
+// With a timeout, the deadline's TERM and KILL go to the command's process group, the
+// cgroup's processes and everything in an owned namespace (for --netns: the command's session).
+SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o,
+                             const std::vector<std::string>& env) {
   const std::vector<std::string> argv = command_argv(o.user, o.command);
   EnterPlan plan;
   plan.netns_path = state.netns_path();
@@ -127,13 +136,41 @@ int run_in_sandbox(const Settings& settings, const SandboxState& state, const Op
   plan.private_run = !o.share_run;
   plan.ca_bundle = ca_bundle_path(settings);
   const bool whole_netns = o.verb == Verb::run && state.owned_netns;
-  DeathWatch watch([whole_netns, netns = state.netns_path()](long command) {
+  const std::vector<std::string> cgroups =
+      o.verb == Verb::run ? state.cgroups : std::vector<std::string>{};
+  DeathWatch watch([whole_netns, cgroups, netns = state.netns_path()](long command) {
     kill_session(command);
     if (whole_netns) kill_processes_in_netns(netns);
+    signal_cgroup(cgroups, SIGKILL);
   });
-  return run_in_new_session(
-      argv, command_environment(settings, state.id),
-      [&watch](pid_t command) { watch.started(command); }, [&plan] { return enter_sandbox(plan); });
+  pid_t command = -1;
+  std::optional<Deadline> deadline;
+  if (o.timeout) {
+    const std::string netns = state.netns_path();
+    deadline = Deadline{std::chrono::steady_clock::now() + *o.timeout, o.kill_after,
+                        [&command, &cgroups, whole_netns, netns](int sig) {
+                          if (command > 1) ::kill(-command, sig);  // its process group
+                          signal_cgroup(cgroups, sig);
+                          if (whole_netns) signal_processes_in_netns(netns, sig);
+                          if (!whole_netns && command > 1) signal_session(command, sig);
+                        },
+                        [&command, &cgroups, whole_netns, netns] {
+                          return cgroup_populated(cgroups) ||
+                                 (whole_netns ? signal_processes_in_netns(netns, 0) > 0
+                                              : command > 1 && signal_session(command, 0) > 0);
+                        }};
+  }
+  return run_session(
+      argv, env,
+      [&watch, &command](pid_t pid) {
+        command = pid;
+        watch.started(pid);
+      },
+      [&plan, &cgroups] {
+        if (std::string error = join_cgroup(cgroups); !error.empty()) return error;
+        return enter_sandbox(plan);
+      },
+      deadline);
 }
 
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
@@ -143,17 +180,93 @@ int report_teardown(const std::string& id, const std::vector<std::string>& error
   return errors.empty() ? 0 : 1;
 }
 
+// The daemon's denial counts of the sandbox (best effort: the status object says why they are
+// missing).
+std::optional<DenialSnapshot> denial_snapshot(const Settings& settings, const std::string& id,
+                                              std::string* error) {
+  return query_denials(settings.admin_host, settings.admin_port, id, std::chrono::seconds(3),
+                       error);
+}
+
+// run: create the sandbox (and its cgroup), run the command under its limits, tear down on every
+// way out, report the outcome (stderr line, exit status, and with --json the status object).
 int run(const Options& o) {
-  block_stop_signals();
-  const Settings settings = load_settings(o.config_path, true);
-  drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
-  check_command(o, command_environment(settings));
-  const SandboxState state = create_sandbox(settings, request_from(o, "run"));
-  const StateDir dir(settings.state_dir);
-  // Stop signals are forwarded to the command; the launcher waits for it either way.
-  const int status = run_in_sandbox(settings, state, o);
-  report_teardown(state.id, destroy_sandbox(dir, state, settings, settings.ready_timeout));
-  return status;
+  RunOutcome outcome;
+  outcome.sandbox = o.sandbox;
+  outcome.timeout = o.timeout;
+  outcome.kill_after = o.kill_after;
+  outcome.memory_bytes = o.memory;
+  outcome.pids = o.pids;
+  const StatusSink sink(o.verb == Verb::run && o.json, o.json_file, o.json_fd);
+  const CgroupLimits limits{o.memory, o.pids};
+  std::optional<Settings> settings;
+  std::optional<SandboxState> state;
+  // Tears the sandbox down once, on whichever way out of run comes first.
+  auto teardown = [&] {
+    if (!state || !settings) return;
+    const SandboxState s = *state;
+    state.reset();
+    report_teardown(s.id, destroy_sandbox(StateDir(settings->state_dir), s, *settings,
+                                          settings->ready_timeout));
+  };
+  try {
+    block_stop_signals();
+    settings = load_settings(o.config_path, true);
+    drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
+    check_command(o, command_environment(*settings));
+    if (limits.any()) plan_cgroup(o.sandbox, limits);  // the host can enforce them at all
+    state = create_sandbox(*settings, request_from(o, "run"));
+    if (limits.any()) {
+      const CgroupPlan plan = plan_cgroup(state->id, limits);
+      state->cgroups = plan.dirs;  // recorded first: teardown and gc remove them
+      StateDir(settings->state_dir).write(*state);
+      create_cgroup(plan, limits);
+    }
+    const std::vector<std::string> env = command_environment(*settings, state->id);
+    std::optional<DenialSnapshot> before;
+    if (o.json) before = denial_snapshot(*settings, state->id, &outcome.denials_error);
+    // Stop signals are forwarded to the command; the launcher waits for it either way.
+    const SessionResult ended = run_in_sandbox(*settings, *state, o, env);
+    outcome.started = true;
+    outcome.status = ended.status;
+    if (ended.signal != 0) {
+      outcome.signal = ended.signal;
+    } else {
+      outcome.exit_code = ended.exit_code;
+    }
+    outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(ended.duration);
+    outcome.killed_after_grace = ended.killed;
+    if (limits.any()) {
+      const CgroupEvents events = read_cgroup_events(state->cgroups);
+      if (o.memory) outcome.oom_kills = events.oom_kills;
+      if (o.pids) outcome.pids_limit_hits = events.pids_max;
+    }
+    if (o.json && before) {
+      if (const auto after = denial_snapshot(*settings, state->id, &outcome.denials_error)) {
+        outcome.denials = denials_between(*before, *after);
+      }
+    }
+    classify(outcome, ended.timed_out);
+    teardown();
+    if (!outcome.error.empty()) warn(outcome.message);
+  } catch (const std::exception& e) {
+    teardown();
+    const auto* launch_error = dynamic_cast<const LaunchError*>(&e);
+    outcome.status = launch_error != nullptr ? launch_error->exit_code() : 1;
+    outcome.message = e.what();
+    // A command that cannot be found is the command's failure (127, as a shell), not the
+    // sandbox's.
+    if (outcome.status != 127) {
+      outcome.error = kSandboxCreateFailed;
+      outcome.retryable = outcome.status != 2;  // 2: the request or the config must change
+    } else {
+      outcome.exit_code = 127;
+    }
+    sink.write(outcome);
+    throw;
+  }
+  sink.write(outcome);
+  return outcome.status;
 }
 
 int up(const Options& o) {
@@ -187,7 +300,7 @@ int exec(const Options& o) {
   }
   check_command(o, command_environment(settings));
   block_stop_signals();  // forwarded to the command from here on
-  return run_in_sandbox(settings, state, o);
+  return run_in_sandbox(settings, state, o, command_environment(settings, state.id)).status;
 }
 
 int down(const Options& o) {

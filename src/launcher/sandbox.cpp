@@ -15,6 +15,7 @@
 
 #include "launcher/admin_client.hpp"
 #include "launcher/ca_bundle.hpp"
+#include "launcher/cgroup.hpp"
 #include "launcher/dropin.hpp"
 #include "launcher/layout.hpp"
 #include "launcher/ruleset.hpp"
@@ -445,6 +446,9 @@ std::vector<std::string> destroy_sandbox(const StateDir& dir, const SandboxState
   if (!s.owned_netns) {
     for (std::string& e : restore_attached_netns(s)) errors.push_back(std::move(e));
   }
+  // After the namespace's processes are gone; kills whatever is still in it (an attached
+  // --netns sandbox's command and its children).
+  for (std::string& e : remove_cgroup(s.cgroups)) errors.push_back(std::move(e));
   if (errors.empty()) dir.remove(s.id);  // kept on failure so gc can retry
   return errors;
 }

@@ -10,6 +10,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -176,6 +177,15 @@ TerminalPlan plan_terminal(const std::array<bool, 3>& is_terminal) {
 int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                        const std::function<void(pid_t)>& started,
                        const std::function<std::string()>& enter) {
+  return run_session(argv, env, started, enter, std::nullopt).status;
+}
+
+SessionResult run_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::function<void(pid_t)>& started,
+                          const std::function<std::string()>& enter,
+                          const std::optional<Deadline>& deadline) {
+  using Clock = std::chrono::steady_clock;
+  SessionResult result;
   const TerminalPlan plan = plan_terminal({::isatty(0) == 1, ::isatty(1) == 1, ::isatty(2) == 1});
   std::vector<char*> cargv;
   std::vector<char*> cenv;
@@ -192,7 +202,7 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
   const Fd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   if (signals.get() < 0) {
     std::fprintf(stderr, "sandgate-launch: signalfd: %s\n", std::strerror(errno));
-    return 1;
+    return result;
   }
   Fd master;
   Fd slave;
@@ -201,7 +211,7 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
     const auto pair = open_pty(plan, &error);
     if (!pair) {
       std::fprintf(stderr, "sandgate-launch: %s\n", error.c_str());
-      return 1;
+      return result;
     }
     master.reset(pair->first);
     slave.reset(pair->second);
@@ -213,8 +223,9 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
   if (child == 0) start_child(plan, slave.get(), cargv.data(), cenv.data(), enter);
   if (child < 0) {
     std::fprintf(stderr, "sandgate-launch: cannot fork: %s\n", std::strerror(errno));
-    return 1;
+    return result;
   }
+  const Clock::time_point began = Clock::now();
   if (started) started(child);
   slave.reset();  // the master reads EIO once the command's side (all its copies) is closed
 
@@ -227,7 +238,25 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
     if (done == child) break;
     if (done < 0 && errno != EINTR) {
       std::fprintf(stderr, "sandgate-launch: waitpid: %s\n", std::strerror(errno));
-      return 1;
+      return result;
+    }
+    int wait_ms = -1;
+    if (deadline) {
+      const Clock::time_point now = Clock::now();
+      if (!result.timed_out && now >= deadline->at) {
+        result.timed_out = true;
+        deadline->stop(SIGTERM);
+      }
+      if (result.timed_out && !result.killed && now >= deadline->at + deadline->kill_after) {
+        result.killed = true;
+        deadline->stop(SIGKILL);
+      }
+      const Clock::time_point next =
+          !result.timed_out ? deadline->at
+          : !result.killed  ? deadline->at + deadline->kill_after
+                            : now + std::chrono::milliseconds(100);  // SIGCHLD comes anyway
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+      wait_ms = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
     }
     pollfd fds[3] = {{signals.get(), POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
     if (input_open && master_open && to_master.empty()) fds[1] = {STDIN_FILENO, POLLIN, 0};
@@ -235,7 +264,7 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
       const short out = to_master.empty() ? 0 : POLLOUT;
       fds[2] = {master.get(), static_cast<short>(POLLIN | out), 0};
     }
-    if (::poll(fds, 3, -1) < 0) {
+    if (::poll(fds, 3, wait_ms) < 0) {
       if (errno == EINTR) continue;
       std::fprintf(stderr, "sandgate-launch: poll: %s\n", std::strerror(errno));
       ::kill(child, SIGKILL);
@@ -267,6 +296,19 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
       master_open = pump_output(master.get(), plan.output_fd);
     }
   }
+  result.duration = Clock::now() - began;
+  // Timed out and the command is gone, but the rest of the sandbox has the grace period too
+  // before the KILL (a child that ignores SIGTERM, or one still cleaning up).
+  if (deadline && result.timed_out && !result.killed) {
+    const Clock::time_point kill_at = deadline->at + deadline->kill_after;
+    while (deadline->left() && Clock::now() < kill_at) {
+      ::poll(nullptr, 0, 20);
+    }
+    if (deadline->left()) {
+      result.killed = true;
+      deadline->stop(SIGKILL);
+    }
+  }
   // What the command wrote just before it ended is still in the pty.
   for (int i = 0; master_open && i < kMaxDrainReads; ++i) {
     char buf[kChunk];
@@ -274,7 +316,14 @@ int run_in_new_session(const std::vector<std::string>& argv, const std::vector<s
     if (n <= 0) break;
     write_all(plan.output_fd, buf, static_cast<std::size_t>(n));
   }
-  return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+  if (WIFEXITED(wstatus)) {
+    result.exit_code = WEXITSTATUS(wstatus);
+    result.status = result.exit_code;
+  } else {
+    result.signal = WTERMSIG(wstatus);
+    result.status = 128 + result.signal;
+  }
+  return result;
 }
 
 namespace {

@@ -9,7 +9,9 @@
 #include <sys/types.h>
 
 #include <array>
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,33 @@ TerminalPlan plan_terminal(const std::array<bool, 3>& is_terminal);
 int run_in_new_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                        const std::function<void(pid_t)>& started = {},
                        const std::function<std::string()>& enter = {});
+
+// run --timeout: at `at`, stop(SIGTERM); `kill_after` later, stop(SIGKILL), unless `left`
+// says nothing of the sandbox runs any more. stop signals the command's process group and
+// whatever else is the sandbox's; the grace period goes on after the command itself has ended
+// (a child of it that ignores SIGTERM still gets the KILL).
+struct Deadline {
+  std::chrono::steady_clock::time_point at;
+  std::chrono::milliseconds kill_after{0};
+  std::function<void(int sig)> stop;
+  std::function<bool()> left;
+};
+
+// How the command ended.
+struct SessionResult {
+  int status = 1;          // what run_in_new_session returns
+  int exit_code = -1;      // it exited with this (-1: it did not exit by itself)
+  int signal = 0;          // it was killed by this signal (0: it was not)
+  bool timed_out = false;  // the Deadline came first
+  bool killed = false;     // ... and the grace period ran out: SIGKILL was sent
+  std::chrono::steady_clock::duration duration{};  // from the fork to the command's end
+};
+
+// run_in_new_session with an optional deadline, and the details.
+SessionResult run_session(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::function<void(pid_t)>& started,
+                          const std::function<std::string()>& enter,
+                          const std::optional<Deadline>& deadline);
 
 // Ends what the command left when the launcher dies without finishing (SIGKILL, a crash): a
 // process forked from the launcher (root, stop signals blocked, stdio on /dev/null) that waits

@@ -22,6 +22,8 @@ std::string SandboxState::netns_path() const {
 }
 
 std::string to_json(const SandboxState& s) {
+  json::array cgroups;
+  for (const std::string& dir : s.cgroups) cgroups.emplace_back(dir);
   const json::object o{{"id", s.id},
                        {"slot", s.slot},
                        {"host_ip", s.host_ip},
@@ -37,7 +39,8 @@ std::string to_json(const SandboxState& s) {
                        {"dns_address", s.dns_address},
                        {"ipv6_all_before", s.ipv6_all_before},
                        {"ipv6_default_before", s.ipv6_default_before},
-                       {"lo_down_before", s.lo_down_before}};
+                       {"lo_down_before", s.lo_down_before},
+                       {"cgroups", std::move(cgroups)}};
   return json::serialize(o) + "\n";
 }
 
@@ -69,6 +72,9 @@ std::optional<SandboxState> state_from_json(std::string_view text) {
       s.ipv6_default_before = json::value_to<std::string>(*field);
     }
     if (const auto* field = o.if_contains("lo_down_before")) s.lo_down_before = field->as_bool();
+    if (const auto* field = o.if_contains("cgroups")) {
+      s.cgroups = json::value_to<std::vector<std::string>>(*field);
+    }
   } catch (const std::exception&) {
     return std::nullopt;
   }

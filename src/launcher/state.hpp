@@ -31,6 +31,9 @@ struct SandboxState {
   std::string ipv6_all_before;
   std::string ipv6_default_before;
   bool lo_down_before = false;
+  // run --memory / --pids: the sandbox's cgroup directories (cgroup.hpp), recorded before they
+  // are made; teardown kills what is in them and removes them.
+  std::vector<std::string> cgroups;
 
   // The namespace as a path (for nsenter and setns).
   std::string netns_path() const;

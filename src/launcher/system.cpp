@@ -235,19 +235,46 @@ long session_of(pid_t pid) {
 
 }  // namespace
 
+namespace {
+
+// Whether process `pid` is in the network namespace `target` (stat of its file).
+bool in_netns(pid_t pid, const struct stat& target) {
+  struct stat ns {};
+  return ::stat(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), &ns) == 0 &&
+         ns.st_dev == target.st_dev && ns.st_ino == target.st_ino;
+}
+
+template <class Select>
+int signal_once(Select select, int sig) {
+  int signalled = 0;
+  for (const pid_t pid : all_pids()) {
+    if (select(pid) && ::kill(pid, sig) == 0) ++signalled;
+  }
+  return signalled;
+}
+
+}  // namespace
+
 int kill_processes_in_netns(const std::string& netns_path) {
   struct stat target {};
   if (::stat(netns_path.c_str(), &target) != 0) return 0;
-  return kill_until_none([&target](pid_t pid) {
-    struct stat ns {};
-    return ::stat(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), &ns) == 0 &&
-           ns.st_dev == target.st_dev && ns.st_ino == target.st_ino;
-  });
+  return kill_until_none([&target](pid_t pid) { return in_netns(pid, target); });
 }
 
 int kill_session(long sid) {
   if (sid <= 1) return 0;
   return kill_until_none([sid](pid_t pid) { return session_of(pid) == sid; });
+}
+
+int signal_processes_in_netns(const std::string& netns_path, int sig) {
+  struct stat target {};
+  if (::stat(netns_path.c_str(), &target) != 0) return 0;
+  return signal_once([&target](pid_t pid) { return in_netns(pid, target); }, sig);
+}
+
+int signal_session(long sid, int sig) {
+  if (sid <= 1) return 0;
+  return signal_once([sid](pid_t pid) { return session_of(pid) == sid; }, sig);
 }
 
 }  // namespace sandgate::launcher

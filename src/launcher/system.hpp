@@ -104,6 +104,11 @@ int kill_processes_in_netns(const std::string& netns_path);
 // leader). For an attached --netns, where other processes of the namespace are not ours.
 int kill_session(long sid);
 
+// One pass of `sig` to every process in the namespace (as kill_processes_in_netns picks them)
+// or in session `sid`; sig 0 only counts them. Returns how many it signalled.
+int signal_processes_in_netns(const std::string& netns_path, int sig);
+int signal_session(long sid, int sig);
+
 }  // namespace sandgate::launcher
 
 namespace sandgate::launcher {

@@ -21,6 +21,27 @@ namespace {
 namespace bhttp = boost::beast::http;
 using namespace boost::asio::experimental::awaitable_operators;
 constexpr auto kAdminTimeout = std::chrono::seconds(10);
+constexpr std::string_view kDenialsSuffix = "/denials";
+
+// GET /sandboxes/ID/denials: the sandbox's refusal counts since its counts began (`epoch`);
+// a reader subtracts an earlier answer of the same epoch to get what happened in between.
+boost::json::object denials_json(std::string_view id, const DenialCounts::View& view) {
+  boost::json::array entries;
+  for (const DenialCounts::Entry& e : view.entries) {
+    boost::json::object o{{"protocol", e.protocol},
+                          {"host", e.host},
+                          {"port", nullptr},
+                          {"reason", e.reason},
+                          {"count", e.count}};
+    if (e.port != 0) o["port"] = e.port;
+    entries.push_back(std::move(o));
+  }
+  return boost::json::object{{"id", id},
+                             {"epoch", view.epoch},
+                             {"total", view.total},
+                             {"overflow", view.overflow},
+                             {"denials", std::move(entries)}};
+}
 
 bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_body>& req,
                                             const Shared& shared) {
@@ -50,6 +71,17 @@ bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_b
     boost::json::array ids;
     for (const auto& sb : snap->config->sandboxes) ids.emplace_back(sb.spec.id);
     json(boost::json::object{{"sandboxes", std::move(ids)}});
+  } else if (target.starts_with("/sandboxes/") && target.ends_with(kDenialsSuffix)) {
+    const auto id = target.substr(
+        std::string_view("/sandboxes/").size(),
+        target.size() - std::string_view("/sandboxes/").size() - kDenialsSuffix.size());
+    const auto snap = shared.current();
+    if (const config::Sandbox* sb = snap->config->find_sandbox(id)) {
+      json(denials_json(sb->spec.id, shared.denials.view(id)));
+    } else {
+      res.result(bhttp::status::not_found);
+      json(boost::json::object{{"id", id}, {"active", false}});
+    }
   } else if (target.starts_with("/sandboxes/")) {
     const auto id = target.substr(std::string_view("/sandboxes/").size());
     const auto snap = shared.current();

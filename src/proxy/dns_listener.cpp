@@ -104,6 +104,7 @@ Bytes refuse(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox,
   r.rule = rule;
   write_bursty(deps, r, kLinesPerWindow);
   deps.shared->metrics->denial(reason);
+  deps.shared->denials.add(sandbox, r.protocol, name, 0, reason);
   deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::denied);
   std::string text(code_name(Errc::network_denied));
   text.append(": ").append(detail).append(" (").append(name).append(")");

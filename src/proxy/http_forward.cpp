@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -20,6 +21,7 @@
 #include "proxy/upstream.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "secrets/redactor.hpp"
+#include "secrets/tripwire.hpp"
 
 namespace sandgate::proxy {
 
@@ -36,9 +38,11 @@ bool trailer_is_clean(const bhttp::fields& f) {
          f.count(bhttp::field::transfer_encoding) <= 1 && f.count(bhttp::field::host) <= 1;
 }
 
-// How relaying one message ended: `in` (reading it) or `out` (writing it) failed with `ec`.
+// How relaying one message ended: `in` (reading it) or `out` (writing it) failed with `ec`;
+// `tripped`: the request body's placeholder tripwire refused it (nothing of the bytes that
+// held the placeholder went out).
 struct Relayed {
-  enum class Side { none, in, out } side = Side::none;
+  enum class Side { none, in, out, tripped } side = Side::none;
   boost::system::error_code ec;
   bool ok() const { return side == Side::none; }
 };
@@ -47,12 +51,15 @@ struct Relayed {
 // through a fixed buffer as bytes arrive (server-sent events, streamed responses),
 // re-framed as the header says. Every transfer pushes the idle deadline forward.
 // With `redact`, the body goes through it (a credentialed request's response: the token
-// never reaches the client; lengths do not change).
+// never reaches the client; lengths do not change). With `trip` (a request), the body is
+// scanned for placeholders as it goes (secrets::BodyTripwire): the last kHoldBack bytes of
+// each chunk wait in front of the next one until they are decided.
 template <bool isRequest, class In, class Out>
 asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buffer,
                                        bhttp::parser<isRequest, bhttp::buffer_body>& p, Out& out,
                                        std::uint64_t& bytes, Session& s,
-                                       secrets::Redactor* redact = nullptr) {
+                                       secrets::Redactor* redact = nullptr,
+                                       secrets::BodyTripwire* trip = nullptr) {
   using Side = Relayed::Side;
   const auto idle = s.limits().idle_timeout;
   bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
@@ -67,12 +74,19 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
     bytes += n;
     s.watchdog->arm(idle);
   }
-  std::unique_ptr<char[]> chunk;  // only for a message with a body, and not zeroed
-  std::string released;           // what `redact` lets go of this chunk
+  // Only for a message with a body, and not zeroed: kHold bytes of room for what `trip` held
+  // back, in front of the chunk read.
+  constexpr std::size_t kHold = secrets::BodyTripwire::kHoldBack;
+  std::unique_ptr<char[]> chunk;
+  std::string released;             // what `redact` lets go of this chunk
+  std::size_t held = 0;             // bytes `trip` held back, just in front of chunk + kHold
+  const char* held_from = nullptr;  // where they are until the write is done
   do {
+    if (held_from != nullptr) std::memmove(chunk.get() + kHold - held, held_from, held);
+    held_from = nullptr;
     if (!p.is_done()) {
-      if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kBodyChunk);
-      p.get().body().data = chunk.get();
+      if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kHold + kBodyChunk);
+      p.get().body().data = chunk.get() + kHold;
       p.get().body().size = kBodyChunk;
       auto [ec, n] = co_await bhttp::async_read_some(in, in_buffer, p, use_tuple);
       if (ec == bhttp::error::need_buffer) ec = {};
@@ -84,7 +98,16 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
       }
       if (ec) co_return Relayed{Side::in, ec};
       p.get().body().size = kBodyChunk - p.get().body().size;
-      char* data = chunk.get();
+      char* data = chunk.get() + kHold;
+      if (trip != nullptr) {
+        data -= held;
+        const std::size_t size = held + p.get().body().size;
+        const std::size_t go = trip->feed({data, size}, p.is_done());
+        if (trip->refused()) co_return Relayed{Side::tripped, {}};
+        held = size - go;
+        held_from = data + go;
+        p.get().body().size = go;
+      }
       if (redact != nullptr) {
         released = redact->feed({data, p.get().body().size});
         if (p.is_done()) released += redact->finish();
@@ -187,7 +210,8 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
                                std::uint16_t port, const std::string& authority,
                                const policy::Decision* decision,
-                               const std::vector<std::string>* secret_forms);
+                               const std::vector<std::string>* secret_forms,
+                               secrets::BodyTripwire* trip);
 
 }  // namespace
 
@@ -282,6 +306,7 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
     }
   } forget{s};
   const ChainResult result = co_await filter_request(s, request);
+  s.request_credential = request.credential;  // also a 503's: which credential was wanted
   if (!result.allowed) {
     const std::string shown = host.display();
     if (result.error != Errc::ok) {
@@ -295,12 +320,36 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   std::string target = forwarded_target(s, host, request.port, head.path_and_query);
   head.path_and_query = std::move(target);
   s.request_path = head.path_and_query;
-  if (request.injected != nullptr) {
-    s.request_credential = request.injected->credential;
-    s.request_fingerprint = request.token->fingerprint;
+  if (request.token != nullptr) s.request_fingerprint = request.token->fingerprint;
+  // The body is scanned for placeholders on its way out, like the head was (a request with
+  // no body never needs it).
+  std::optional<secrets::BodyTripwire> trip;
+  if (s.snap->placeholders && !head.parser->is_done()) {
+    trip.emplace(*s.snap->placeholders,
+                 s.snap->injection ? s.snap->injection->for_sandbox(s.sandbox) : nullptr, s.sandbox,
+                 host, request.port, request.intercepted != nullptr);
   }
   co_return co_await handle_http(s, head, host, request.port, &result.decision,
-                                 &request.secret_forms);
+                                 &request.secret_forms, trip ? &*trip : nullptr);
+}
+
+asio::awaitable<void> linger_close(Session& s) {
+  using namespace asio::experimental::awaitable_operators;
+  constexpr std::chrono::seconds kLingerTime{1};
+  constexpr std::size_t kLingerBytes = 4 << 20;
+  tcp::socket& socket = s.client;
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  const auto drain = [](tcp::socket& from) -> asio::awaitable<void> {
+    std::vector<char> buf(kBodyChunk);
+    for (std::size_t total = 0; total < kLingerBytes;) {
+      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), use_tuple);
+      if (ec) co_return;
+      total += n;
+    }
+  };
+  asio::steady_timer timer(socket.get_executor(), kLingerTime);
+  co_await (drain(socket) || timer.async_wait(use_tuple));
 }
 
 std::string upstream_authority(const Session& s, const policy::Host& host, std::uint16_t port) {
@@ -310,7 +359,8 @@ std::string upstream_authority(const Session& s, const policy::Host& host, std::
 
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port, const policy::Decision* decision,
-                                  const std::vector<std::string>* secret_forms) {
+                                  const std::vector<std::string>* secret_forms,
+                                  secrets::BodyTripwire* trip) {
   const std::string authority = upstream_authority(s, host, port);
 
   // One upstream connection per authority: a kept-alive connection is reused only for the
@@ -349,9 +399,9 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   }
   if (s.tls)
     co_return co_await exchange(s, s.tls->stream, s.upstream->tls->stream, head, host, port,
-                                authority, decision, secret_forms);
+                                authority, decision, secret_forms, trip);
   co_return co_await exchange(s, s.client, s.upstream->socket, head, host, port, authority,
-                              decision, secret_forms);
+                              decision, secret_forms, trip);
 }
 
 namespace {
@@ -363,7 +413,8 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
                                std::uint16_t port, const std::string& authority,
                                const policy::Decision* decision,
-                               const std::vector<std::string>* secret_forms) {
+                               const std::vector<std::string>* secret_forms,
+                               secrets::BodyTripwire* trip) {
   auto& shared = *s.deps.shared;
   UpstreamConn& up = *s.upstream;
   up.idle = false;
@@ -466,8 +517,23 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
   if (expect_continue && client_version == 11 && !req_parser.is_done()) {
     if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
   }
-  if (const Relayed e = co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s);
-      !e.ok()) {
+  if (const Relayed e = co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s,
+                                               nullptr, trip);
+      e.side == Relayed::Side::tripped) {
+    // A placeholder in the body, going where it may not: the destination's connection is
+    // reset (it never sees the request end, nor the bytes that held the placeholder), the
+    // client told as for one in a header, and the connection closed (its body unread).
+    boost::system::error_code ignored;
+    up.socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    s.upstream.reset();
+    policy::Decision d;
+    d.reason = policy::Reason::placeholder_misuse;
+    if (!trip->check().credential.empty()) d.rule = "credentials." + trip->check().credential;
+    s.watchdog->arm(s.limits().header_timeout);
+    co_await s.deny(policy::EntryMode::http, shown, port, d, &host);
+    co_await linger_close(s);  // the client may still be sending: let it read the 403
+    co_return false;
+  } else if (!e.ok()) {
     // Part of the request may have reached the destination: the line says how much.
     const bool client_side = e.side == Relayed::Side::in;
     const telemetry::Ended ended = ended_by(s, client_side, e.ec);

@@ -412,7 +412,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   const auto name_request = [&] {
     s.request_method = head.method;
     s.request_path = head.path;
-    s.request_credential = request.injected ? std::string_view(request.injected->credential) : "";
+    s.request_credential = request.credential;
     s.request_fingerprint = request.token ? std::string_view(request.token->fingerprint) : "";
   };
   // No view of this stream's head outlives it.
@@ -425,6 +425,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   } forget{s};
   name_request();
   const ChainResult result = co_await filter_request(s, request);
+  name_request();  // the credential a rule wanted, for a 503's line too
   if (!result.allowed && result.error != Errc::ok) {
     co_await s.fail(policy::EntryMode::http, result.error, shown, port, result.message,
                     telemetry::Phase::unset, &responder, result.retryable);

@@ -3,8 +3,12 @@
 #include <array>
 #include <vector>
 
+#include "common/ascii.hpp"
+#include "policy/path.hpp"
 #include "policy/request.hpp"
+#include "policy/request_rules.hpp"
 #include "proxy/session.hpp"
+#include "secrets/encoding.hpp"
 #include "secrets/store.hpp"
 #include "secrets/tripwire.hpp"
 
@@ -34,6 +38,39 @@ class DecisionFilter final : public RequestFilter {
   }
 };
 
+// Whether the request's target or any header value holds "sgph_": the placeholder
+// tripwire's cheap first test, allocation-free, so that a request with no placeholder (all
+// but an agent's token-hungry tools) costs one scan of its header values.
+bool may_carry_placeholder(const ProxiedRequest& r) {
+  if (secrets::may_contain_placeholder(r.path)) return true;
+  for (const auto& f : *r.fields) {
+    if (secrets::may_contain_placeholder(f.value())) return true;
+  }
+  return false;
+}
+
+// The user:password of every `Authorization: Basic` the client sent, decoded, one per line: a
+// Basic password is where git and credential helpers (gh's among them) put a token, so a
+// placeholder there is only seen decoded. "" (no allocation) when there is none.
+std::string basic_credentials(const boost::beast::http::fields& fields) {
+  std::string out;
+  constexpr std::string_view kBasic = "basic ";
+  const auto [begin, end] = fields.equal_range(boost::beast::http::field::authorization);
+  for (auto it = begin; it != end; ++it) {
+    const std::string_view value = it->value();
+    if (value.size() <= kBasic.size() || !iequals_ascii(value.substr(0, kBasic.size()), kBasic)) {
+      continue;
+    }
+    std::string_view encoded = value.substr(kBasic.size());
+    while (!encoded.empty() && encoded.front() == ' ') encoded.remove_prefix(1);
+    if (const auto decoded = secrets::base64_decode(encoded)) {
+      out += *decoded;
+      out += '\n';
+    }
+  }
+  return out;
+}
+
 // Credentials (docs/credentials.md): the placeholder tripwire first, then the sandbox's inject
 // rules. A credential goes only on a request inside a stream sandgate intercepted, whose
 // authority the decision already held to the intercepted name (misdirected otherwise), over
@@ -46,8 +83,12 @@ class CredentialFilter final : public RequestFilter {
     if (!snap.injection) co_return FilterResult{};
     const secrets::InjectionRules* rules = snap.injection->for_sandbox(s.sandbox);
     const bool intercepted = r.intercepted != nullptr;
-    if (snap.placeholders && r.fields != nullptr) {
-      std::vector<std::string_view> texts = {r.path};
+    const std::string basic =
+        snap.placeholders && r.fields != nullptr ? basic_credentials(*r.fields) : std::string();
+    if (snap.placeholders && r.fields != nullptr &&
+        (may_carry_placeholder(r) || secrets::may_contain_placeholder(basic))) {
+      // Rare (some text holds "sgph_"): only then are the texts collected.
+      std::vector<std::string_view> texts = {r.path, basic};
       for (const auto& f : *r.fields) texts.push_back(f.value());
       const secrets::PlaceholderCheck check = secrets::check_placeholders(
           *snap.placeholders, rules, s.sandbox, *r.host, r.port, intercepted, texts);
@@ -55,6 +96,9 @@ class CredentialFilter final : public RequestFilter {
         FilterResult out;
         out.next = false;
         out.denial.reason = policy::Reason::placeholder_misuse;
+        // A git client is answered the way git prints it (as for a git rule's refusal).
+        const policy::CanonicalPath path = policy::canonicalize_path(r.path);
+        out.denial.git = policy::recognize_git(r.method, path.path, path.query);
         if (!check.credential.empty()) out.denial.rule = "credentials." + check.credential;
         co_return out;
       }
@@ -67,6 +111,7 @@ class CredentialFilter final : public RequestFilter {
     if (rule == nullptr) co_return FilterResult{};
     secrets::TokenResult got = co_await s.deps.shared->credentials->get(
         rule->credential, rule->scope, s.limits().connect_timeout);
+    r.credential = rule->credential;  // named by the request's lines, also the 503's
     if (!got.ok()) {
       FilterResult out;
       out.next = false;

@@ -37,6 +37,9 @@ struct ProxiedRequest {
   // the request's lines, which name its fingerprint), and what of it the response must not
   // carry back to the sandbox (the Redactor's needles).
   const secrets::InjectRule* injected = nullptr;
+  // Set by the credential filter once a rule matched, whether or not a token could be had:
+  // the credential the request's lines name (credential.name, the 503's too).
+  std::string_view credential;
   std::shared_ptr<const secrets::Token> token;
   std::vector<std::string> secret_forms;
 };

@@ -17,6 +17,7 @@
 #include "dns/resolver.hpp"
 #include "policy/policy.hpp"
 #include "proxy/audit_bursts.hpp"
+#include "proxy/denial_counts.hpp"
 #include "proxy/dns_memory.hpp"
 #include "secrets/injection.hpp"
 #include "secrets/placeholder.hpp"
@@ -110,6 +111,9 @@ struct Shared {
   // Refusals that come in floods (over a DNS budget) are audited once per burst.
   AuditBursts audit_bursts;
   DnsMemory dns_memory;
+  // Refusals per sandbox, for GET /sandboxes/ID/denials (bounded; a reload drops the counts
+  // of sandboxes it no longer has).
+  DenialCounts denials;
   // The addresses of this host's interfaces, kept current by HostAddressWatch (never null
   // once the server runs). Never a destination unless allow_host_services opens one.
   std::atomic<std::shared_ptr<const policy::AddressSet>> host_addresses{

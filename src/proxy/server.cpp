@@ -353,6 +353,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       shared->snapshot.store(next);
       shared->dns_memory.retain(
           [&](const std::string& id) { return next->policy->has_sandbox(id); });
+      shared->denials.retain([&](const std::string& id) { return next->policy->has_sandbox(id); });
       for (auto& w : workers) {
         asio::post(*w->ioc, [&w = *w, next] {
           for (Session* s : std::vector<Session*>(w.sessions.live.begin(), w.sessions.live.end())) {

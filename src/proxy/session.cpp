@@ -68,6 +68,7 @@ void Session::record_denial(policy::EntryMode mode, std::string_view host, std::
   if (mode == policy::EntryMode::http || mode == policy::EntryMode::connect) r.http_status = 403;
   deps.shared->audit->write(r);
   deps.shared->metrics->denial(reason);
+  deps.shared->denials.add(sandbox, r.protocol, host, port, reason);
   deps.shared->metrics->connection(metrics_mode(mode), telemetry::Outcome::denied);
 }
 
@@ -97,6 +98,7 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
     r.reason = policy::reason_name(denial->reason);
     r.rule = denial->rule;
     metrics.denial(r.reason);
+    deps.shared->denials.add(sandbox, r.protocol, host, port, r.reason);
     metrics.connection(metrics_mode(mode), telemetry::Outcome::denied);
   } else {
     r.event = "connection_closed";

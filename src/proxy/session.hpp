@@ -20,6 +20,10 @@
 #include "proxy/watchdog.hpp"
 #include "telemetry/audit_log.hpp"
 
+namespace sandgate::secrets {
+class BodyTripwire;
+}
+
 namespace sandgate::proxy {
 
 // The TLS legs of an intercepted connection (proxy/tls_streams.hpp).
@@ -229,13 +233,21 @@ asio::awaitable<void> serve_h2(Session& s);
 // Returns true when the connection may carry another request.
 asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::uint16_t port);
 
+// Closes the client connection after a reply sent before its request was read whole: our
+// side is shut (FIN), then what the client still sends is read and dropped until it closes,
+// a second passes or 4 MiB arrived, so that no reset makes its kernel drop the reply unread.
+// (intercept_h2.cpp's linger() is the same for HTTP/2.)
+asio::awaitable<void> linger_close(Session& s);
+
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.
 // `head`: the validated head of this request; its parser is taken to read the body.
 // `decision`: what policy decided for it (its rule goes into the audit line), or null.
 // `secret_forms`: the attached credential's forms, which the response must not carry back.
+// `trip`: the placeholder tripwire the request body goes through, or null.
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port, const policy::Decision* decision = nullptr,
-                                  const std::vector<std::string>* secret_forms = nullptr);
+                                  const std::vector<std::string>* secret_forms = nullptr,
+                                  secrets::BodyTripwire* trip = nullptr);
 
 }  // namespace sandgate::proxy

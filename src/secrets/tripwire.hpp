@@ -32,4 +32,44 @@ PlaceholderCheck check_placeholders(const PlaceholderIndex& index, const Injecti
                                     std::uint16_t port, bool intercepted,
                                     std::span<const std::string_view> texts);
 
+// The same tripwire over a request body as it streams to its destination, wherever chunk
+// boundaries cut a placeholder. The caller keeps the bytes contiguous: each feed() gets the
+// bytes the last one held back, then the new ones; the bytes it returns as decided may go on,
+// the rest (at most kHoldBack, and only from where the end could begin a placeholder) must
+// come again in front of the next chunk. So no byte of a placeholder that is refused ever
+// leaves, and memory is the caller's buffer plus kHoldBack.
+// Costs one search for "sgph_" per byte. Sees the bytes as sent: a compressed or encoded body
+// hides a placeholder from it (a tripwire, not a filter). Everything it points to (index,
+// rules, host) outlives it. One per request body; not thread-safe.
+// Used by the HTTP/1.1 relay (proxy/http_forward.cpp, relay_message). TODO(lead): the h2
+// relay (proxy/intercept_h2.cpp) feeds request DATA through it too; a refusal there resets
+// the upstream stream and answers the client's stream with the 403 (or resets it).
+class BodyTripwire {
+ public:
+  // Enough for a whole placeholder and the byte after it, which says it ends there.
+  static constexpr std::size_t kHoldBack = kPlaceholderLength;
+
+  BodyTripwire(const PlaceholderIndex& index, const InjectionRules* rules, std::string_view sandbox,
+               const policy::Host& host, std::uint16_t port, bool intercepted);
+
+  // How many bytes from the start of `data` are decided and may go on; `last`: the body ends
+  // with `data` (all of it is decided). Once refused(), nothing of `data` may go (0) and the
+  // body must not be finished: the request is to be stopped.
+  std::size_t feed(std::string_view data, bool last);
+
+  bool refused() const { return !check_.allowed; }
+  bool found() const { return check_.found; }
+  // The refusal (credential, why) once refused().
+  const PlaceholderCheck& check() const { return check_; }
+
+ private:
+  const PlaceholderIndex* index_;
+  const InjectionRules* rules_;
+  std::string_view sandbox_;
+  const policy::Host* host_;
+  std::uint16_t port_;
+  bool intercepted_;
+  PlaceholderCheck check_;
+};
+
 }  // namespace sandgate::secrets

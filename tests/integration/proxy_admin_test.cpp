@@ -56,6 +56,7 @@ profile = "local"
 token = ")" + kToken2 +
                      R"("
 )";
+    tables_ = options.tables;
     daemon_ = std::make_unique<SandgateProcess>(options);
   }
 
@@ -82,6 +83,7 @@ token = ")" + kToken2 +
 
   HttpOrigin origin_;
   std::unique_ptr<SandgateProcess> daemon_;
+  std::string tables_;
 };
 
 TEST_F(ProxyAdmin, HealthAndReadinessAnswer200) {
@@ -193,6 +195,78 @@ TEST_F(ProxyAdmin, MetricsMoveWithTrafficAndPassPromtool) {
 
   const CommandResult promtool = run_command({"promtool", "check", "metrics"}, 20s, after);
   EXPECT_EQ(promtool.exit_code, 0) << promtool.out << promtool.err;
+}
+
+// GET /sandboxes/ID/denials counts each sandbox's refusals by (protocol, host, port, reason),
+// at most 256 keys per sandbox (the rest in `overflow`); a reload without the sandbox drops
+// its counts, and they start again (a new epoch) when it is back.
+TEST_F(ProxyAdmin, SandboxDenialsAreCountedBoundedAndDroppedWithTheSandbox) {
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(request(proxy_get("denied.test:80", "/", "sb1", kToken1)).status, 403);
+  }
+  EXPECT_EQ(request(proxy_connect("denied.test:443", "sb1", kToken1)).status, 403);
+  EXPECT_EQ(request(proxy_get("denied.test:80", "/", "sb1", "wrong")).status, 407);  // not sb1's
+  for (int i = 0; i < 300; ++i) {
+    EXPECT_EQ(request(proxy_get("h" + std::to_string(i) + ".test:80", "/", "sb1", kToken1)).status,
+              403);
+  }
+  auto r = admin("/sandboxes/sb1/denials");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  auto doc = parse_object(r->body);
+  ASSERT_TRUE(doc) << r->body;
+  EXPECT_EQ(json_string(*doc, "id"), "sb1");
+  EXPECT_EQ(doc->at("total").as_int64(), 304);
+  const auto& entries = doc->at("denials").as_array();
+  EXPECT_EQ(entries.size(), 256U);
+  EXPECT_EQ(doc->at("overflow").as_int64(), 304 - 256 - 2);  // denied.test's 4 are 2 keys
+  const auto epoch = doc->at("epoch").as_int64();
+  EXPECT_GT(epoch, 0);
+  int found = 0;
+  for (const auto& v : entries) {
+    const auto& e = v.as_object();
+    if (e.at("host") != "denied.test") continue;
+    ++found;
+    EXPECT_EQ(e.at("reason"), "no_matching_rule");
+    if (e.at("protocol") == "http") {
+      EXPECT_EQ(e.at("port"), 80);
+      EXPECT_EQ(e.at("count"), 3);
+    } else {
+      EXPECT_EQ(e.at("protocol"), "connect");
+      EXPECT_EQ(e.at("port"), 443);
+      EXPECT_EQ(e.at("count"), 1);
+    }
+  }
+  EXPECT_EQ(found, 2) << r->body;
+
+  r = admin("/sandboxes/sb2/denials");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "{\"id\":\"sb2\",\"epoch\":0,\"total\":0,\"overflow\":0,\"denials\":[]}\n");
+  r = admin("/sandboxes/nobody/denials");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+
+  // Without sb1 its counts go; back again, they start from zero.
+  std::string without = tables_;
+  const auto at = without.find("[sandboxes.sb1]");
+  const auto end = without.find("[sandboxes.sb2]");
+  ASSERT_NE(at, std::string::npos);
+  without.erase(at, end - at);
+  std::string error;
+  ASSERT_TRUE(daemon_->reload(without, &error)) << error;
+  r = admin("/sandboxes/sb1/denials");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  ASSERT_TRUE(daemon_->reload(tables_, &error)) << error;
+  EXPECT_EQ(request(proxy_get("denied.test:80", "/", "sb1", kToken1)).status, 403);
+  r = admin("/sandboxes/sb1/denials");
+  ASSERT_TRUE(r);
+  doc = parse_object(r->body);
+  ASSERT_TRUE(doc) << r->body;
+  EXPECT_EQ(doc->at("total").as_int64(), 1);
+  EXPECT_EQ(doc->at("overflow").as_int64(), 0);
+  EXPECT_GT(doc->at("epoch").as_int64(), epoch);
 }
 
 TEST_F(ProxyAdmin, NoSecretAppearsInTheAuditLogMetricsOrErrorBodies) {

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "secrets/encoding.hpp"
 #include "secrets/placeholder.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/http_origin.hpp"
@@ -239,11 +240,75 @@ TEST_F(ProxyCredentials, APlaceholderIsReplacedWhereBoundAndATripwireElsewhere) 
   EXPECT_EQ(json_string(*line, "rule.name"), "credentials.gh");
   EXPECT_EQ(daemon_->audit_text().find(mine), std::string::npos);
 
+  // As the password of Basic credentials (git and credential helpers put tokens there): seen
+  // decoded, refused on the unbound host, replaced on the bound one.
+  const auto basic = curl({"-u", "x-access-token:" + mine, url("other.test", "/basic")});
+  EXPECT_EQ(basic.http_code, 403);
+  EXPECT_NE(basic.body.find("placeholder_misuse"), std::string::npos) << basic.body;
+  EXPECT_EQ(origin_.request_count(), 1u);
+  const auto basic_bound = curl({"-u", "x-access-token:" + mine, url("api.test", "/basic")});
+  EXPECT_EQ(basic_bound.http_code, 200);
+  ASSERT_EQ(origin_.request_count(), 2u);
+  EXPECT_EQ(origin_.requests()[1].header("Authorization"), "Bearer " + kGitHubToken);
+  EXPECT_EQ(origin_.raw_received().find(secrets::base64("x-access-token:" + mine)),
+            std::string::npos);
+
   // Another sandbox's placeholder, even to the bound host, is refused too.
   const auto foreign =
       curl({"-H", "Authorization: token " + placeholder("sb2", "gh"), url("api.test", "/user")});
   EXPECT_EQ(foreign.http_code, 403);
-  EXPECT_EQ(origin_.request_count(), 1u);
+  EXPECT_EQ(origin_.request_count(), 2u);
+}
+
+// THREATS 13, the body: a placeholder in a request body going to a host its credential is
+// not bound to is refused like one in a header, wherever the relay's chunks cut it, and no
+// byte of it reaches the destination; to the bound host the body goes through untouched.
+TEST_F(ProxyCredentials, APlaceholderInARequestBodyTripsTheWireToo) {
+  const std::string mine = placeholder(kId, "gh");
+  const std::string small = R"({"note":"my token is )" + mine + R"("})";
+  dir_.write("small.json", small);
+  // Large, with the placeholder across the relay's 16 KiB chunk boundary, and sent chunked.
+  std::string large = pattern_bytes(1u << 20, 3);
+  large.replace(16 * 1024 - 20, mine.size(), mine);
+  dir_.write("large.bin", large);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> uploads = {
+      {"small", {"--data-binary", "@" + dir_.file("small.json")}},
+      {"large_chunked",
+       {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + dir_.file("large.bin")}},
+      {"plain_http", {"--data-binary", "@" + dir_.file("small.json")}},
+  };
+  std::size_t denials = 0;
+  for (const auto& [name, args] : uploads) {
+    std::vector<std::string> all = args;
+    all.push_back(name == "plain_http"
+                      ? "http://other.test:" + std::to_string(origin_.port()) + "/collect"
+                      : url("other.test", "/collect"));
+    const auto r = curl(all);
+    EXPECT_EQ(r.http_code, 403) << name << " " << r.err;
+    EXPECT_EQ(curl_header(r, "X-Sandgate-Error"), "SANDBOX_NETWORK_DENIED") << name;
+    EXPECT_NE(r.body.find("placeholder_misuse"), std::string::npos) << name << r.body;
+    ++denials;
+  }
+  EXPECT_EQ(origin_.request_count(), 0u);
+  EXPECT_EQ(origin_.raw_received().find(mine), std::string::npos);
+  EXPECT_EQ(origin_.raw_received().find(mine.substr(0, 20)), std::string::npos);
+  std::size_t lines = 0;
+  for (const auto& line : daemon_->audit_lines()) {
+    if (json_string(line, "event.reason") != "placeholder_misuse") continue;
+    EXPECT_EQ(json_string(line, "rule.name"), "credentials.gh");
+    EXPECT_EQ(json_string(line, "destination.address"), "other.test");
+    ++lines;
+  }
+  EXPECT_EQ(lines, denials);
+  EXPECT_EQ(daemon_->audit_text().find(mine), std::string::npos);
+
+  // To the host the credential is bound to, the body goes as it was sent (a placeholder is
+  // worthless; only the header is replaced).
+  const auto bound = curl({"--data-binary", "@" + dir_.file("large.bin"), url("api.test", "/up")});
+  EXPECT_EQ(bound.http_code, 200) << bound.err;
+  ASSERT_EQ(origin_.request_count(), 1u);
+  EXPECT_TRUE(origin_.requests()[0].body == large);
+  EXPECT_EQ(origin_.requests()[0].header("Authorization"), "Bearer " + kGitHubToken);
 }
 
 TEST_F(ProxyCredentials, NoTokenToBeHadIs503SayingWhetherWaitingHelps) {
@@ -261,6 +326,22 @@ TEST_F(ProxyCredentials, NoTokenToBeHadIs503SayingWhetherWaitingHelps) {
   const auto line = daemon_->wait_audit_code("CREDENTIAL_UNAVAILABLE");
   ASSERT_TRUE(line);
   EXPECT_EQ(json_int(*line, "http.response.status_code"), 503);
+  // The line names the credential that could not be had, in its own field; no fingerprint,
+  // as no token was attached.
+  EXPECT_EQ(json_string(*line, "credential.name"), "gh");
+  EXPECT_FALSE(json_string(*line, "credential.fingerprint"));
+
+  // The same over HTTP/2.
+  const std::size_t before = daemon_->audit_lines().size();
+  const auto down2 = curl({url("api.test", "/down2")}, "--http2");
+  EXPECT_EQ(down2.http_code, 503);
+  const auto line2 = daemon_->wait_audit(
+      [](const boost::json::object& l) {
+        return json_string(l, "event.code") == "CREDENTIAL_UNAVAILABLE";
+      },
+      std::chrono::milliseconds(3000), before);
+  ASSERT_TRUE(line2) << daemon_->audit_text();
+  EXPECT_EQ(json_string(*line2, "credential.name"), "gh");
 }
 
 TEST_F(ProxyCredentials, AnEndpointThatRefusesTheAppIs503NotRetryable) {

@@ -44,6 +44,33 @@ TEST(LauncherCli, Accepts) {
   EXPECT_EQ(o->config_path, "/etc/sandgate/sandgate.toml");
 }
 
+TEST(LauncherCli, AcceptsLimitsAndStatusOptions) {
+  std::string error;
+  auto o = parse({"run", "--sandbox", "a", "--timeout", "1.5s", "--kill-after", "200ms", "--memory",
+                  "64M", "--pids", "32", "--json", "--", "true"},
+                 &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(o->kill_after, std::chrono::milliseconds(200));
+  EXPECT_EQ(o->memory, 64U << 20);
+  EXPECT_EQ(o->pids, 32U);
+  EXPECT_TRUE(o->json);
+  EXPECT_EQ(o->json_fd, -1);
+  EXPECT_EQ(o->json_file, "");
+
+  o = parse({"run", "--sandbox", "a", "--json-fd", "3", "--", "true"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_TRUE(o->json);
+  EXPECT_EQ(o->json_fd, 3);
+  EXPECT_FALSE(o->timeout);
+  EXPECT_EQ(o->kill_after, Options::kDefaultKillAfter);
+
+  o = parse({"run", "--sandbox", "a", "--json-file", "/tmp/s.json", "--", "true"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_TRUE(o->json);
+  EXPECT_EQ(o->json_file, "/tmp/s.json");
+}
+
 TEST(LauncherCli, Rejects) {
   struct Row {
     std::vector<std::string_view> args;
@@ -67,6 +94,23 @@ TEST(LauncherCli, Rejects) {
       {{"gc", "--json"}, "unknown option --json for gc"},
       {{"up", "--sandbox", "a", "--user", "nobody"}, "unknown option --user for up"},
       {{"exec", "--sandbox", "a", "--user"}, "--user needs a value"},
+      {{"exec", "--sandbox", "a", "--timeout", "5s", "--", "x"},
+       "unknown option --timeout for exec"},
+      {{"up", "--sandbox", "a", "--memory", "1G"}, "unknown option --memory for up"},
+      {{"run", "--sandbox", "a", "--timeout", "0", "--", "x"}, "--timeout must be > 0"},
+      {{"run", "--sandbox", "a", "--timeout", "5x", "--", "x"},
+       "--timeout: invalid duration \"5x\": unknown unit \"x\" (use ms, s, m or h)"},
+      {{"run", "--sandbox", "a", "--timeout"}, "--timeout needs a value"},
+      {{"run", "--sandbox", "a", "--memory", "64", "--", "x"},
+       "--memory 64 is below 1M; sizes take K, M, G (512M)"},
+      {{"run", "--sandbox", "a", "--memory", "1Q", "--", "x"},
+       "--memory: invalid size \"1Q\": unknown unit \"Q\" (use K, M, G or T)"},
+      {{"run", "--sandbox", "a", "--pids", "0", "--", "x"},
+       "--pids: invalid count \"0\": use a whole number >= 1"},
+      {{"run", "--sandbox", "a", "--json-fd", "1", "--", "x"},
+       "--json-fd needs a descriptor from 3 to 1024 the caller opened"},
+      {{"run", "--sandbox", "a", "--json-fd", "3", "--json-file", "/f", "--", "x"},
+       "--json-file and --json-fd exclude each other"},
   };
   for (const Row& row : rows) {
     std::string error;

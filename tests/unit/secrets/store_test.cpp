@@ -20,6 +20,7 @@
 #include "secrets/https_client.hpp"
 #include "support/eventually.hpp"
 #include "support/fake_token_server.hpp"
+#include "support/github_app_key.hpp"
 #include "support/temp_dir.hpp"
 
 namespace sandgate::secrets {
@@ -67,61 +68,8 @@ TokenResult get(CredentialStore& store, std::string_view name, const Scope& scop
   return future.get();
 }
 
-std::string base64url_decode(std::string_view text) {
-  std::string b64(text);
-  for (char& c : b64) {
-    if (c == '-') c = '+';
-    if (c == '_') c = '/';
-  }
-  const std::size_t pad = (4 - b64.size() % 4) % 4;
-  b64.append(pad, '=');
-  std::string out(b64.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(b64.data()),
-                                static_cast<int>(b64.size()));
-  out.resize(static_cast<std::size_t>(std::max(n, 0)) - pad);
-  return out;
-}
-
-// An RSA app key: the private half in a 0600 file, the public half to check signatures.
-struct AppKey {
-  explicit AppKey(const test::TempDir& dir) {
-    key = EVP_RSA_gen(2048);
-    BIO* bio = BIO_new(BIO_s_mem());
-    PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
-    char* data = nullptr;
-    const long n = BIO_get_mem_data(bio, &data);
-    path = dir.write("app.pem", std::string(data, static_cast<std::size_t>(n)));
-    BIO_free(bio);
-    ::chmod(path.c_str(), 0600);
-  }
-  ~AppKey() { EVP_PKEY_free(key); }
-  AppKey(const AppKey&) = delete;
-  AppKey& operator=(const AppKey&) = delete;
-
-  // Checks an RS256 JWT; returns its claims, or null when the signature does not verify.
-  json::value verify(std::string_view jwt) const {
-    const auto dot1 = jwt.find('.');
-    const auto dot2 = jwt.rfind('.');
-    if (dot1 == std::string_view::npos || dot2 == dot1) return nullptr;
-    const std::string header = base64url_decode(jwt.substr(0, dot1));
-    if (json::parse(header) != json::parse(R"({"alg":"RS256","typ":"JWT"})")) return nullptr;
-    const std::string_view input = jwt.substr(0, dot2);
-    const std::string signature = base64url_decode(jwt.substr(dot2 + 1));
-    EVP_MD_CTX* md = EVP_MD_CTX_new();
-    const bool ok =
-        EVP_DigestVerifyInit(md, nullptr, EVP_sha256(), nullptr, key) == 1 &&
-        EVP_DigestVerify(md, reinterpret_cast<const unsigned char*>(signature.data()),
-                         signature.size(), reinterpret_cast<const unsigned char*>(input.data()),
-                         input.size()) == 1;
-    EVP_MD_CTX_free(md);
-    if (!ok) return nullptr;
-    return json::parse(base64url_decode(jwt.substr(dot1 + 1, dot2 - dot1 - 1)));
-  }
-
-  EVP_PKEY* key = nullptr;
-  std::string path;
-};
+using test::AppKey;
+using test::base64url_decode;
 
 // A GitHub-shaped API: mints "ghs_<n>" tokens valid for an hour of `clock`, records scopes.
 class FakeGithub {

@@ -82,5 +82,122 @@ TEST(Tripwire, NoPlaceholderNoRulesIsFine) {
   EXPECT_FALSE(check_placeholders(index, nullptr, "ci", host, 443, true, with).allowed);
 }
 
+// Feeds `body` to a BodyTripwire in chunks of `chunk` bytes the way the proxy does: the bytes
+// held back go again in front of the next chunk. What was released, and whether it refused.
+struct Streamed {
+  std::string released;
+  bool refused = false;
+  bool found = false;
+};
+Streamed stream_body(BodyTripwire& trip, std::string_view body, std::size_t chunk) {
+  Streamed out;
+  std::string held;
+  for (std::size_t at = 0; at < body.size() || at == 0; at += chunk) {
+    const std::string data = held + std::string(body.substr(at, chunk));
+    const bool last = at + chunk >= body.size();
+    const std::size_t go = trip.feed(data, last);
+    if (trip.refused()) {
+      EXPECT_EQ(go, 0u);
+      out.refused = true;
+      break;
+    }
+    EXPECT_LE(data.size() - go, BodyTripwire::kHoldBack);
+    if (last) {
+      EXPECT_EQ(go, data.size());
+    }
+    out.released += data.substr(0, go);
+    held = data.substr(go);
+    if (last) break;
+  }
+  out.found = trip.found();
+  return out;
+}
+
+struct BodyCase {
+  std::string name;
+  std::string body;  // "{ci/github}" and "{forged}" stand for placeholders
+  std::string host;
+  bool refused;
+  bool found;
+};
+
+std::string expand(std::string text) {
+  const std::vector<std::pair<std::string, std::string>> tokens = {
+      {"{ci/github}", key().placeholder_for("ci", "github")},
+      {"{other/github}", key().placeholder_for("other", "github")},
+      {"{forged}", "sgph_" + std::string(40, 'a')}};
+  for (const auto& [name, value] : tokens) {
+    for (auto at = text.find(name); at != std::string::npos; at = text.find(name)) {
+      text.replace(at, name.size(), value);
+    }
+  }
+  return text;
+}
+
+class BodyTripwireRows : public ::testing::TestWithParam<BodyCase> {};
+
+// Every chunking of the body (1 byte to the whole) gives the same verdict, a refused body
+// releases no byte of the placeholder that tripped it, and an allowed one is released whole.
+TEST_P(BodyTripwireRows, EveryChunkingGivesTheSameVerdict) {
+  const BodyCase& c = GetParam();
+  const PlaceholderIndex index(key(), {{"ci", "github"}, {"other", "github"}});
+  const InjectionRules rules({rule("api.github.com", "github")}, {443});
+  const policy::Host host = policy::normalize_host(c.host);
+  const std::string body = expand(c.body);
+  const std::size_t first = body.rfind("sgph_");  // the one that trips, in the rows below
+  for (std::size_t chunk = 1; chunk <= body.size() + 1; ++chunk) {
+    BodyTripwire trip(index, &rules, "ci", host, 443, true);
+    const Streamed s = stream_body(trip, body, chunk);
+    EXPECT_EQ(s.refused, c.refused) << "chunk " << chunk;
+    EXPECT_EQ(s.found, c.found) << "chunk " << chunk;
+    if (c.refused) {
+      EXPECT_LE(s.released.size(), first) << "chunk " << chunk;
+    } else {
+      EXPECT_EQ(s.released, body) << "chunk " << chunk;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, BodyTripwireRows,
+    ::testing::Values(
+        BodyCase{"no_placeholder", R"({"a":"sgph_","b":"sgph_1234"})", "evil.example", false,
+                 false},
+        BodyCase{"to_the_bound_host", R"({"token":"{ci/github}"})", "api.github.com", false, true},
+        BodyCase{"to_another_host", R"({"token":"{ci/github}"})", "evil.example", true, true},
+        BodyCase{"at_the_very_end", "x={ci/github}", "evil.example", true, true},
+        BodyCase{"alone", "{ci/github}", "evil.example", true, true},
+        BodyCase{"another_sandboxs_to_the_bound_host", "t={other/github}&x=1", "api.github.com",
+                 true, true},
+        BodyCase{"forged", "t={forged}&x=1", "api.github.com", true, true},
+        // 41 hex digits: not a placeholder (as in headers), whatever the chunking.
+        BodyCase{"one_digit_too_many", "t={ci/github}0 and more", "evil.example", false, false},
+        BodyCase{"second_one_refused", "{ci/github} then {forged}", "api.github.com", true, true},
+        BodyCase{"prefix_repeated", "sgph_sgph_sgph_{ci/github}.", "evil.example", true, true}),
+    [](const auto& row) { return row.param.name; });
+
+// A body that pauses (a client waiting for an answer) is held back only while its end could
+// begin a placeholder.
+TEST(BodyTripwire, OnlyAnEndThatMayBeginAPlaceholderWaits) {
+  const PlaceholderIndex index(key(), {{"ci", "github"}});
+  const policy::Host host = policy::normalize_host("example.com");
+  BodyTripwire trip(index, nullptr, "ci", host, 443, true);
+  EXPECT_EQ(trip.feed("hello, world", false), 12u);
+  EXPECT_EQ(trip.feed("token: sg", false), 7u);       // "sg" waits
+  EXPECT_EQ(trip.feed("sgph_0123", false), 0u);       // the "sg" again, then more of it
+  EXPECT_EQ(trip.feed("sgph_0123x ok", false), 13u);  // cannot be one any more
+  EXPECT_EQ(trip.feed("is sgph_ses", false), 10u);    // the last "s" might
+  EXPECT_EQ(trip.feed("s", true), 1u);
+  EXPECT_FALSE(trip.refused());
+}
+
+TEST(BodyTripwire, AnEmptyBodyIsFine) {
+  const PlaceholderIndex index(key(), {{"ci", "github"}});
+  const policy::Host host = policy::normalize_host("example.com");
+  BodyTripwire trip(index, nullptr, "ci", host, 443, true);
+  EXPECT_EQ(trip.feed({}, true), 0u);
+  EXPECT_FALSE(trip.refused());
+}
+
 }  // namespace
 }  // namespace sandgate::secrets

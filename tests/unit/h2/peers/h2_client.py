@@ -52,19 +52,32 @@ def out(**kv):
     sys.stdout.flush()
 
 
+def tcp_connect(port, rcvbuf=None):
+    """TCP to 127.0.0.1:PORT. With a small `rcvbuf` (a flood that never reads), also the
+    segment size of an Ethernet path (1448), as a sandbox's veth has, rather than loopback's
+    64 KB: on loopback a flood's 47-64 KB segments against the server's untuned 128 KiB
+    receive buffer can leave the server's kernel advertising a zero window after a
+    receive-queue prune (nstat: TcpExtRcvPruned, then TcpExtBeyondWindow for every
+    retransmission) while the server waits to read: the flood then ends by the idle timeout
+    instead of the limit under test, about one run in seven. SO_RCVBUF is set before connect,
+    so that the window scale matches it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1448)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
 def open_socket(port, rcvbuf=None):
     """A connected transport: TCP to 127.0.0.1:PORT, or, with --via, TLS (ALPN h2) inside a
     CONNECT tunnel through the proxy."""
     if VIA is None:
-        s = socket.create_connection(("127.0.0.1", port))
-        if rcvbuf:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s = tcp_connect(port, rcvbuf)
         s.settimeout(0.2)
         return s
     proxy, auth, ca, authority = VIA
-    s = socket.create_connection(("127.0.0.1", proxy))
-    if rcvbuf:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s = tcp_connect(proxy, rcvbuf)
     s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n"
                % (authority, authority, base64.b64encode(auth.encode()).decode())).encode())
     head = b""
