@@ -15,6 +15,8 @@ packages=(
   prometheus-cpp-dev libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format ccache
+  # libsystemd: the daemon notifies systemd (sd_notify: ready, reload, stop, watchdog).
+  libsystemd-dev
   # clang builds the fuzz and tsan presets; libclang-rt-14-dev holds libFuzzer and the
   # sanitizer runtimes (a Recommends of clang-14 only, so it is named here).
   clang libclang-rt-14-dev
@@ -26,7 +28,13 @@ packages=(
   # Real HTTP/2 peers for the h2 codec tests: nghttp, nghttpd and python3-h2.
   nghttp2-client nghttp2-server python3-h2
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
-  prometheus
+  # prometheus: promtool checks the alerting rules; a real Prometheus scrapes the daemon in
+  # a test. logrotate: the shipped snippet runs in a test. python3-yaml: the manifest checks.
+  prometheus logrotate python3-yaml
+  # systemd-analyze verifies the shipped unit (no running systemd needed).
+  systemd
+  # strace: a test checks the unit's SystemCallFilter= against the calls the daemon makes.
+  strace
 )
 
 # npm drives one end-to-end test (a package installed through sandgate). A Node.js from

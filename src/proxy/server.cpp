@@ -1,6 +1,7 @@
 #include "proxy/server.hpp"
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "common/version.hpp"
@@ -24,6 +27,7 @@
 #include "proxy/dns_listener.hpp"
 #include "proxy/host_addresses.hpp"
 #include "proxy/interception.hpp"
+#include "proxy/service_notify.hpp"
 #include "proxy/session.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "secrets/store.hpp"
@@ -168,6 +172,12 @@ class DropInWatch {
   alignas(inotify_event) std::array<char, 4096> events_;
 };
 
+// What `systemctl status` shows while the daemon serves.
+std::string serving_status(const config::Config& cfg, unsigned n_workers) {
+  return "serving " + std::to_string(cfg.sandboxes.size()) + " sandboxes with " +
+         std::to_string(n_workers) + " workers";
+}
+
 }  // namespace
 
 int run_server(std::shared_ptr<const config::Config> cfg) {
@@ -287,8 +297,10 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     return 1;
   }
 
-  for (auto& w : workers) {
-    w->thread = std::thread([&w = *w, shared, cfg] {
+  for (std::size_t index = 0; index < workers.size(); ++index) {
+    workers[index]->thread = std::thread([&w = *workers[index], index, shared, cfg] {
+      // "sg-worker-N" in top -H, ps -L and /proc/PID/task/*/comm (N as in worker_stalled).
+      ::pthread_setname_np(::pthread_self(), ("sg-worker-" + std::to_string(index)).c_str());
       auto resolver =
           std::make_unique<dns::Resolver>(w.ioc->get_executor(), resolver_options(*cfg));
       auto upstreams = std::make_unique<UpstreamPool>();
@@ -323,8 +335,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   signals.add(SIGUSR1);
   // A reload swaps the snapshot; connections of sandboxes it no longer has are closed, on
-  // their own threads.
-  const auto reload = [&] {
+  // their own threads. False when the config was kept.
+  const auto reload = [&]() -> bool {
     try {
       auto loaded = std::make_shared<const config::Config>(config::load_config(cfg->path));
       // The CA and the leaves minted with it live as long as the process: a reload that
@@ -334,7 +346,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
                   << ": interception: [interception] differs from the running daemon's; "
                      "restart sandgate to change it (nothing was reloaded)\n"
                   << R"({"event":"reload_failed"})" << std::endl;
-        return;
+        return false;
       }
       auto next = make_snapshot(loaded, self);
       shared->credentials->update(loaded->credentials);
@@ -350,6 +362,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
         });
       }
       std::cerr << R"({"event":"reloaded"})" << std::endl;
+      service::notify_status(serving_status(*next->config, n_workers));
+      return true;
     } catch (const config::ConfigErrors& e) {
       for (const auto& error : e.errors()) std::cerr << error.to_string() << "\n";
       std::cerr << R"({"event":"reload_failed"})" << std::endl;
@@ -357,6 +371,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       std::cerr << "sandgate: reload: " << e.what() << "\n"
                 << R"({"event":"reload_failed"})" << std::endl;
     }
+    return false;
   };
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int sig) {
@@ -364,14 +379,22 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     if (sig == SIGUSR1) {
       shared->audit->reopen();
     } else if (sig == SIGHUP) {
-      reload();
+      // systemd shows the unit "reloading" until the READY=1 that ends it, sent whatever the
+      // outcome (a failed reload keeps the running config: the daemon still serves).
+      service::notify_reloading();
+      if (reload()) {
+        service::notify_ready(serving_status(*shared->current()->config, n_workers));
+      } else {
+        service::notify_ready("reload failed, still serving the previous config: " +
+                              serving_status(*shared->current()->config, n_workers));
+      }
     } else {
       main_ioc.stop();  // SIGINT/SIGTERM: shutdown follows
       return;
     }
     signals.async_wait(on_signal);
   };
-  DropInWatch watch(main_ioc, cfg->sandboxes_dir, reload);
+  DropInWatch watch(main_ioc, cfg->sandboxes_dir, [&] { reload(); });
   // Bursts of audit lines (a sandbox over its DNS budget) end in one summary line each.
   asio::steady_timer bursts(main_ioc);
   std::function<void()> summarise;
@@ -389,7 +412,32 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   // find its handler in place, not kill the daemon or go unseen.
   shared->ready = true;
   std::cerr << boost::json::serialize(ready) << std::endl;
+  service::notify_ready(serving_status(*cfg, n_workers));
+  // Under a service manager's watchdog: pings at half its timeout, while every worker's event
+  // loop answers (a stuck worker stops them, and systemd restarts the daemon).
+  std::optional<service::WorkerHeartbeat> heartbeat;
+  if (const auto timeout = service::watchdog_timeout()) {
+    std::vector<asio::io_context*> loops;
+    for (auto& w : workers) loops.push_back(w->ioc.get());
+    heartbeat.emplace(
+        main_ioc, std::move(loops), *timeout / 2, &service::notify_watchdog,
+        [](std::size_t worker) {
+          const std::string message = "worker " + std::to_string(worker) + " does not answer";
+          service::notify_status(message);
+          std::cerr << boost::json::serialize(
+                           boost::json::object{{"event", "worker_stalled"}, {"worker", worker}})
+                    << std::endl;
+        },
+        [&] {
+          service::notify_status(serving_status(*shared->current()->config, n_workers));
+          std::cerr << R"({"event":"workers_recovered"})" << std::endl;
+        });
+    heartbeat->start();
+  }
   main_ioc.run();
+  if (heartbeat) heartbeat->stop();
+  service::notify_stopping("stopping: " + std::to_string(shared->connections.total.load()) +
+                           " connections open");
 
   // Shutdown: stop accepting and give open connections a bounded grace period; then close
   // what is left and let those sessions unwind on their own threads before stopping.
