@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/serialize.hpp>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -85,13 +87,18 @@ allow = ["allowed.test:)" +
 allow_cidrs = ["127.0.0.1/32"]
 )";
     daemon_ = std::make_unique<SandgateProcess>(options);
-    dir_.write("site/hello", "hello from the origin\n");
+    put("site/hello", "hello from the origin\n");
     const auto handler = site(dir_.file("site"), repos_.path().string());
     plain_.set_handler(handler);
     tls_.set_handler(handler);
   }
 
   SandgateProcess& daemon() { return *daemon_; }
+  // Writes a file under the test's directory, making its parents.
+  std::string put(const std::string& name, const std::string& content) const {
+    fs::create_directories(fs::path(dir_.file(name)).parent_path());
+    return dir_.write(name, content);
+  }
   const TempDir& dir() const { return dir_; }
   HttpOrigin& plain() { return plain_; }
   std::string ca() const { return ca_; }
@@ -203,18 +210,33 @@ allow_cidrs = ["127.0.0.1/32"]
   std::unique_ptr<SandgateProcess> daemon_;
 };
 
+// Appends what a client printed to $SANDGATE_CLIENTS_SHOW, when set (for docs/clients.md).
+void show(const std::string& what, const std::string& out) {
+  const char* path = std::getenv("SANDGATE_CLIENTS_SHOW");
+  if (path == nullptr || *path == '\0') return;
+  std::ofstream(path, std::ios::app) << "$ " << what << "\n" << out << "\n";
+}
+
 // Runs argv with a clean environment of the test's own (HOME in the test's directory, no
 // proxy variables but `env`), stdout and stderr together in `out`.
 CommandResult run_clean(const World& w, std::vector<std::string> env,
                         const std::vector<std::string>& argv,
                         std::chrono::milliseconds timeout = 60s) {
-  std::vector<std::string> full = {"env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin",
-                                   "HOME=" + w.dir().file("home"), "LANG=C.UTF-8"};
+  std::vector<std::string> full = {"env",
+                                   "-i",
+                                   "PATH=/usr/local/bin:/usr/bin:/bin",
+                                   "HOME=" + w.dir().file("home"),
+                                   "TMPDIR=" + w.dir().file("tmp"),
+                                   "LANG=C.UTF-8"};
   fs::create_directories(w.dir().file("home"));
+  fs::create_directories(w.dir().file("tmp"));
   full.insert(full.end(), env.begin(), env.end());
   full.insert(full.end(), argv.begin(), argv.end());
   CommandResult r = run_command(full, timeout);
   r.out += r.err;
+  std::string what;
+  for (const std::string& a : argv) what += (what.empty() ? "" : " ") + a;
+  show(what, r.out);
   return r;
 }
 
@@ -239,6 +261,7 @@ TEST(Clients, Curl) {
     args = ca;
     args.insert(args.end(), {"-x", w.proxy(), w.base(false, https) + "/hello?secret=1"});
     const auto denied = run_curl(args);
+    show("curl " + args.back(), denied.headers + denied.err);
     // curl prints the status line only with -i or -v; -D shows what it got.
     EXPECT_TRUE(has(denied.headers, "403 " + w.denial_phrase(https))) << denied.headers;
     if (https) {
@@ -250,6 +273,7 @@ TEST(Clients, Curl) {
     args = ca;
     args.insert(args.end(), {"-x", w.proxy(kWrongToken), w.base(true, https) + "/hello"});
     const auto wrong = run_curl(args);
+    show("curl " + args.back(), wrong.headers + wrong.err);
     EXPECT_TRUE(has(wrong.headers, "407 " + w.auth_phrase(https))) << wrong.headers;
     EXPECT_TRUE(w.wrong_token_line(from));
 
@@ -325,7 +349,7 @@ TEST(Clients, Git) {
     EXPECT_EQ(w.challenged(from), method == "anyauth");
     const auto fetch = git(kToken, method, {"-C", dir, "fetch", "-q", "origin"});
     EXPECT_EQ(fetch.exit_code, 0) << fetch.out;
-    w.dir().write("widgets-" + method + "/CHANGE-" + method, "agent was here\n");
+    w.put("widgets-" + method + "/CHANGE-" + method, "agent was here\n");
     EXPECT_EQ(git(kToken, method, {"-C", dir, "add", "."}).exit_code, 0);
     EXPECT_EQ(git(kToken, method, {"-C", dir, "commit", "-q", "-m", "change"}).exit_code, 0);
     const auto push = git(kToken, method, {"-C", dir, "push", "-q", "origin", "HEAD:main"});
@@ -413,14 +437,14 @@ TEST(Clients, Pip) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
   };
   wheel("sandgate_hello");
-  w.dir().write("site/simple/sandgate-hello/index.html",
-                "<a href=\"/packages/sandgate_hello-1.0-py3-none-any.whl\">"
-                "sandgate_hello-1.0-py3-none-any.whl</a>\n");
+  w.put("site/simple/sandgate-hello/index.html",
+        "<a href=\"/packages/sandgate_hello-1.0-py3-none-any.whl\">"
+        "sandgate_hello-1.0-py3-none-any.whl</a>\n");
   // Its index is allowed, its file host is not (like pypi.org allowed, a files host not).
-  w.dir().write("site/simple/sandgate-elsewhere/index.html",
-                "<a href=\"" + w.base(false, false) +
-                    "/packages/sandgate_elsewhere-1.0-py3-none-any.whl\">"
-                    "sandgate_elsewhere-1.0-py3-none-any.whl</a>\n");
+  w.put("site/simple/sandgate-elsewhere/index.html",
+        "<a href=\"" + w.base(false, false) +
+            "/packages/sandgate_elsewhere-1.0-py3-none-any.whl\">"
+            "sandgate_elsewhere-1.0-py3-none-any.whl</a>\n");
   const auto pip = [&](const std::string& token, bool allowed, const std::string& project,
                        std::vector<std::string> more = {}) {
     std::vector<std::string> argv = {"/usr/bin/python3",
@@ -484,11 +508,11 @@ TEST(Clients, AptGet) {
        {"empty", "state/lists/partial", "cache/archives/partial", "pkg/DEBIAN", "dl"}) {
     fs::create_directories(root + "/" + d);
   }
-  w.dir().write("apt/state/status", "");
-  w.dir().write("apt/apt.conf", "Dir::Etc::Parts \"" + root + "/empty\";\n");
-  w.dir().write("apt/pkg/DEBIAN/control",
-                "Package: sandgate-hello\nVersion: 1.0\nArchitecture: all\n"
-                "Maintainer: test <test@example.test>\nDescription: a test package\n");
+  w.put("apt/state/status", "");
+  w.put("apt/apt.conf", "Dir::Etc::Parts \"" + root + "/empty\";\n");
+  w.put("apt/pkg/DEBIAN/control",
+        "Package: sandgate-hello\nVersion: 1.0\nArchitecture: all\n"
+        "Maintainer: test <test@example.test>\nDescription: a test package\n");
   fs::create_directories(w.dir().file("site/apt"));
   ASSERT_EQ(run_command({"dpkg-deb", "--build", "-Znone", root + "/pkg",
                          w.dir().file("site/apt/sandgate-hello_1.0_all.deb")})
@@ -499,7 +523,7 @@ TEST(Clients, AptGet) {
        "cd " + w.dir().file("site/apt") + " && dpkg-scanpackages -m . /dev/null > Packages"});
   ASSERT_EQ(scan.exit_code, 0) << scan.err;
   const auto apt = [&](const std::string& token, bool allowed, const std::string& command) {
-    w.dir().write("apt/sources.list", "deb [trusted=yes] " + w.base(allowed, false) + "/apt/ ./\n");
+    w.put("apt/sources.list", "deb [trusted=yes] " + w.base(allowed, false) + "/apt/ ./\n");
     return run_clean(
         w, {"APT_CONFIG=" + root + "/apt.conf"},
         {"sh", "-c",
@@ -543,11 +567,11 @@ TEST(Clients, AptGet) {
 // npm view against a registry on the origin (one packument).
 TEST(Clients, Npm) {
   WORLD();
-  w.dir().write("site/npm/sandgate-hello",
-                R"({"name":"sandgate-hello","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":)"
-                R"({"name":"sandgate-hello","version":"1.0.0","dist":{"tarball":")" +
-                    w.base(true, false) + R"(/npm/sandgate-hello/-/sandgate-hello-1.0.0.tgz"}}}})");
-  w.dir().write("npmrc", "");
+  w.put("site/npm/sandgate-hello",
+        R"({"name":"sandgate-hello","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":)"
+        R"({"name":"sandgate-hello","version":"1.0.0","dist":{"tarball":")" +
+            w.base(true, false) + R"(/npm/sandgate-hello/-/sandgate-hello-1.0.0.tgz"}}}})");
+  w.put("npmrc", "");
   const auto npm = [&](const std::string& token, bool allowed) {
     return run_clean(w,
                      {"npm_config_cache=" + w.dir().file("npm-cache"),
@@ -657,7 +681,7 @@ TEST(Clients, JavaHttpClient) {
     EXPECT_TRUE(has(result(base), "status 200\nhello from the origin")) << r.out;
     const std::string denied = result(base + 1);
     if (https) {
-      EXPECT_TRUE(has(denied, "java.io.IOException")) << denied;
+      EXPECT_TRUE(has(denied, "java.io.IOException: Tunnel failed, got: 403")) << denied;
     } else {
       EXPECT_TRUE(has(denied, "status 403\nx-sandgate-error SANDBOX_NETWORK_DENIED")) << denied;
     }
@@ -668,6 +692,14 @@ TEST(Clients, JavaHttpClient) {
   EXPECT_TRUE(w.allowed_line(from, true));
   EXPECT_TRUE(w.denied_line(from, false, "GET", "/hello"));
   EXPECT_TRUE(w.wrong_token_line(from));
+  // Without the property Java never offers Basic to a CONNECT's 407: it hands the 407 over.
+  const auto plain_java = run_clean(w, {},
+                                    {"java", kClientsDir + "/Get.java", "127.0.0.1", w.proxy_port(),
+                                     kId, w.ca(), w.base(true, true) + "/hello", kToken},
+                                    120s);
+  EXPECT_NE(plain_java.exit_code, 0);
+  EXPECT_TRUE(has(plain_java.out, "status 407\nx-sandgate-error PROXY_AUTH_REQUIRED"))
+      << plain_java.out;
   const auto tunnel_denied = w.daemon().wait_audit(
       [](const boost::json::object& l) {
         return json_string(l, "event.code") == "SANDBOX_NETWORK_DENIED" &&
