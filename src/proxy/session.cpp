@@ -230,8 +230,9 @@ asio::awaitable<void> Session::refuse_auth(policy::EntryMode mode, const AuthRes
   r.event = code_name(Errc::proxy_auth_required);
   r.outcome = challenge ? "unknown" : "failure";
   r.reason = telemetry::name(auth.outcome);
-  // The bound identity, or the known id a wrong token was sent for; never an unknown id.
-  r.sandbox_id = auth.sandbox;
+  // The known id a wrong token was sent for, else the connection's bound identity (if any);
+  // never an unknown id.
+  r.sandbox_id = auth.sandbox.empty() ? std::string_view(sandbox) : auth.sandbox;
   r.host = host;
   r.port = port;
   r.http_status = status;

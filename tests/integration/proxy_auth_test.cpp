@@ -184,6 +184,11 @@ TEST_F(ProxyAuth, AKeptAliveConnectionCannotSwitchIdentity) {
   const auto anonymous = d.read_response();
   ASSERT_TRUE(anonymous);
   EXPECT_TRUE(IsSandgateError(*anonymous, 407, "PROXY_AUTH_REQUIRED", false));
+  // Logged as a challenge, for the connection's sandbox.
+  const auto asked = daemon_->wait_audit([](const boost::json::object& o) {
+    return json_string(o, "event.reason") == "no_credentials";
+  });
+  EXPECT_TRUE(AuditLineIs(asked, "PROXY_AUTH_REQUIRED", "no_credentials", "sb2"));
 
   // Each identity still works on its own connection.
   EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb2", kToken2));
