@@ -25,6 +25,10 @@ packages=(
   jq
   # Clients the end-to-end tests run inside a sandbox besides curl and urllib.
   python3-requests python3-pip
+  # The client matrix (tests/integration/clients_test.cpp): wget, Go's net/http, Java's
+  # HttpClient (java's source launcher), and dpkg-deb/dpkg-scanpackages for apt's flat
+  # repository; curl, git, python3-requests, pip, apt-get and npm are named elsewhere here.
+  wget golang-go openjdk-17-jdk-headless dpkg-dev
   # Real HTTP/2 peers for the h2 codec tests: nghttp, nghttpd and python3-h2.
   nghttp2-client nghttp2-server python3-h2
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux

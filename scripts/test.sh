@@ -69,6 +69,9 @@ for stage in ${SANDGATE_PRESETS:-dev asan-ubsan fuzz tsan}; do
       # flood tests are left out here: they measure limits against millions of frames, which
       # TSan's slowdown turns into idle timeouts; the same code paths run under TSan in the
       # intercepted HTTP/2 tests, and the floods run in the dev and asan-ubsan stages.
+      # The client matrix (Clients.*: curl, wget, git, pip, apt, npm, Go, Java) is left out by
+      # the same regex: it checks what real clients print, which TSan does not change, and its
+      # JVMs and builds would only slow the stage; it runs in dev and asan-ubsan.
       TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=${PWD}/tests/tsan.supp" \
         ctest --preset tsan -L integration -R '^(Proxy|Threats)' -E '^ProxyH2Flood'
       ;;

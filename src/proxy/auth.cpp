@@ -34,26 +34,38 @@ std::optional<std::string> decode_base64(std::string_view in) {
 
 }  // namespace
 
-std::optional<std::string> authenticate(const Snapshot& snap, std::string_view value) {
+AuthResult authenticate(const Snapshot& snap, std::string_view value, std::string_view bound) {
+  using telemetry::AuthOutcome;
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) return {AuthOutcome::no_credentials, {}};
+  const AuthResult malformed{AuthOutcome::malformed_credentials, {}};
   const auto space = value.find(' ');
   if (space == std::string_view::npos || !iequals_ascii(value.substr(0, space), "basic")) {
-    return std::nullopt;
+    return malformed;
   }
   std::string_view encoded = value.substr(space + 1);
   while (!encoded.empty() && encoded.front() == ' ') encoded.remove_prefix(1);
   auto decoded = decode_base64(encoded);
-  if (!decoded) return std::nullopt;
+  if (!decoded) return malformed;
   const auto colon = decoded->find(':');
-  if (colon == std::string::npos) return std::nullopt;
-  const std::string id = decoded->substr(0, colon);
+  if (colon == std::string::npos || colon == 0) {
+    OPENSSL_cleanse(decoded->data(), decoded->size());
+    return malformed;
+  }
+  std::string id = decoded->substr(0, colon);
   const auto it = snap.token_digests.find(id);
   const std::string digest = sha256(std::string_view(*decoded).substr(colon + 1));
   OPENSSL_cleanse(decoded->data(), decoded->size());
-  if (it == snap.token_digests.end()) return std::nullopt;
-  if (CRYPTO_memcmp(digest.data(), it->second.data(), digest.size()) != 0) return std::nullopt;
-  return id;
+  if (it == snap.token_digests.end()) {
+    OPENSSL_cleanse(id.data(), id.size());
+    return {AuthOutcome::unknown_sandbox_id, {}};
+  }
+  if (CRYPTO_memcmp(digest.data(), it->second.data(), digest.size()) != 0) {
+    return {AuthOutcome::wrong_token, std::move(id)};
+  }
+  if (!bound.empty() && id != bound) return {AuthOutcome::identity_changed, std::string(bound)};
+  return {AuthOutcome::ok, std::move(id)};
 }
 
 }  // namespace sandgate::proxy

@@ -1,16 +1,30 @@
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 
 #include "proxy/runtime.hpp"
+#include "telemetry/metrics.hpp"
 
 namespace sandgate::proxy {
 
-// Checks a Proxy-Authorization value, "Basic base64(SANDBOX_ID:TOKEN)", against the
-// snapshot's sandboxes. Returns the sandbox id, or nullopt for anything missing, malformed,
-// unknown or wrong. Token comparison is constant time (digests compared with CRYPTO_memcmp).
-std::optional<std::string> authenticate(const Snapshot& snap, std::string_view header_value);
+// What a Proxy-Authorization value proves. `sandbox`: the authenticated id (ok), the bound
+// one (identity_changed), or the known id whose token was wrong (wrong_token: named in the
+// audit line, so an operator sees which sandbox's token is stale); empty otherwise, so an
+// id no sandbox has (possibly a token typed in the wrong place) is never logged or counted.
+struct AuthResult {
+  telemetry::AuthOutcome outcome = telemetry::AuthOutcome::no_credentials;
+  std::string sandbox;
+  bool ok() const { return outcome == telemetry::AuthOutcome::ok; }
+};
+
+// Judges a Proxy-Authorization value, "Basic base64(SANDBOX_ID:TOKEN)", against the
+// snapshot's sandboxes, on a connection already bound to `bound` ("" if none): the one place
+// where a request's identity is decided. No field (an empty value) is the challenge
+// (no_credentials); anything that is not Basic with base64 of "ID:TOKEN" is malformed; then
+// unknown_sandbox_id, wrong_token, and identity_changed for a valid identity other than
+// `bound`. Token comparison is constant time (digests compared with CRYPTO_memcmp).
+AuthResult authenticate(const Snapshot& snap, std::string_view header_value,
+                        std::string_view bound = {});
 
 }  // namespace sandgate::proxy

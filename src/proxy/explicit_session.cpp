@@ -208,14 +208,22 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
     const bool is_connect = head->form == http::RequestHead::Form::authority;
     const auto mode = is_connect ? policy::EntryMode::connect : policy::EntryMode::http;
 
+    // A refusal before forward_request names the plain-HTTP request it refuses (method and
+    // path; the audit line drops the query).
+    const std::string method(head->msg().method_string());
+    if (!is_connect) {
+      s.request_method = method;
+      s.request_path = head->path_and_query;
+    }
     const auto auth_field = head->msg()[boost::beast::http::field::proxy_authorization];
-    const auto sandbox =
-        authenticate(*s.snap, std::string_view(auth_field.data(), auth_field.size()));
-    if (!sandbox) {
-      co_await s.fail(mode, Errc::proxy_auth_required, head->host, head->port);
+    const AuthResult auth =
+        authenticate(*s.snap, std::string_view(auth_field.data(), auth_field.size()), s.sandbox);
+    s.deps.shared->metrics->proxy_auth(auth.outcome);
+    if (!auth.ok()) {
+      co_await s.refuse_auth(mode, auth, head->host, head->port);
       co_return;
     }
-    if (const Errc e = s.bind_sandbox(*sandbox); e != Errc::ok) {
+    if (const Errc e = s.bind_sandbox(auth.sandbox); e != Errc::ok) {
       co_await s.fail(mode, e, head->host, head->port);
       co_return;
     }
@@ -223,6 +231,7 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
       co_await s.fail(mode, Errc::unsupported_target, head->host, head->port);
       co_return;
     }
+    s.request_method = s.request_path = {};  // forward_request names the request it forwards
 
     if (is_connect) {
       const policy::Host host = policy::normalize_host(head->host);

@@ -36,6 +36,55 @@ std::string_view default_message(Errc code) {
   }
 }
 
+namespace {
+
+// `text` with every byte that is not printable ASCII (controls, CR, LF, DEL, UTF-8) as '?'.
+std::string printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  return out;
+}
+
+// The rightmost `budget` bytes of `text`, after "..." when it had to be cut (a name's right
+// end says who owns it).
+std::string keep_right(std::string text, std::size_t budget) {
+  if (text.size() <= budget) return text;
+  constexpr std::string_view kCut = "...";
+  if (budget <= kCut.size()) return std::string(kCut.substr(0, budget));
+  return std::string(kCut) + text.substr(text.size() - (budget - kCut.size()));
+}
+
+}  // namespace
+
+std::string reason_phrase(const ErrorInfo& info) {
+  // Bounds for the parts that come from outside; the code and reason names are sandgate's own.
+  constexpr std::size_t kMaxSandbox = 40;
+  constexpr std::size_t kMaxReason = 32;
+  const bool can_retry = info.retryable.value_or(retryable(info.code));
+  std::string tail;
+  if (!info.sandbox.empty())
+    tail += " for sandbox " + keep_right(printable(info.sandbox), kMaxSandbox);
+  tail += " (";
+  if (info.code == Errc::network_denied && !info.reason.empty()) {
+    tail += printable(info.reason.substr(0, kMaxReason)) + "; ";
+  }
+  tail += can_retry ? "retryable)" : "not retryable)";
+  std::string phrase(code_name(info.code));
+  if (!info.host.empty()) {
+    std::string destination = printable(info.host);
+    const std::string port = info.port != 0 ? ":" + std::to_string(info.port) : "";
+    const std::size_t used = phrase.size() + 1 + port.size() + tail.size();
+    const std::size_t budget = kMaxReasonPhraseBytes > used ? kMaxReasonPhraseBytes - used : 0;
+    destination = keep_right(std::move(destination), budget);
+    if (!destination.empty()) phrase += " " + destination + port;
+  }
+  phrase += tail;
+  phrase.resize(std::min(phrase.size(), kMaxReasonPhraseBytes));
+  return phrase;
+}
+
 Reply git_refusal_reply(std::string_view service, const ErrorInfo& info) {
   std::string message = "sandgate: " + std::string(code_name(info.code));
   message += ": " + std::string(info.host) + " is refused to sandbox " + std::string(info.sandbox);
@@ -79,6 +128,7 @@ Reply error_reply(const ErrorInfo& info) {
   }
   Reply r;
   r.status = http_status(info.code);
+  r.reason = reason_phrase(info);
   r.fields = {{"X-Sandgate-Error", std::string(code_name(info.code))},
               {"Content-Type", "application/json"},
               {"Cache-Control", "no-store"}};
@@ -97,7 +147,12 @@ std::string http1_text(const Reply& reply) {
   out += "HTTP/1.1 ";
   out += std::to_string(reply.status);
   out += ' ';
-  out += boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(reply.status));
+  if (reply.reason.empty()) {
+    out +=
+        boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(reply.status));
+  } else {
+    out += reply.reason;
+  }
   out += "\r\n";
   for (const auto& [name, value] : reply.fields) {
     out += name;

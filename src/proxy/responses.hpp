@@ -30,9 +30,22 @@ struct ErrorInfo {
 // (http1_text) or one HTTP/2 stream.
 struct Reply {
   unsigned status = 500;
+  // The HTTP/1.1 reason phrase (reason_phrase() for an error); "" = the status's usual one.
+  // HTTP/2 has none: there the body says it all.
+  std::string reason;
   std::vector<std::pair<std::string, std::string>> fields;  // besides Content-Length
   std::string body;
 };
+
+// The status line's reason phrase of an error reply, which many clients print as all they say
+// about a refused request (wget, Python's http.client, pip, Go, npm, apt): the code, the
+// destination, the sandbox, the denial reason and whether a retry can help, e.g.
+// "SANDBOX_NETWORK_DENIED example.com:443 for sandbox agent-1 (no_matching_rule; not
+// retryable)". Printable ASCII only (any other byte of a host, id or reason becomes '?', so
+// nothing can end the line), at most kMaxReasonPhraseBytes (a long host keeps its rightmost
+// part after "..."), and never a secret: it holds no message, path, query or header value.
+inline constexpr std::size_t kMaxReasonPhraseBytes = 160;
+std::string reason_phrase(const ErrorInfo& info);
 
 // The error reply: `X-Sandgate-Error: CODE`, a JSON body, `Connection: close`.
 Reply error_reply(const ErrorInfo& info);

@@ -5,6 +5,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "proxy/auth.hpp"
+
 namespace sandgate::proxy {
 
 telemetry::Mode to_metrics_mode(policy::EntryMode m) {
@@ -220,6 +222,33 @@ asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::stri
   info.retryable = retryable;
   const Reply reply = error_reply(info);
   co_await answer(reply, to);
+}
+
+asio::awaitable<void> Session::refuse_auth(policy::EntryMode mode, const AuthResult& auth,
+                                           std::string_view host, std::uint16_t port) {
+  const bool challenge = auth.outcome == telemetry::AuthOutcome::no_credentials;
+  const auto status = static_cast<int>(http_status(Errc::proxy_auth_required));
+  telemetry::AuditRecord r = record(mode);
+  r.event = code_name(Errc::proxy_auth_required);
+  r.outcome = challenge ? "unknown" : "failure";
+  r.reason = telemetry::name(auth.outcome);
+  // The known id a wrong token was sent for, else the connection's bound identity (if any);
+  // never an unknown id.
+  r.sandbox_id = auth.sandbox.empty() ? std::string_view(sandbox) : auth.sandbox;
+  r.host = host;
+  r.port = port;
+  r.http_status = status;
+  deps.shared->audit->write(r);
+  if (!challenge) deps.shared->metrics->error(Errc::proxy_auth_required);
+  deps.shared->metrics->connection(
+      metrics_mode(mode), challenge ? telemetry::Outcome::denied : telemetry::Outcome::error);
+  ErrorInfo info;
+  info.code = Errc::proxy_auth_required;
+  info.sandbox = sandbox;  // only a connection's bound identity is ever told back
+  info.host = host;
+  info.port = port;
+  const Reply reply = error_reply(info);
+  co_await answer(reply, nullptr);
 }
 
 asio::awaitable<void> Session::answer(const Reply& reply, Responder* to) {

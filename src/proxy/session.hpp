@@ -29,6 +29,8 @@ namespace sandgate::proxy {
 // The TLS legs of an intercepted connection (proxy/tls_streams.hpp).
 struct ClientTlsLeg;
 struct UpstreamTlsLeg;
+// A Proxy-Authorization verdict (proxy/auth.hpp).
+struct AuthResult;
 
 // An upstream connection kept between keep-alive requests for one authority.
 struct UpstreamConn {
@@ -164,6 +166,13 @@ struct Session : std::enable_shared_from_this<Session> {
                              std::uint16_t port = 0, std::string_view message = {},
                              telemetry::Phase phase = telemetry::Phase::unset,
                              Responder* to = nullptr, std::optional<bool> retryable = {});
+  // The reporter of a request whose Proxy-Authorization did not prove an identity
+  // (authenticate()): the PROXY_AUTH_REQUIRED line with the outcome as event.reason (the
+  // challenge, no_credentials, with outcome "unknown": it is not a failure), the metrics
+  // (sandgate_proxy_auth_total is counted by the caller; sandgate_errors_total only for a
+  // real failure), then the 407 with its challenge.
+  asio::awaitable<void> refuse_auth(policy::EntryMode mode, const AuthResult& auth,
+                                    std::string_view host, std::uint16_t port);
   // Sends a reply sandgate answers itself: to `to`, else as HTTP/1.1 on the client connection.
   asio::awaitable<void> answer(const Reply& reply, Responder* to);
   // Closes the client connection with a TCP reset, so it fails at once instead of timing out.

@@ -173,6 +173,7 @@ std::string format_timestamp(std::chrono::system_clock::time_point t) {
 // ECS event.type, as its JSON array: what kind of network event this was, for SIEM rules.
 std::string_view event_type_json(const AuditRecord& r) {
   if (r.outcome == "success") return R"(["allowed"])";
+  if (r.outcome == "unknown") return R"(["info"])";  // e.g. the 407 challenge
   if (r.event == "SANDBOX_NETWORK_DENIED") return R"(["denied"])";
   return R"(["error"])";
 }

@@ -129,6 +129,24 @@ std::string_view name(AcceptFailure f) {
   return "other";
 }
 
+std::string_view name(AuthOutcome a) {
+  switch (a) {
+    case AuthOutcome::ok:
+      return "ok";
+    case AuthOutcome::no_credentials:
+      return "no_credentials";
+    case AuthOutcome::malformed_credentials:
+      return "malformed_credentials";
+    case AuthOutcome::unknown_sandbox_id:
+      return "unknown_sandbox_id";
+    case AuthOutcome::wrong_token:
+      return "wrong_token";
+    case AuthOutcome::identity_changed:
+      return "identity_changed";
+  }
+  return "malformed_credentials";
+}
+
 std::vector<std::string> all_error_codes() {
   std::vector<std::string> codes;
   for (int e = static_cast<int>(Errc::ok) + 1; e <= static_cast<int>(Errc::internal_error); ++e) {
@@ -229,6 +247,16 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
   for (const AcceptFailure f :
        {AcceptFailure::descriptors, AcceptFailure::memory, AcceptFailure::other}) {
     accept_failures_[static_cast<std::size_t>(f)] = &accepts.Add({{"reason", label(name(f))}});
+  }
+
+  auto& auth = BuildCounter()
+                   .Name("sandgate_proxy_auth_total")
+                   .Help(
+                       "Explicit-proxy Proxy-Authorization checks, by outcome; no_credentials "
+                       "is the challenge clients expect before sending any.")
+                   .Register(reg);
+  for (std::size_t a = 0; a < kAuthOutcomeCount; ++a) {
+    proxy_auth_[a] = &auth.Add({{"outcome", label(name(static_cast<AuthOutcome>(a)))}});
   }
 
   audit_failures_ = &BuildCounter()
@@ -342,6 +370,10 @@ void Metrics::tunnel_closed() noexcept {
 
 void Metrics::accept_failure(AcceptFailure f) noexcept {
   accept_failures_[static_cast<std::size_t>(f)]->Increment();
+}
+
+void Metrics::proxy_auth(AuthOutcome a) noexcept {
+  proxy_auth_[static_cast<std::size_t>(a)]->Increment();
 }
 
 void Metrics::dns_lookup(DnsResult r) noexcept {

@@ -43,6 +43,21 @@ inline constexpr std::size_t kDnsResultCount = 3;
 // (ENOBUFS, ENOMEM), or anything else.
 enum class AcceptFailure : std::uint8_t { descriptors, memory, other };
 inline constexpr std::size_t kAcceptFailureCount = 3;
+// How an explicit-proxy request's Proxy-Authorization was judged (proxy::authenticate): the
+// audit line's event.reason on a 407, and the sandgate_proxy_auth_total label. no_credentials
+// is the challenge a client such as git (anyauth), curl --proxy-anyauth or Java expects
+// before it sends any: not a failure. The others are: a malformed header (not Basic, not
+// base64, no colon), an id no sandbox has, a known id with a wrong token, or a kept-alive
+// connection naming another sandbox than the one it is bound to.
+enum class AuthOutcome : std::uint8_t {
+  ok,
+  no_credentials,
+  malformed_credentials,
+  unknown_sandbox_id,
+  wrong_token,
+  identity_changed,
+};
+inline constexpr std::size_t kAuthOutcomeCount = 6;
 inline constexpr std::size_t kSideCount = 3;  // sandgate::Side: client, upstream, internal
 
 // The label values, also usable as audit log strings.
@@ -51,6 +66,7 @@ std::string_view name(Outcome o);
 std::string_view name(Direction d);
 std::string_view name(DnsResult r);
 std::string_view name(AcceptFailure f);
+std::string_view name(AuthOutcome a);
 
 // Every error code name from common/errc.hpp except "OK": the usual `error_codes` list.
 std::vector<std::string> all_error_codes();
@@ -113,6 +129,10 @@ class Metrics {
   // sandgate_accept_failures_total{reason}: a listener's accept(2) failed (the connection
   // waits in the backlog; the listener backs off and retries).
   void accept_failure(AcceptFailure f) noexcept;
+
+  // sandgate_proxy_auth_total{outcome}: each explicit-proxy request's Proxy-Authorization
+  // check, by outcome (never a sandbox id).
+  void proxy_auth(AuthOutcome a) noexcept;
 
   // sandgate_audit_log_write_failures_total is read at scrape time: serialize() calls the
   // source (normally [&log] { return log.write_failures(); }) and advances the counter to
@@ -183,6 +203,7 @@ class Metrics {
   prometheus::Histogram* dns_duration_ = nullptr;
   prometheus::Histogram* connect_duration_ = nullptr;
   std::array<prometheus::Counter*, kAcceptFailureCount> accept_failures_{};
+  std::array<prometheus::Counter*, kAuthOutcomeCount> proxy_auth_{};
   prometheus::Counter* audit_failures_ = nullptr;
   prometheus::Counter* audit_suppressed_ = nullptr;
   std::array<prometheus::Counter*, kSideCount> interception_tls_failures_{};

@@ -2,11 +2,13 @@
 // Proxy-Authorization, and for a kept-alive connection that changes identity.
 #include <gtest/gtest.h>
 
+#include <boost/json/serialize.hpp>
 #include <memory>
 #include <string>
 
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
+#include "support/metrics_text.hpp"
 #include "support/raw_client.hpp"
 #include "support/sandgate_assertions.hpp"
 #include "support/sandgate_process.hpp"
@@ -47,12 +49,15 @@ token = ")" + kToken2 +
 
   std::string authority() const { return "origin.test:" + std::to_string(origin_.port()); }
 
-  // Sends a request with the given raw Proxy-Authorization line ("" = none) and checks the 407.
-  void expect_407(const std::string& auth_line, bool connect) {
+  // Sends a request with the given raw Proxy-Authorization line ("" = none) and checks the 407
+  // and its line: event.reason `why`, labels.sandbox_id `named` (a known id whose token was
+  // wrong; never an unknown id), and for plain HTTP the method and path without the query.
+  void expect_407(const std::string& auth_line, bool connect, const std::string& why,
+                  const std::string& named = "") {
     const std::size_t lines_before = daemon_->audit_lines().size();
     RawClient c(daemon_->explicit_port());
     const std::string head = connect ? "CONNECT " + authority() + " HTTP/1.1\r\n"
-                                     : "GET http://" + authority() + "/ HTTP/1.1\r\n";
+                                     : "GET http://" + authority() + "/p?q=1 HTTP/1.1\r\n";
     ASSERT_TRUE(c.send(head + "Host: " + authority() + "\r\n" + auth_line + "\r\n"));
     const auto r = c.read_response();
     ASSERT_TRUE(r) << auth_line;
@@ -65,10 +70,21 @@ token = ")" + kToken2 +
           return json_string(o, "event.code") == "PROXY_AUTH_REQUIRED";
         },
         std::chrono::milliseconds(3000), lines_before);
-    EXPECT_TRUE(AuditLineIs(line, "PROXY_AUTH_REQUIRED", "-", "")) << auth_line;
+    EXPECT_TRUE(AuditLineIs(line, "PROXY_AUTH_REQUIRED", why, named)) << auth_line;
+    EXPECT_EQ(r->reason, "PROXY_AUTH_REQUIRED " + authority() + " (not retryable)");
     if (line) {
       EXPECT_EQ(json_string(*line, "network.protocol"), connect ? "connect" : "http");
       EXPECT_EQ(json_int(*line, "http.response.status_code"), 407);
+      // The challenge is not a failure; everything else is.
+      EXPECT_EQ(json_string(*line, "event.outcome"),
+                why == "no_credentials" ? "unknown" : "failure");
+      if (connect) {
+        EXPECT_FALSE(json_string(*line, "url.path"));
+      } else {
+        EXPECT_EQ(json_string(*line, "http.request.method"), "GET");
+        EXPECT_EQ(json_string(*line, "url.path"), "/p");
+      }
+      EXPECT_EQ(boost::json::serialize(*line).find("q=1"), std::string::npos);
     }
   }
 
@@ -77,8 +93,8 @@ token = ")" + kToken2 +
 };
 
 TEST_F(ProxyAuth, MissingCredentialsGet407WithAChallenge) {
-  expect_407("", false);
-  expect_407("", true);
+  expect_407("", false, "no_credentials");
+  expect_407("", true, "no_credentials");
   const auto curl = run_curl({"-x", "http://127.0.0.1:" + std::to_string(daemon_->explicit_port()),
                               "http://" + authority() + "/"});
   EXPECT_EQ(curl.exit_code, 0) << curl.err;
@@ -89,11 +105,15 @@ TEST_F(ProxyAuth, MissingCredentialsGet407WithAChallenge) {
 }
 
 TEST_F(ProxyAuth, WrongTokenOrUnknownSandboxGet407) {
-  expect_407(proxy_auth_line("sb1", "wrong-token"), false);
-  expect_407(proxy_auth_line("sb1", kToken2), true);  // another sandbox's token
-  expect_407(proxy_auth_line("nobody", kToken1), false);
-  expect_407(proxy_auth_line("sb1", kToken1 + "x"), false);
-  expect_407(proxy_auth_line("sb1", ""), false);
+  expect_407(proxy_auth_line("sb1", "wrong-token"), false, "wrong_token", "sb1");
+  expect_407(proxy_auth_line("sb1", kToken2), true, "wrong_token", "sb1");  // another's token
+  expect_407(proxy_auth_line("nobody", kToken1), false, "unknown_sandbox_id");
+  expect_407(proxy_auth_line(kToken1, "sb1"), true, "unknown_sandbox_id");  // swapped: unnamed
+  expect_407(proxy_auth_line("sb1", kToken1 + "x"), false, "wrong_token", "sb1");
+  expect_407(proxy_auth_line("sb1", ""), false, "wrong_token", "sb1");
+  // No token and no unknown id ever reaches the log.
+  EXPECT_EQ(daemon_->audit_text().find(kToken1), std::string::npos);
+  EXPECT_EQ(daemon_->audit_text().find("nobody"), std::string::npos);
   const auto curl =
       run_curl({"-x", daemon_->proxy_url("sb1", "wrong-token"), "http://" + authority() + "/"});
   EXPECT_EQ(curl.http_code, 407);
@@ -106,10 +126,37 @@ TEST_F(ProxyAuth, MalformedCredentialsGet407) {
            "Basic !!!not-base64!!!", "Basic " + base64("sb1" + kToken1) /* no colon */, "Basic",
            "Bearer " + kToken1, "Basic " + base64("sb1:" + kToken1).substr(1),
            "Digest username=\"sb1\""}) {
-    expect_407("Proxy-Authorization: " + value + "\r\n", false);
+    expect_407("Proxy-Authorization: " + value + "\r\n", false, "malformed_credentials");
   }
   EXPECT_EQ(origin_.connection_count(), 0u);
   EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
+}
+
+// The metrics tell a probe from an attack: each outcome counted on its own, the challenge not
+// as an error, and no sandbox id as a label.
+TEST_F(ProxyAuth, MetricsCountEachOutcomeAndTheChallengeIsNoError) {
+  expect_407("", false, "no_credentials");
+  expect_407("", true, "no_credentials");
+  expect_407(proxy_auth_line("sb1", "wrong-token"), false, "wrong_token", "sb1");
+  expect_407(proxy_auth_line("nobody", kToken1), true, "unknown_sandbox_id");
+  expect_407("Proxy-Authorization: Bearer x\r\n", false, "malformed_credentials");
+  ASSERT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
+  const std::string text = daemon_->metrics_text();
+  const auto auth = [&](const std::string& outcome) {
+    return metric_value(text, "sandgate_proxy_auth_total", {{"outcome", outcome}});
+  };
+  EXPECT_EQ(auth("no_credentials"), 2.0) << text;
+  EXPECT_EQ(auth("wrong_token"), 1.0);
+  EXPECT_EQ(auth("unknown_sandbox_id"), 1.0);
+  EXPECT_EQ(auth("malformed_credentials"), 1.0);
+  EXPECT_EQ(auth("identity_changed"), 0.0);
+  EXPECT_GE(auth("ok").value_or(0), 1.0);
+  // Three failures; the two challenges are not among them.
+  EXPECT_EQ(metric_value(text, "sandgate_errors_total",
+                         {{"code", "PROXY_AUTH_REQUIRED"}, {"side", "client"}}),
+            3.0);
+  EXPECT_EQ(text.find("nobody"), std::string::npos);
+  EXPECT_EQ(text.find("sb1"), std::string::npos);
 }
 
 TEST_F(ProxyAuth, AKeptAliveConnectionCannotSwitchIdentity) {
@@ -127,7 +174,7 @@ TEST_F(ProxyAuth, AKeptAliveConnectionCannotSwitchIdentity) {
   EXPECT_EQ(origin_.request_count(), 1u);
 
   const auto line = daemon_->wait_audit_code("PROXY_AUTH_REQUIRED");
-  EXPECT_TRUE(AuditLineIs(line, "PROXY_AUTH_REQUIRED", "-", "sb1"));  // the bound identity
+  EXPECT_TRUE(AuditLineIs(line, "PROXY_AUTH_REQUIRED", "identity_changed", "sb1"));  // bound one
 
   // A request without credentials on a bound connection is refused too.
   RawClient d(daemon_->explicit_port());
@@ -137,6 +184,11 @@ TEST_F(ProxyAuth, AKeptAliveConnectionCannotSwitchIdentity) {
   const auto anonymous = d.read_response();
   ASSERT_TRUE(anonymous);
   EXPECT_TRUE(IsSandgateError(*anonymous, 407, "PROXY_AUTH_REQUIRED", false));
+  // Logged as a challenge, for the connection's sandbox.
+  const auto asked = daemon_->wait_audit([](const boost::json::object& o) {
+    return json_string(o, "event.reason") == "no_credentials";
+  });
+  EXPECT_TRUE(AuditLineIs(asked, "PROXY_AUTH_REQUIRED", "no_credentials", "sb2"));
 
   // Each identity still works on its own connection.
   EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb2", kToken2));

@@ -55,6 +55,12 @@ std::optional<std::string> error_field(const HttpResponse& r, const std::string&
     return fail(std::string("body retryable is not ") + (retryable ? "true" : "false"));
   }
   if (!json_string(*body, "message")) return fail("body has no message");
+  // The reason phrase carries the verdict too (proxy::reason_phrase), for clients that print
+  // only the status line.
+  const std::string verdict = retryable ? "(retryable)" : "not retryable)";
+  if (!r.reason.starts_with(code) || !r.reason.ends_with(verdict) || r.reason.size() > 160) {
+    return fail("reason phrase '" + r.reason + "' does not say " + code + " ... " + verdict);
+  }
   return ::testing::AssertionSuccess();
 }
 

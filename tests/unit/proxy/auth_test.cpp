@@ -1,4 +1,5 @@
-// authenticate(): Proxy-Authorization values against a snapshot's token digests, with no
+// authenticate(): Proxy-Authorization values against a snapshot's token digests, each classified
+// (the 407's event.reason and sandgate_proxy_auth_total's outcome), with no
 // sockets (the integration tests send the same values through the daemon).
 #include "proxy/auth.hpp"
 
@@ -26,43 +27,65 @@ Snapshot snapshot() {
   return s;
 }
 
+using telemetry::AuthOutcome;
+
 struct Row {
   std::string value;
-  std::optional<std::string> sandbox;
+  AuthOutcome outcome;
+  std::string sandbox = {};  // what the verdict names
+  std::string bound = {};    // the connection's identity so far
 };
 
-TEST(Authenticate, AcceptsOnlyBasicWithTheSandboxesToken) {
+TEST(Authenticate, ClassifiesEveryProxyAuthorization) {
   const Snapshot snap = snapshot();
   const std::string good = base64("sb1:tok-1");
   const Row rows[] = {
-      {"Basic " + good, "sb1"},
-      {"basic " + good, "sb1"},                          // the scheme is case-insensitive
-      {"BASIC  " + good, "sb1"},                         // more than one space
-      {"  Basic " + good + " \t", "sb1"},                // surrounding whitespace
-      {"Basic " + base64("sb1:tok-1:x"), std::nullopt},  // the token is all after the colon
-      {"Basic " + base64("sb1:tok-2"), std::nullopt},    // another sandbox's token
-      {"Basic " + base64("sb1:"), std::nullopt},
-      {"Basic " + base64("sb1"), std::nullopt},         // no colon
-      {"Basic " + base64(":tok-1"), std::nullopt},      // no id
-      {"Basic " + base64("sb9:tok-1"), std::nullopt},   // unknown id
-      {"Basic " + base64("sb:2:tok-2"), std::nullopt},  // the id ends at the first colon
-      {"Basic " + base64("SB1:tok-1"), std::nullopt},   // ids are case-sensitive
-      {"Bearer " + good, std::nullopt},
-      {"Basic", std::nullopt},
-      {"Basic ", std::nullopt},
-      {"", std::nullopt},
-      {"Basic " + good.substr(1), std::nullopt},                            // not a multiple of 4
-      {"Basic " + good + "=", std::nullopt},                                // bad padding
-      {"Basic " + good.substr(0, 4) + "*" + good.substr(5), std::nullopt},  // not base64
-      {"Basic " + base64("sb1:" + std::string(2000, 'x')), std::nullopt},   // over the bound
+      {"Basic " + good, AuthOutcome::ok, "sb1"},
+      {"basic " + good, AuthOutcome::ok, "sb1"},            // the scheme is case-insensitive
+      {"BASIC  " + good, AuthOutcome::ok, "sb1"},           // more than one space
+      {"  Basic " + good + " \t", AuthOutcome::ok, "sb1"},  // surrounding whitespace
+      {"Basic " + good, AuthOutcome::ok, "sb1", "sb1"},     // the same identity again
+      // No field at all: the challenge a client like git (anyauth) or Java expects first.
+      {"", AuthOutcome::no_credentials},
+      {" \t ", AuthOutcome::no_credentials},
+      {"", AuthOutcome::no_credentials, "", "sb1"},  // bound: still only asks for credentials
+      // A known id with the wrong token is named (never the token).
+      {"Basic " + base64("sb1:tok-1:x"), AuthOutcome::wrong_token, "sb1"},  // all after ':'
+      {"Basic " + base64("sb1:tok-2"), AuthOutcome::wrong_token, "sb1"},    // another's token
+      {"Basic " + base64("sb1:"), AuthOutcome::wrong_token, "sb1"},
+      {"Basic " + base64("sb1:TOK-1"), AuthOutcome::wrong_token, "sb1"},
+      // An id no sandbox has is never named: it may be a token typed in the wrong place.
+      {"Basic " + base64("sb9:tok-1"), AuthOutcome::unknown_sandbox_id},
+      {"Basic " + base64("tok-1:sb1"), AuthOutcome::unknown_sandbox_id},
+      {"Basic " + base64("sb:2:tok-2"), AuthOutcome::unknown_sandbox_id},  // id ends at ':'
+      {"Basic " + base64("SB1:tok-1"), AuthOutcome::unknown_sandbox_id},   // case-sensitive
+      // Anything that is not Basic base64(ID:TOKEN).
+      {"Basic " + base64("sb1"), AuthOutcome::malformed_credentials},     // no colon
+      {"Basic " + base64(":tok-1"), AuthOutcome::malformed_credentials},  // no id
+      {"Bearer " + good, AuthOutcome::malformed_credentials},
+      {"Digest username=\"sb1\"", AuthOutcome::malformed_credentials},
+      {"Basic", AuthOutcome::malformed_credentials},
+      {"Basic ", AuthOutcome::malformed_credentials},
+      {good, AuthOutcome::malformed_credentials},                       // no scheme
+      {"Basic " + good.substr(1), AuthOutcome::malformed_credentials},  // not a multiple of 4
+      {"Basic " + good + "=", AuthOutcome::malformed_credentials},      // bad padding
+      {"Basic " + good.substr(0, 4) + "*" + good.substr(5), AuthOutcome::malformed_credentials},
+      {"Basic " + base64("sb1:" + std::string(2000, 'x')), AuthOutcome::malformed_credentials},
+      // A valid identity other than the one the connection is bound to.
+      {"Basic " + good, AuthOutcome::identity_changed, "sb2", "sb2"},
   };
   for (const Row& row : rows) {
-    EXPECT_EQ(authenticate(snap, row.value), row.sandbox) << row.value;
+    const AuthResult r = authenticate(snap, row.value, row.bound);
+    EXPECT_EQ(telemetry::name(r.outcome), telemetry::name(row.outcome))
+        << row.value << " bound " << row.bound;
+    EXPECT_EQ(r.sandbox, row.sandbox) << row.value;
+    EXPECT_EQ(r.ok(), row.outcome == AuthOutcome::ok);
   }
 }
 
 TEST(Authenticate, NoSandboxesMeansNoOneGetsIn) {
-  EXPECT_EQ(authenticate(Snapshot{}, "Basic " + base64("sb1:tok-1")), std::nullopt);
+  EXPECT_EQ(authenticate(Snapshot{}, "Basic " + base64("sb1:tok-1")).outcome,
+            AuthOutcome::unknown_sandbox_id);
 }
 
 }  // namespace

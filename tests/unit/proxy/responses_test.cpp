@@ -7,6 +7,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/json.hpp>
+#include <optional>
+#include <string>
 
 namespace sandgate::proxy {
 namespace {
@@ -88,6 +90,133 @@ TEST(ErrorResponse, ValuesAreJsonEscapedAndNeverBreakTheHead) {
   const auto body = boost::json::parse(res.body()).as_object();
   EXPECT_EQ(body.at("host").as_string(), info.host);
   EXPECT_EQ(body.at("message").as_string(), info.message);
+}
+
+// reason_phrase(): one row per case, hostile inputs included; the phrase is exact.
+struct PhraseRow {
+  const char* name;
+  ErrorInfo info;
+  std::string phrase;
+};
+
+ErrorInfo info_of(Errc code, std::string_view sandbox, std::string_view host, std::uint16_t port,
+                  std::string_view reason = {}, std::optional<bool> retry = {}) {
+  ErrorInfo info;
+  info.code = code;
+  info.sandbox = sandbox;
+  info.host = host;
+  info.port = port;
+  info.reason = reason;
+  info.retryable = retry;
+  return info;
+}
+
+bool printable_ascii(std::string_view s) {
+  for (const char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) return false;
+  }
+  return true;
+}
+
+TEST(ReasonPhrase, SaysCodeDestinationSandboxAndWhetherToRetry) {
+  const std::string long_host = std::string(240, 'a') + ".x.evil.example";
+  const std::string huge_host(10000, 'h');
+  const std::string long_id(300, 's');
+  const PhraseRow rows[] = {
+      {"denial", info_of(Errc::network_denied, "agent-1", "example.com", 443, "no_matching_rule"),
+       "SANDBOX_NETWORK_DENIED example.com:443 for sandbox agent-1 (no_matching_rule; not "
+       "retryable)"},
+      {"denial without a reason", info_of(Errc::network_denied, "agent-1", "example.com", 80),
+       "SANDBOX_NETWORK_DENIED example.com:80 for sandbox agent-1 (not retryable)"},
+      {"407 names no sandbox", info_of(Errc::proxy_auth_required, "", "example.com", 443),
+       "PROXY_AUTH_REQUIRED example.com:443 (not retryable)"},
+      {"429", info_of(Errc::too_many_connections, "agent-1", "", 0),
+       "TOO_MANY_CONNECTIONS for sandbox agent-1 (retryable)"},
+      {"no destination, no sandbox", info_of(Errc::malformed_request, "", "", 0),
+       "MALFORMED_REQUEST (not retryable)"},
+      {"502", info_of(Errc::upstream_connect_failed, "sb", "10.0.0.1", 8080),
+       "UPSTREAM_CONNECT_FAILED 10.0.0.1:8080 for sandbox sb (retryable)"},
+      {"504", info_of(Errc::upstream_timeout, "sb", "slow.example", 443),
+       "UPSTREAM_TIMEOUT slow.example:443 for sandbox sb (retryable)"},
+      {"421", info_of(Errc::misdirected_request, "sb", "other.example", 443),
+       "MISDIRECTED_REQUEST other.example:443 for sandbox sb (not retryable)"},
+      {"503 whose retryable is overridden",
+       info_of(Errc::credential_unavailable, "sb", "api.github.com", 443, {}, false),
+       "CREDENTIAL_UNAVAILABLE api.github.com:443 for sandbox sb (not retryable)"},
+      {"503 retryable",
+       info_of(Errc::credential_unavailable, "sb", "api.github.com", 443, {}, true),
+       "CREDENTIAL_UNAVAILABLE api.github.com:443 for sandbox sb (retryable)"},
+      {"IPv6 literal", info_of(Errc::network_denied, "sb", "[::1]", 443, "special_address"),
+       "SANDBOX_NETWORK_DENIED [::1]:443 for sandbox sb (special_address; not retryable)"},
+      // Hostile bytes: nothing can end the status line or leave ASCII.
+      {"CRLF in the host",
+       info_of(Errc::network_denied, "sb", "a\r\nX-Injected: 1", 80, "invalid_host"),
+       "SANDBOX_NETWORK_DENIED a??X-Injected: 1:80 for sandbox sb (invalid_host; not retryable)"},
+      {"NUL, DEL and UTF-8 in the host",
+       info_of(Errc::network_denied, "sb", std::string_view("a\0b\x7f\xc3\xa9", 6), 80),
+       "SANDBOX_NETWORK_DENIED a?b???:80 for sandbox sb (not retryable)"},
+      {"controls in the sandbox id", info_of(Errc::upstream_timeout, "s\nb\t", "h.example", 1),
+       "UPSTREAM_TIMEOUT h.example:1 for sandbox s?b? (retryable)"},
+      {"a hostile reason name", info_of(Errc::network_denied, "sb", "h", 1, "x\r\ny"),
+       "SANDBOX_NETWORK_DENIED h:1 for sandbox sb (x??y; not retryable)"},
+      // Long values keep their right end (who owns a name) within the bound.
+      {"a long host", info_of(Errc::network_denied, "agent-1", long_host, 443, "no_matching_rule"),
+       "SANDBOX_NETWORK_DENIED ..." + long_host.substr(long_host.size() - 76) +
+           ":443 for sandbox agent-1 (no_matching_rule; not retryable)"},
+      {"a huge host", info_of(Errc::upstream_dns_failed, "sb", huge_host, 443),
+       "UPSTREAM_DNS_FAILED ..." + huge_host.substr(0, 106) + ":443 for sandbox sb (retryable)"},
+      {"a long sandbox id", info_of(Errc::too_many_connections, long_id, "", 0),
+       "TOO_MANY_CONNECTIONS for sandbox ..." + std::string(37, 's') + " (retryable)"},
+  };
+  for (const PhraseRow& row : rows) {
+    const std::string phrase = reason_phrase(row.info);
+    EXPECT_EQ(phrase, row.phrase) << row.name;
+    EXPECT_LE(phrase.size(), kMaxReasonPhraseBytes) << row.name;
+    EXPECT_TRUE(printable_ascii(phrase)) << row.name;
+  }
+}
+
+TEST(ReasonPhrase, EveryCodeWithTheLongestPartsStaysBoundedAndPrintable) {
+  const std::string host(5000, '\xff');
+  const std::string id(5000, '\n');
+  for (int e = static_cast<int>(Errc::ok) + 1; e <= static_cast<int>(Errc::internal_error); ++e) {
+    const auto code = static_cast<Errc>(e);
+    const std::string phrase =
+        reason_phrase(info_of(code, id, host, 65535, "ip_literal_not_allowed"));
+    EXPECT_LE(phrase.size(), kMaxReasonPhraseBytes) << code_name(code);
+    EXPECT_TRUE(printable_ascii(phrase)) << code_name(code);
+    EXPECT_TRUE(phrase.starts_with(code_name(code))) << phrase;
+    EXPECT_TRUE(phrase.ends_with("retryable)")) << phrase;
+  }
+}
+
+TEST(ReasonPhrase, IsTheStatusLineOfTheHttp1ErrorResponseAndNeverASecret) {
+  ErrorInfo info = info_of(Errc::network_denied, "agent-1", "example.com", 443, "denied_by_rule");
+  info.message = "token sgph_secret in ?query=secret";  // a message never reaches the phrase
+  info.rule = "sandboxes.agent-1.deny[0]";
+  info.suggestion = "[sandboxes.agent-1] allow = [\"example.com:443\"]";
+  const std::string text = error_response(info);
+  EXPECT_TRUE(
+      text.starts_with("HTTP/1.1 403 SANDBOX_NETWORK_DENIED example.com:443 for sandbox "
+                       "agent-1 (denied_by_rule; not retryable)\r\n"))
+      << text;
+  const auto res = parse(text);
+  EXPECT_EQ(res.reason(), reason_phrase(info));
+  EXPECT_EQ(reason_phrase(info).find("secret"), std::string::npos);
+  // A hostile host still gives one well-formed response.
+  info.host = "x\r\n\r\nHTTP/1.1 200 OK\r\n";
+  const auto hostile = parse(error_response(info));
+  EXPECT_EQ(hostile.result_int(), 403);
+  EXPECT_EQ(hostile.count("X-Injected"), 0u);
+}
+
+TEST(ReasonPhrase, RepliesWithoutOneKeepTheUsualReason) {
+  Reply plain;
+  plain.status = 200;
+  EXPECT_TRUE(http1_text(plain).starts_with("HTTP/1.1 200 OK\r\n"));
+  const Reply git =
+      git_refusal_reply("git-upload-pack", info_of(Errc::network_denied, "sb", "h", 1));
+  EXPECT_TRUE(http1_text(git).starts_with("HTTP/1.1 200 OK\r\n"));
 }
 
 TEST(ErrorResponse, TheTlsAlertIsAFatalAccessDenied) {

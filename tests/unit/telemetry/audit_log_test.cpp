@@ -288,6 +288,30 @@ TEST(FormatAuditLine, PaddedNameKeepsItsRegisteredDomain) {
   EXPECT_FALSE(has(plain, "/labels/host_bytes"));
 }
 
+// event.outcome and event.type by kind of line: the 407 challenge is neither a success nor a
+// failure (ECS "unknown", type "info").
+TEST(FormatAuditLine, OutcomeAndTypeOfEachKindOfLine) {
+  struct Row {
+    std::string event, outcome, want_outcome, want_type;
+  };
+  const Row rows[] = {
+      {"SANDBOX_NETWORK_DENIED", "failure", "failure", "denied"},
+      {"connection_closed", "success", "success", "allowed"},
+      {"UPSTREAM_TIMEOUT", "failure", "failure", "error"},
+      {"PROXY_AUTH_REQUIRED", "failure", "failure", "error"},  // a wrong token
+      {"PROXY_AUTH_REQUIRED", "unknown", "unknown", "info"},   // the challenge
+  };
+  for (const Row& row : rows) {
+    AuditRecord r;
+    r.event = row.event;
+    r.outcome = row.outcome;
+    const json::value v = parse_line(format_audit_line(r));
+    EXPECT_EQ(v.at_pointer("/event/outcome").as_string(), row.want_outcome)
+        << row.event << row.outcome;
+    EXPECT_EQ(v.at_pointer("/event/type/0").as_string(), row.want_type) << row.event << row.outcome;
+  }
+}
+
 TEST(FormatAuditLine, UrlPathDropsQueryAndFragment) {
   AuditRecord r;
   r.url_path = "/v1/items?access_token=s3cret#frag";

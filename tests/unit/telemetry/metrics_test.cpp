@@ -54,6 +54,7 @@ TEST(Metrics, EveryFamilyHasHelpAndType) {
       {"sandgate_dns_lookup_duration_seconds", "histogram"},
       {"sandgate_upstream_connect_duration_seconds", "histogram"},
       {"sandgate_audit_log_write_failures_total", "counter"},
+      {"sandgate_proxy_auth_total", "counter"},
       {"sandgate_build_info", "gauge"},
   };
   for (const Row& row : rows) {
@@ -77,6 +78,12 @@ TEST(Metrics, EveryLabelCombinationExistsUpFront) {
       R"(sandgate_errors_total{code="other",side="upstream"})",
       R"(sandgate_bytes_total{direction="downstream"})",
       R"(sandgate_dns_lookups_total{result="cache_hit"})",
+      R"(sandgate_proxy_auth_total{outcome="ok"})",
+      R"(sandgate_proxy_auth_total{outcome="no_credentials"})",
+      R"(sandgate_proxy_auth_total{outcome="malformed_credentials"})",
+      R"(sandgate_proxy_auth_total{outcome="unknown_sandbox_id"})",
+      R"(sandgate_proxy_auth_total{outcome="wrong_token"})",
+      R"(sandgate_proxy_auth_total{outcome="identity_changed"})",
       "sandgate_active_tunnels",
       "sandgate_audit_log_write_failures_total",
   };
@@ -99,6 +106,9 @@ TEST(Metrics, CountersIncrease) {
   metrics.bytes(Direction::upstream, 1000);
   metrics.bytes(Direction::upstream, 24);
   metrics.dns_lookup(DnsResult::cache_hit);
+  metrics.proxy_auth(AuthOutcome::no_credentials);
+  metrics.proxy_auth(AuthOutcome::wrong_token);
+  metrics.proxy_auth(AuthOutcome::wrong_token);
   const std::string text = metrics.serialize();
 
   struct Row {
@@ -117,6 +127,9 @@ TEST(Metrics, CountersIncrease) {
       {R"(sandgate_bytes_total{direction="upstream"})", 1024},
       {R"(sandgate_bytes_total{direction="downstream"})", 0},
       {R"(sandgate_dns_lookups_total{result="cache_hit"})", 1},
+      {R"(sandgate_proxy_auth_total{outcome="no_credentials"})", 1},
+      {R"(sandgate_proxy_auth_total{outcome="wrong_token"})", 2},
+      {R"(sandgate_proxy_auth_total{outcome="ok"})", 0},
   };
   for (const Row& row : rows) EXPECT_EQ(sample(text, row.series), row.value) << row.series;
 }
