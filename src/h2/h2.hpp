@@ -112,7 +112,10 @@ struct Settings {
   std::size_t max_settings_entries = 32;          // per SETTINGS frame
   std::size_t max_outbound_ack = 1000;            // queued SETTINGS/PING ACKs
   // RST_STREAM from the client (nghttp2's own limiter, server only): burst, then per second.
-  std::uint64_t reset_burst = 200;
+  // Above abnormal_end_burst, since every such reset drains that bucket too: a reset flood
+  // is then always ended by ours (GOAWAY ENHANCE_YOUR_CALM, named stream_reset_flood) rather
+  // than, depending on timing, by nghttp2's GOAWAY INTERNAL_ERROR, which names no cause.
+  std::uint64_t reset_burst = 400;
   std::uint64_t reset_rate = 33;
   // Streams ended abnormally, by either side (our own bucket, both roles): burst, per second.
   std::uint64_t abnormal_end_burst = 200;

@@ -11,6 +11,7 @@
 
 #include "secrets/encoding.hpp"
 #include "secrets/placeholder.hpp"
+#include "support/eventually.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
@@ -300,6 +301,15 @@ TEST_F(ProxyCredentials, APlaceholderInARequestBodyTripsTheWireToo) {
   EXPECT_EQ(origin_.request_count(), 0u);
   EXPECT_EQ(origin_.raw_received().find(mine), std::string::npos);
   EXPECT_EQ(origin_.raw_received().find(mine.substr(0, 20)), std::string::npos);
+  // A line may be written just after its client saw the 403: wait for all of them.
+  const auto misuse_lines = [&] {
+    std::size_t n = 0;
+    for (const auto& line : daemon_->audit_lines()) {
+      n += json_string(line, "event.reason") == "placeholder_misuse" ? 1 : 0;
+    }
+    return n;
+  };
+  EXPECT_TRUE(eventually([&] { return misuse_lines() >= denials; })) << misuse_lines();
   std::size_t lines = 0;
   for (const auto& line : daemon_->audit_lines()) {
     if (json_string(line, "event.reason") != "placeholder_misuse") continue;
