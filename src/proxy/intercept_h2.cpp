@@ -615,34 +615,16 @@ void record_refused(Session& s, const h2::RequestHead& head, int status) {
   s.request_method = s.request_path = {};
 }
 
-// How long, and for how many bytes, a connection ended for the client's doing is drained.
-constexpr std::chrono::seconds kLingerTime{1};
-constexpr std::size_t kLingerBytes = 4 << 20;
-
-asio::awaitable<void> drain(tcp::socket& socket) {
-  std::vector<std::uint8_t> buf(kChunk);
-  for (std::size_t total = 0; total < kLingerBytes;) {
-    auto [ec, n] = co_await socket.async_read_some(asio::buffer(buf), use_tuple);
-    if (ec) co_return;
-    total += n;
-  }
-}
-
 // The GOAWAY of a connection ended for a flood is written, but the flood is still arriving:
 // closing now, with unread bytes in our receive buffer, sends a TCP reset, and the client's
 // kernel drops the GOAWAY before the client reads it. So, as nginx and nghttpx do, a
-// lingering close: our side is shut (FIN after the GOAWAY), then what still comes is read and
-// dropped until the client closes, kLingerTime passes or kLingerBytes arrived. A client that
-// reads nothing (a PING or SETTINGS flood whose ACKs fill the socket) would hold what we
-// sent in our kernel for as long as it likes: what is still unsent then is dropped with a
-// reset.
+// lingering close (linger_close: our side shut, then what still comes read and dropped for a
+// bounded time and size). A client that reads nothing (a PING or SETTINGS flood whose ACKs
+// fill the socket) would hold what we sent in our kernel for as long as it likes: what is
+// still unsent then is dropped with a reset.
 asio::awaitable<void> linger(Session& s) {
-  using namespace asio::experimental::awaitable_operators;
+  co_await linger_close(s);
   tcp::socket& socket = s.client;
-  h2::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_send, ignored);
-  asio::steady_timer timer(socket.get_executor(), kLingerTime);
-  co_await (drain(socket) || timer.async_wait(use_tuple));
   int unsent = 0;
   if (socket.is_open() && ::ioctl(socket.native_handle(), SIOCOUTQ, &unsent) == 0 && unsent > 0) {
     s.reset_client();

@@ -245,7 +245,7 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 // Closes the client connection after a reply sent before its request was read whole: our
 // side is shut (FIN), then what the client still sends is read and dropped until it closes,
 // a second passes or 4 MiB arrived, so that no reset makes its kernel drop the reply unread.
-// (intercept_h2.cpp's linger() is the same for HTTP/2.)
+// (intercept_h2.cpp's linger() uses it, then resets what a flooding client never read.)
 asio::awaitable<void> linger_close(Session& s);
 
 // One absolute-form http:// request and its response. Returns true when the client
