@@ -335,8 +335,6 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 
 asio::awaitable<void> linger_close(Session& s) {
   using namespace asio::experimental::awaitable_operators;
-  constexpr std::chrono::seconds kLingerTime{1};
-  constexpr std::size_t kLingerBytes = 4 << 20;
   tcp::socket& socket = s.client;
   boost::system::error_code ignored;
   socket.shutdown(tcp::socket::shutdown_send, ignored);

@@ -434,23 +434,21 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
 }
 
 // What the client still sends of a refused request's body is read and dropped (up to
-// kDrainBytes, for at most kDrainTime) before the refusal goes out, as over HTTP/1.1
+// kLingerBytes, for at most kLingerTime) before the refusal goes out, as over HTTP/1.1
 // (linger_close): a response that ends the stream while the client is still sending makes
 // nghttp2 follow it with RST_STREAM NO_ERROR, which curl (7.88) reports as an error without
 // showing the response.
 asio::awaitable<void> drain_body(h2::ServerExchange& ex, std::vector<std::uint8_t>& buf) {
   using namespace asio::experimental::awaitable_operators;
-  constexpr std::chrono::seconds kDrainTime{1};
-  constexpr std::size_t kDrainBytes = 4 << 20;
   const auto drain = [](h2::ServerExchange& from,
                         std::vector<std::uint8_t>& into) -> asio::awaitable<void> {
-    for (std::size_t total = 0; total < kDrainBytes;) {
+    for (std::size_t total = 0; total < kLingerBytes;) {
       auto [ec, n] = co_await from.read_body(into);
       if (ec || n == 0) co_return;
       total += n;
     }
   };
-  asio::steady_timer timer(co_await asio::this_coro::executor, kDrainTime);
+  asio::steady_timer timer(co_await asio::this_coro::executor, kLingerTime);
   co_await (drain(ex, buf) || timer.async_wait(use_tuple));
 }
 

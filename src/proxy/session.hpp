@@ -247,6 +247,10 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 // a second passes or 4 MiB arrived, so that no reset makes its kernel drop the reply unread.
 // (intercept_h2.cpp's linger() uses it, then resets what a flooding client never read.)
 asio::awaitable<void> linger_close(Session& s);
+// How long, and how much of, what a client still sends after a refusal is read and dropped
+// (linger_close, and intercept_h2.cpp's drain of a refused stream's body).
+inline constexpr std::chrono::seconds kLingerTime{1};
+inline constexpr std::size_t kLingerBytes = 4 << 20;
 
 // One absolute-form http:// request and its response. Returns true when the client
 // connection may carry another request.

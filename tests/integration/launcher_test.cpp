@@ -169,6 +169,24 @@ print("inject:", " ".join(out))
 
 class Launcher : public LauncherFixture {
  protected:
+  // The daemon with interception (a CA `sandgate ca init` makes in sgca/), the placeholder
+  // key `key` and a static credential "gh" (token file 0600 holding npm_realtoken; env
+  // GH_TOKEN and GITHUB_TOKEN) injected as Bearer for example.com.
+  void start_with_static_credential(const std::string& key) {
+    ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("sgca")}).exit_code, 0);
+    dir_.write("placeholder.key", key);
+    ::chmod(dir_.file("placeholder.key").c_str(), 0600);
+    dir_.write("token", "npm_realtoken\n");
+    ::chmod(dir_.file("token").c_str(), 0600);
+    extra_tables_ =
+        "\n[interception]\nca_cert = \"" + dir_.file("sgca/ca.pem") + "\"\nca_key = \"" +
+        dir_.file("sgca/ca.key") + "\"\n\n[credentials]\nplaceholder_key_file = \"" +
+        dir_.file("placeholder.key") + "\"\n\n[credentials.gh]\nprovider = \"static\"\nfile = \"" +
+        dir_.file("token") +
+        "\"\nenv = [\"GH_TOKEN\", \"GITHUB_TOKEN\"]\n\n[[profiles.default.inject]]\n"
+        "hosts = [\"example.com\"]\ncredential = \"gh\"\nas = \"bearer\"\n";
+    start_daemon();
+  }
   // A script for the operator's shell that runs sandgate-launch in the test host with `args`
   // (and `redirect`, e.g. "</dev/null", after them).
   std::string operator_script(const std::string& name, const std::vector<std::string>& args,
@@ -259,19 +277,8 @@ TEST_F(Launcher, EnvironmentHasCaBundleAndNoProxy) {
 // A credential's `env` variables hold the sandbox's placeholder for it (docs/credentials.md),
 // never what the operator's own environment had: the token stays outside.
 TEST_F(Launcher, CredentialVariablesHoldThePlaceholderNotTheOperatorsToken) {
-  ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("sgca")}).exit_code, 0);
   const std::string key(32, '\x33');
-  dir_.write("placeholder.key", key);
-  ::chmod(dir_.file("placeholder.key").c_str(), 0600);
-  dir_.write("token", "npm_realtoken\n");
-  ::chmod(dir_.file("token").c_str(), 0600);
-  extra_tables_ = "\n[interception]\nca_cert = \"" + dir_.file("sgca/ca.pem") + "\"\nca_key = \"" +
-                  dir_.file("sgca/ca.key") + "\"\n\n[credentials]\nplaceholder_key_file = \"" +
-                  dir_.file("placeholder.key") +
-                  "\"\n\n[credentials.gh]\nprovider = \"static\"\nfile = \"" + dir_.file("token") +
-                  "\"\nenv = [\"GH_TOKEN\", \"GITHUB_TOKEN\"]\n\n[[profiles.default.inject]]\n"
-                  "hosts = [\"example.com\"]\ncredential = \"gh\"\nas = \"bearer\"\n";
-  start_daemon();
+  ASSERT_NO_FATAL_FAILURE(start_with_static_credential(key));
   const std::string sb = id("cred");
   const auto r =
       launch({"run", "--sandbox", sb, "--profile", "default", "--", "sh", "-c",
@@ -290,18 +297,7 @@ TEST_F(Launcher, CredentialVariablesHoldThePlaceholderNotTheOperatorsToken) {
 // credential's token file (0600, as docs/credentials.md asks; the daemon refuses looser
 // ones), while the CA certificate, which is public, stays readable.
 TEST_F(Launcher, AnUnprivilegedCommandReadsNoKeyNorToken) {
-  ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("sgca")}).exit_code, 0);
-  dir_.write("placeholder.key", std::string(32, '\x44'));
-  ::chmod(dir_.file("placeholder.key").c_str(), 0600);
-  dir_.write("token", "npm_realtoken\n");
-  ::chmod(dir_.file("token").c_str(), 0600);
-  extra_tables_ = "\n[interception]\nca_cert = \"" + dir_.file("sgca/ca.pem") + "\"\nca_key = \"" +
-                  dir_.file("sgca/ca.key") + "\"\n\n[credentials]\nplaceholder_key_file = \"" +
-                  dir_.file("placeholder.key") +
-                  "\"\n\n[credentials.gh]\nprovider = \"static\"\nfile = \"" + dir_.file("token") +
-                  "\"\nenv = [\"GH_TOKEN\"]\n\n[[profiles.default.inject]]\n"
-                  "hosts = [\"example.com\"]\ncredential = \"gh\"\nas = \"bearer\"\n";
-  start_daemon();
+  ASSERT_NO_FATAL_FAILURE(start_with_static_credential(std::string(32, '\x44')));
   ::chmod(dir_.path().c_str(), 0711);
   ::chmod(dir_.file("sgca").c_str(), 0711);
   const std::string sb = id("keys");
