@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
+#include "support/private_netns.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
@@ -957,23 +958,9 @@ TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
 }  // namespace
 }  // namespace sandgate::test
 
-// Re-runs this binary inside a fresh network namespace (`unshare --net`): the daemon, the
-// launcher's wiring and the test internet never touch the machine's own network.
+// The daemon, the launcher's wiring and the test internet never touch the machine's own
+// network: the whole binary runs in a fresh network namespace.
 int main(int argc, char** argv) {
-  if (std::getenv(sandgate::test::kInsideEnv) == nullptr) {
-    if (::geteuid() != 0) {
-      std::fprintf(stderr, "sandbox_e2e_test needs root (network namespaces, nftables)\n");
-      return 1;
-    }
-    ::setenv(sandgate::test::kInsideEnv, "1", 1);
-    std::vector<char*> args{const_cast<char*>("unshare"), const_cast<char*>("--net"),
-                            const_cast<char*>("--")};
-    for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
-    args.push_back(nullptr);
-    ::execvp("unshare", args.data());
-    std::perror("unshare");
-    return 1;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return sandgate::test::run_tests_in_own_netns(argc, argv, sandgate::test::kInsideEnv,
+                                                "sandbox_e2e_test");
 }

@@ -3,6 +3,7 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
@@ -101,6 +102,25 @@ bool add_loopback_address(const std::string& cidr) {
     return false;
   }
   return true;
+}
+
+int run_tests_in_own_netns(int argc, char** argv, const char* inside_env, const char* name) {
+  if (std::getenv(inside_env) == nullptr) {
+    if (::geteuid() != 0) {
+      std::fprintf(stderr, "%s needs root (network namespaces, nftables)\n", name);
+      return 1;
+    }
+    ::setenv(inside_env, "1", 1);
+    std::vector<char*> args{const_cast<char*>("unshare"), const_cast<char*>("--net"),
+                            const_cast<char*>("--")};
+    for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    ::execvp("unshare", args.data());
+    std::perror("unshare");
+    return 1;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
 }
 
 }  // namespace sandgate::test

@@ -24,6 +24,12 @@ bool enter_private_netns_or_rerun();
 // namespace; fails the test otherwise.
 bool add_loopback_address(const std::string& cidr);
 
+// main() of a test binary that runs whole inside one fresh network namespace of its own (a
+// test internet of veths and namespaces it makes, the daemon, the launcher's wiring): unless
+// `inside_env` is set, re-runs the binary under `unshare --net` with it set (root needed;
+// `name` is for the message otherwise); inside, runs the tests.
+int run_tests_in_own_netns(int argc, char** argv, const char* inside_env, const char* name);
+
 }  // namespace sandgate::test
 
 #define SANDGATE_IN_PRIVATE_NETNS()                                \
