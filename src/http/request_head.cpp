@@ -291,4 +291,55 @@ void strip_hop_by_hop(beast_http::fields& f) {
   }
 }
 
+namespace {
+
+void append_version(std::string& out, unsigned version) {
+  out += "HTTP/";
+  out += static_cast<char>('0' + version / 10 % 10);
+  out += '.';
+  out += static_cast<char>('0' + version % 10);
+}
+
+void append_fields(std::string& out, const beast_http::fields& f) {
+  for (const auto& field : f) {
+    out += field.name_string();
+    out += ": ";
+    out += field.value();
+    out += "\r\n";
+  }
+  out += "\r\n";
+}
+
+}  // namespace
+
+std::string head_text(const beast_http::request_header<>& h) {
+  std::string out;
+  out.reserve(256);
+  out += h.method_string();
+  out += ' ';
+  out += h.target();
+  out += ' ';
+  append_version(out, h.version());
+  out += "\r\n";
+  append_fields(out, h);
+  return out;
+}
+
+std::string head_text(const beast_http::response_header<>& h) {
+  std::string out;
+  out.reserve(256);
+  append_version(out, h.version());
+  const unsigned code = h.result_int();
+  out += ' ';
+  out += static_cast<char>('0' + code / 100 % 10);
+  out += static_cast<char>('0' + code / 10 % 10);
+  out += static_cast<char>('0' + code % 10);
+  out += ' ';
+  const boost::beast::string_view reason = h.reason();
+  out += reason.empty() ? beast_http::obsolete_reason(h.result()) : reason;
+  out += "\r\n";
+  append_fields(out, h);
+  return out;
+}
+
 }  // namespace sandgate::http

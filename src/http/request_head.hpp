@@ -86,4 +86,10 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
 // message it receives, which is how hop-by-hop abuse turns into smuggling.
 void strip_hop_by_hop(boost::beast::http::fields& f);
 
+// A message header as one piece of text, byte for byte what Beast's serializer writes for it
+// (start line, the fields in order, the empty line), so a message that is not re-framed goes
+// out in one contiguous write instead of one buffer per field.
+std::string head_text(const boost::beast::http::request_header<>& h);
+std::string head_text(const boost::beast::http::response_header<>& h);
+
 }  // namespace sandgate::http

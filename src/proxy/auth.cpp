@@ -34,11 +34,33 @@ std::optional<std::string> decode_base64(std::string_view in) {
 
 }  // namespace
 
-AuthResult authenticate(const Snapshot& snap, std::string_view value, std::string_view bound) {
+AuthMemo::~AuthMemo() {
+  OPENSSL_cleanse(value_.data(), value_.size());
+}
+
+void AuthMemo::remember(std::string_view value, const std::string& digest) {
+  OPENSSL_cleanse(value_.data(), value_.size());
+  value_.assign(value);
+  digest_ = digest;
+}
+
+bool AuthMemo::holds(std::string_view value, const std::string& digest) const {
+  return !value_.empty() && value.size() == value_.size() &&
+         CRYPTO_memcmp(value.data(), value_.data(), value.size()) == 0 && digest == digest_;
+}
+
+AuthResult authenticate(const Snapshot& snap, std::string_view value, std::string_view bound,
+                        AuthMemo* memo) {
   using telemetry::AuthOutcome;
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (value.empty()) return {AuthOutcome::no_credentials, {}};
+  if (memo != nullptr && !bound.empty()) {
+    const auto known = snap.token_digests.find(std::string(bound));
+    if (known != snap.token_digests.end() && memo->holds(value, known->second)) {
+      return {AuthOutcome::ok, std::string(bound)};
+    }
+  }
   const AuthResult malformed{AuthOutcome::malformed_credentials, {}};
   const auto space = value.find(' ');
   if (space == std::string_view::npos || !iequals_ascii(value.substr(0, space), "basic")) {
@@ -65,6 +87,7 @@ AuthResult authenticate(const Snapshot& snap, std::string_view value, std::strin
     return {AuthOutcome::wrong_token, std::move(id)};
   }
   if (!bound.empty() && id != bound) return {AuthOutcome::identity_changed, std::string(bound)};
+  if (memo != nullptr) memo->remember(value, it->second);
   return {AuthOutcome::ok, std::move(id)};
 }
 

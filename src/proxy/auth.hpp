@@ -24,7 +24,29 @@ struct AuthResult {
 // (no_credentials); anything that is not Basic with base64 of "ID:TOKEN" is malformed; then
 // unknown_sandbox_id, wrong_token, and identity_changed for a valid identity other than
 // `bound`. Token comparison is constant time (digests compared with CRYPTO_memcmp).
+// With `memo`, the value a connection last proved its identity with is remembered, and the
+// same value on the same connection is then accepted without being decoded and hashed again
+// for as long as the bound sandbox's token digest is the one it was checked against (a reload
+// that changes the token checks it afresh).
+class AuthMemo;
 AuthResult authenticate(const Snapshot& snap, std::string_view header_value,
-                        std::string_view bound = {});
+                        std::string_view bound = {}, AuthMemo* memo = nullptr);
+
+// The last accepted Proxy-Authorization value of one connection; wiped when replaced or dropped.
+class AuthMemo {
+ public:
+  AuthMemo() = default;
+  AuthMemo(const AuthMemo&) = delete;
+  AuthMemo& operator=(const AuthMemo&) = delete;
+  ~AuthMemo();
+
+ private:
+  friend AuthResult authenticate(const Snapshot&, std::string_view, std::string_view, AuthMemo*);
+  void remember(std::string_view value, const std::string& digest);
+  bool holds(std::string_view value, const std::string& digest) const;
+
+  std::string value_;
+  std::string digest_;
+};
 
 }  // namespace sandgate::proxy

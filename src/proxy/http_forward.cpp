@@ -2,6 +2,7 @@
 // fixed buffer in both directions (never buffered whole), hop-by-hop headers removed.
 #include <sys/socket.h>
 
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -10,6 +11,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <tuple>
 
 #include "common/ascii.hpp"
 #include "http/request_head.hpp"
@@ -62,15 +65,31 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
                                        secrets::BodyTripwire* trip = nullptr) {
   using Side = Relayed::Side;
   const auto idle = s.limits().idle_timeout;
-  bhttp::serializer<isRequest, bhttp::buffer_body> sr{p.get()};
+  // A message sent as it came (not re-framed as chunked) is written by hand: its header as one
+  // piece, then the body bytes as they are. Beast's serializer frames the chunked ones.
+  const bool plain = !p.get().chunked();
+  std::optional<bhttp::serializer<isRequest, bhttp::buffer_body>> sr;
+  std::string head;  // plain: the header, until it has gone out
+  if (plain) {
+    head = http::head_text(p.get().base());
+  } else {
+    sr.emplace(p.get());
+  }
   // The header goes out at once when no body bytes are at hand yet (a streamed response must
   // not wait for its first chunk); otherwise it goes out together with them, in one write.
   if (!p.is_done() && in_buffer.size() == 0) {
     p.get().body().data = nullptr;
     p.get().body().size = 0;
     p.get().body().more = true;
-    auto [ec, n] = co_await bhttp::async_write_header(out, sr, use_tuple);
+    boost::system::error_code ec;
+    std::size_t n = 0;
+    if (plain) {
+      std::tie(ec, n) = co_await asio::async_write(out, asio::buffer(head), use_tuple);
+    } else {
+      std::tie(ec, n) = co_await bhttp::async_write_header(out, *sr, use_tuple);
+    }
     if (ec) co_return Relayed{Side::out, ec};
+    head.clear();
     bytes += n;
     s.watchdog->arm(idle);
   }
@@ -123,12 +142,24 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
       p.get().body().size = 0;
       p.get().body().more = false;
     }
-    auto [ec, n] = co_await bhttp::async_write(out, sr, use_tuple);
-    if (ec == bhttp::error::need_buffer) ec = {};
-    if (ec) co_return Relayed{Side::out, ec};
-    bytes += n;
-    s.watchdog->arm(idle);
-  } while (!sr.is_done());
+    if (plain) {
+      const std::array<asio::const_buffer, 2> pieces{
+          asio::buffer(head), asio::buffer(p.get().body().data, p.get().body().size)};
+      if (asio::buffer_size(pieces) > 0) {
+        auto [ec, n] = co_await asio::async_write(out, pieces, use_tuple);
+        if (ec) co_return Relayed{Side::out, ec};
+        head.clear();
+        bytes += n;
+        s.watchdog->arm(idle);
+      }
+    } else {
+      auto [ec, n] = co_await bhttp::async_write(out, *sr, use_tuple);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      if (ec) co_return Relayed{Side::out, ec};
+      bytes += n;
+      s.watchdog->arm(idle);
+    }
+  } while (plain ? !p.is_done() || !head.empty() : !sr->is_done());
   co_return Relayed{};
 }
 

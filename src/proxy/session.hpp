@@ -13,6 +13,7 @@
 #include "http/request_head.hpp"
 #include "policy/policy.hpp"
 #include "policy/stream.hpp"
+#include "proxy/auth.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/responses.hpp"
 #include "proxy/runtime.hpp"
@@ -88,6 +89,7 @@ struct Session : std::enable_shared_from_this<Session> {
   std::uint16_t client_port = 0;  // before client_ip, which fills it in
   std::string client_ip;
   std::string sandbox;               // bound at the first authenticated request
+  AuthMemo auth_memo;                // the Proxy-Authorization value it was bound with
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
   std::unique_ptr<UpstreamConn> upstream;

@@ -89,6 +89,12 @@ class JsonLine {
   }
   void str(std::string_view k, std::string_view v) {
     key(k);
+    if (plain_ascii(v)) {  // the usual value: nothing to clean or escape
+      out_ += '"';
+      out_ += v;
+      out_ += '"';
+      return;
+    }
     sr_.reset(clean(v, scratch_));
     std::array<char, 256> buf;
     while (!sr_.done()) out_ += sr_.read(buf.data(), buf.size());
@@ -119,6 +125,14 @@ class JsonLine {
   }
 
  private:
+  // Printable ASCII without a quote or backslash, within the field limit: written as it is.
+  static bool plain_ascii(std::string_view v) {
+    if (v.size() > kMaxAuditFieldBytes) return false;
+    return std::all_of(v.begin(), v.end(), [](char c) {
+      const auto b = static_cast<unsigned char>(c);
+      return b >= 0x20U && b < 0x7FU && c != '"' && c != '\\';
+    });
+  }
   void key(std::string_view k) {
     if (!first_) out_ += ',';
     first_ = false;

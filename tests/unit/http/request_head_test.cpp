@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -528,6 +531,56 @@ TEST(StripHopByHop, WorksOnResponses) {
   EXPECT_EQ(res.count("X-Hop"), 0u);
   EXPECT_EQ(res.count(bh::field::connection), 0u);
   EXPECT_EQ(res[bh::field::content_type], "text/plain");
+}
+
+// What Beast's own serializer writes for a message's header (the body is empty).
+template <bool isRequest>
+std::string serialized_by_beast(bh::message<isRequest, bh::empty_body>& m) {
+  bh::serializer<isRequest, bh::empty_body> sr{m};
+  std::string out;
+  boost::system::error_code ec;
+  while (!sr.is_done() && !ec) {
+    sr.next(ec, [&](boost::system::error_code&, const auto& buffers) {
+      out += boost::beast::buffers_to_string(buffers);
+      sr.consume(boost::asio::buffer_size(buffers));
+    });
+  }
+  EXPECT_FALSE(ec) << ec.message();
+  return out;
+}
+
+TEST(HeadText, IsWhatBeastsSerializerWritesForARequest) {
+  for (const unsigned version : {10U, 11U}) {
+    bh::request<bh::empty_body> req;
+    req.version(version);
+    req.method_string("PURGE");  // a method Beast knows no verb for
+    req.target("/a/b?c=d");
+    req.set(bh::field::host, "example.com:8080");
+    req.insert("X-Custom", "one");
+    req.insert("x-custom", "two, three");
+    req.set(bh::field::content_length, "0");
+    EXPECT_EQ(head_text(req.base()), serialized_by_beast(req)) << version;
+    req.method(bh::verb::get);
+    EXPECT_EQ(head_text(req.base()), serialized_by_beast(req)) << version;
+  }
+}
+
+TEST(HeadText, IsWhatBeastsSerializerWritesForAResponse) {
+  for (const unsigned status : {200U, 204U, 404U, 599U, 101U}) {
+    bh::response<bh::empty_body> res;
+    res.version(status == 599 ? 10 : 11);
+    res.result(status);
+    res.set(bh::field::server, "origin");
+    res.insert("Set-Cookie", "a=1");
+    res.insert("Set-Cookie", "b=2");
+    EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << status;  // reason from code
+    res.reason("Custom Reason");
+    EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << status;
+  }
+  bh::response<bh::empty_body> bare;  // no fields at all
+  bare.result(bh::status::ok);
+  EXPECT_EQ(head_text(bare.base()), "HTTP/1.1 200 OK\r\n\r\n");
+  EXPECT_EQ(head_text(bare.base()), serialized_by_beast(bare));
 }
 
 }  // namespace

@@ -88,5 +88,25 @@ TEST(Authenticate, NoSandboxesMeansNoOneGetsIn) {
             AuthOutcome::unknown_sandbox_id);
 }
 
+TEST(Authenticate, AMemoAcceptsOnlyTheSameValueAgainstTheSameToken) {
+  Snapshot snap = snapshot();
+  const std::string good = "Basic " + base64("sb1:tok-1");
+  AuthMemo memo;
+  ASSERT_TRUE(authenticate(snap, good, "", &memo).ok());  // checked in full, then remembered
+  EXPECT_TRUE(authenticate(snap, good, "sb1", &memo).ok());
+  EXPECT_TRUE(authenticate(snap, " " + good + "\t", "sb1", &memo).ok());
+  // Anything else is checked in full as without a memo.
+  EXPECT_EQ(authenticate(snap, "Basic " + base64("sb1:tok-2"), "sb1", &memo).outcome,
+            AuthOutcome::wrong_token);
+  EXPECT_EQ(authenticate(snap, "", "sb1", &memo).outcome, AuthOutcome::no_credentials);
+  EXPECT_EQ(authenticate(snap, good, "sb2", &memo).outcome, AuthOutcome::identity_changed);
+  // A reload that changes the token: the remembered value no longer proves anything.
+  snap.token_digests["sb1"] = sha256("tok-new");
+  EXPECT_EQ(authenticate(snap, good, "sb1", &memo).outcome, AuthOutcome::wrong_token);
+  // ... nor once the sandbox is gone.
+  snap.token_digests.erase("sb1");
+  EXPECT_EQ(authenticate(snap, good, "sb1", &memo).outcome, AuthOutcome::unknown_sandbox_id);
+}
+
 }  // namespace
 }  // namespace sandgate::proxy
