@@ -35,18 +35,20 @@ std::optional<std::string> decode_base64(std::string_view in) {
 }  // namespace
 
 AuthMemo::~AuthMemo() {
-  OPENSSL_cleanse(value_.data(), value_.size());
+  if (held_) OPENSSL_cleanse(held_->value.data(), held_->value.size());
 }
 
 void AuthMemo::remember(std::string_view value, const std::string& digest) {
-  OPENSSL_cleanse(value_.data(), value_.size());
-  value_.assign(value);
-  digest_ = digest;
+  if (!held_) held_ = std::make_unique<Held>();
+  OPENSSL_cleanse(held_->value.data(), held_->value.size());
+  held_->value.assign(value);
+  held_->digest = digest;
 }
 
 bool AuthMemo::holds(std::string_view value, const std::string& digest) const {
-  return !value_.empty() && value.size() == value_.size() &&
-         CRYPTO_memcmp(value.data(), value_.data(), value.size()) == 0 && digest == digest_;
+  return held_ && value.size() == held_->value.size() &&
+         CRYPTO_memcmp(value.data(), held_->value.data(), value.size()) == 0 &&
+         digest == held_->digest;
 }
 
 AuthResult authenticate(const Snapshot& snap, std::string_view value, std::string_view bound,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -45,8 +46,11 @@ class AuthMemo {
   void remember(std::string_view value, const std::string& digest);
   bool holds(std::string_view value, const std::string& digest) const;
 
-  std::string value_;
-  std::string digest_;
+  struct Held {
+    std::string value;
+    std::string digest;
+  };
+  std::unique_ptr<Held> held_;  // on the heap, and only once a value was accepted
 };
 
 }  // namespace sandgate::proxy

@@ -60,7 +60,7 @@ asio::awaitable<void> intercept_stream(Session& s, const policy::StreamVerdict& 
     s.reset_client();
     co_return;
   }
-  s.intercepted = v.dial;
+  s.intercepted = std::make_unique<const policy::Host>(v.dial);
   s.intercepted_port = port;
   if (alpn_is_h2(s.tls->stream.native_handle())) {
     co_await serve_h2(s);

@@ -73,14 +73,14 @@ class StreamResponder final : public Responder {
 // lives, so that the session's deadline and abort() reach it (Session::more_upstreams).
 struct Tracked {
   Tracked(Session& s, std::unique_ptr<UpstreamConn> c) : session(s), conn(std::move(c)) {
-    session.more_upstreams.insert(&conn->socket);
+    session.more_upstreams.push_back(&conn->socket);
   }
   ~Tracked() {
-    if (conn) session.more_upstreams.erase(&conn->socket);
+    if (conn) std::erase(session.more_upstreams, &conn->socket);
   }
   // The connection, no longer the session's (for the worker's pool).
   std::unique_ptr<UpstreamConn> release() {
-    session.more_upstreams.erase(&conn->socket);
+    std::erase(session.more_upstreams, &conn->socket);
     return std::move(conn);
   }
   Tracked(const Tracked&) = delete;

@@ -6,7 +6,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "common/errc.hpp"
@@ -95,11 +94,11 @@ struct Session : std::enable_shared_from_this<Session> {
   std::unique_ptr<UpstreamConn> upstream;
   // More upstream sockets in use (an HTTP/2 client's streams, each over its own): the
   // deadline and abort() reach them like `upstream`.
-  std::unordered_set<tcp::socket*> more_upstreams;
+  std::vector<tcp::socket*> more_upstreams;
   // Intercepted (StreamAction::intercept): the client's TLS, terminated here with a leaf for
   // `intercepted`, the name (and port) every request inside must address.
   std::unique_ptr<ClientTlsLeg> tls;
-  std::optional<policy::Host> intercepted;
+  std::unique_ptr<const policy::Host> intercepted;  // on the heap: most streams are spliced
   std::uint16_t intercepted_port = 0;
   // The request being decided and forwarded (forward_request), so that every line about it
   // names its method and path (record() adds them; the query never reaches a line).

@@ -132,7 +132,7 @@ TunnelGate::Verdict StreamGate::refuse(policy::Decision d, bool tls, std::string
     info.reason = policy::reason_name(d.reason);
     refusal_ = error_response(info);
   }
-  denial_ = std::move(d);
+  denial_ = std::make_unique<policy::Decision>(std::move(d));
   return Verdict{Kind::refuse};
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,7 +40,7 @@ class StreamGate final : public TunnelGate {
   std::string_view refusal() const override { return refusal_; }
 
   // After a refusal: why. Null while the tunnel was let through.
-  const policy::Decision* denial() const { return denial_ ? &*denial_ : nullptr; }
+  const policy::Decision* denial() const { return denial_.get(); }
   // The SNI of the ClientHello that was read, if any.
   const std::string& sni() const { return sni_; }
 
@@ -66,7 +67,7 @@ class StreamGate final : public TunnelGate {
   Phase phase_ = Phase::first;
   bool upgrade_ = false;  // the last request asked to upgrade
   std::optional<http::BodyTracker> body_;
-  std::optional<policy::Decision> denial_;
+  std::unique_ptr<policy::Decision> denial_;  // on the heap: most tunnels are never refused
   std::string sni_;
   std::string refusal_;
 };
