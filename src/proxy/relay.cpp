@@ -11,6 +11,8 @@
 #include <memory>
 #include <vector>
 
+#include "proxy/handler_memory.hpp"
+
 namespace sandgate::proxy {
 
 namespace {
@@ -201,9 +203,9 @@ class Relay : public std::enable_shared_from_this<Relay> {
   }
 
   void wait_gated() {
-    up_.from->async_wait(
-        tcp::socket::wait_read,
-        [this, self = shared_from_this()](boost::system::error_code ec) { on_gated_bytes(ec); });
+    up_.from->async_wait(tcp::socket::wait_read,
+                         exact_memory([this, self = shared_from_this()](
+                                          boost::system::error_code ec) { on_gated_bytes(ec); }));
   }
 
   void on_gated_bytes(boost::system::error_code ec) {
@@ -254,12 +256,12 @@ class Relay : public std::enable_shared_from_this<Relay> {
   // first read that fills it, or a send that cannot take it all, switches the direction to
   // splice(2) through a pipe for good.
   void wait_readable(Direction& d) {
-    d.from->async_wait(tcp::socket::wait_read,
-                       [this, self = shared_from_this(), &d](boost::system::error_code ec) {
+    d.from->async_wait(tcp::socket::wait_read, exact_memory([this, self = shared_from_this(),
+                                                             &d](boost::system::error_code ec) {
                          if (ec || stopping()) return finish(d);
                          if (d.pipe.is_open()) return pump(d);
                          copy(d);
-                       });
+                       }));
   }
 
   void wait_writable(Direction& d) {

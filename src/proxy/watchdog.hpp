@@ -5,6 +5,8 @@
 #include <functional>
 #include <memory>
 
+#include "proxy/handler_memory.hpp"
+
 namespace sandgate::proxy {
 
 // One deadline per session, pushed forward on progress instead of racing every read against
@@ -51,7 +53,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void wait() {
     waiting_ = true;
     timer_.expires_at(deadline_);
-    timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
+    timer_.async_wait(exact_memory([self = shared_from_this()](boost::system::error_code) {
       if (self->stopped_) return;
       if (clock::now() >= self->deadline_) {
         self->waiting_ = false;
@@ -60,7 +62,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
         return;
       }
       self->wait();  // pushed forward (or woken early): wait on
-    });
+    }));
   }
 
   boost::asio::steady_timer timer_;
