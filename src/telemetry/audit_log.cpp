@@ -173,15 +173,25 @@ bool is_ip_literal(std::string_view host) {
 std::string format_timestamp(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto secs = floor<seconds>(t);
-  const auto millis = duration_cast<milliseconds>(t - secs).count();
-  const std::time_t tt = system_clock::to_time_t(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  std::array<char, 80> buf{};  // room for any int the compiler can imagine
-  std::snprintf(buf.data(), buf.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(millis));
-  return buf.data();
+  const auto millis = static_cast<int>(duration_cast<milliseconds>(t - secs).count());
+  // Lines come many to a second: the text up to the seconds is made once per second (per
+  // thread), the milliseconds appended by hand.
+  thread_local sys_seconds cached_secs{seconds::min()};
+  thread_local std::array<char, 80> cached{};  // room for any int the compiler can imagine
+  if (secs != cached_secs) {
+    const std::time_t tt = system_clock::to_time_t(secs);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    std::snprintf(cached.data(), cached.size(), "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    cached_secs = secs;
+  }
+  std::string out(cached.data());
+  out += static_cast<char>('0' + millis / 100);
+  out += static_cast<char>('0' + millis / 10 % 10);
+  out += static_cast<char>('0' + millis % 10);
+  out += 'Z';
+  return out;
 }
 
 // ECS event.type, as its JSON array: what kind of network event this was, for SIEM rules.

@@ -119,6 +119,23 @@ TEST(FormatAuditLine, DeniedRecordHasEveryField) {
   EXPECT_FALSE(has(v, "/event/duration"));
 }
 
+TEST(FormatAuditLine, TimestampIsRightWithinASecondAndAcrossSeconds) {
+  // The text up to the seconds is cached per second: lines of one second, of the next, and
+  // of an earlier one (a record's own time need not be increasing) each get their own.
+  const auto day = std::chrono::sys_days{std::chrono::year{2026} / 12 / 31};
+  const std::pair<std::chrono::system_clock::time_point, std::string_view> rows[] = {
+      {day + 23h + 59min + 59s + 7ms, "2026-12-31T23:59:59.007Z"},
+      {day + 23h + 59min + 59s + 999ms, "2026-12-31T23:59:59.999Z"},
+      {day + 24h + 40ms, "2027-01-01T00:00:00.040Z"},
+      {day + 23h + 59min + 59s, "2026-12-31T23:59:59.000Z"},
+  };
+  for (const auto& [time, text] : rows) {
+    AuditRecord r = denied_record();
+    r.time = time;
+    EXPECT_EQ(parse_line(format_audit_line(r)).at_pointer("/@timestamp").as_string(), text);
+  }
+}
+
 TEST(FormatAuditLine, DenialCarriesItsSuggestion) {
   AuditRecord r = denied_record();
   r.suggestion = "[profiles.dev] allow = [\"evil.example:443\"]";
