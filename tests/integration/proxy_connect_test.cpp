@@ -475,6 +475,31 @@ TEST_F(ProxyConnect, MegabytesBothWaysArriveIntactAndAreCounted) {
   EXPECT_LT(down, static_cast<std::int64_t>(kSize + 1024));
 }
 
+// A TLS tunnel's download goes to the client by copies, not splices (relay.cpp, copies()):
+// every byte must arrive in order, also when the client reads slowly and the relay meets a
+// full destination again and again (what it could not send waits in its pipe, then copying
+// goes on), and the tunnel is counted as usual.
+TEST_F(ProxyConnect, ATlsTunnelsDownloadArrivesIntactAlsoToASlowReader) {
+  constexpr std::size_t kSize = 8u << 20;
+  const std::string url =
+      "https://" + tls_authority("allowed.test") + "/bulk/" + std::to_string(kSize);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, std::vector<std::string>{"--limit-rate", "4M"}}) {
+    std::vector<std::string> args = {"-x", proxy(), "--cacert", tls_.ca_file()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(url);
+    const auto r = run_curl(args);
+    ASSERT_EQ(r.http_code, 200) << r.err;
+    EXPECT_TRUE(r.body == TlsOrigin::bulk_body(kSize))
+        << "download corrupted (" << extra.size() << " extra args)";
+  }
+  const auto line = daemon_->wait_audit([](const boost::json::object& o) {
+    return json_string(o, "event.code") == "connection_closed" &&
+           json_int(o, "destination.bytes").value_or(0) > static_cast<std::int64_t>(kSize);
+  });
+  EXPECT_TRUE(line);
+}
+
 // RFC 9112 §2.2: a server SHOULD ignore empty lines before a request line, so an upstream
 // proxy at an allowed address accepts "\r\nCONNECT ..." as a CONNECT.
 TEST_F(ProxyConnect, NestedConnectAfterLeadingEmptyLinesIsRefused) {  // THREATS 7

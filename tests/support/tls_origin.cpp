@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -157,18 +158,36 @@ struct TlsOrigin::Impl {
           const std::lock_guard lock(mutex);
           lines.push_back(request.substr(0, request.find("\r\n")));
         }
-        const std::string body = std::string("hello over tls, sni=") + (sni ? sni : "") + "\n";
+        // "GET /bulk/N": N bytes of TlsOrigin::bulk_body; anything else: a line naming the SNI.
+        const std::string line = request.substr(0, request.find("\r\n"));
+        const std::string bulk_prefix = "GET /bulk/";
+        const std::string body =
+            line.starts_with(bulk_prefix)
+                ? TlsOrigin::bulk_body(std::stoul(line.substr(bulk_prefix.size())))
+                : std::string("hello over tls, sni=") + (sni ? sni : "") + "\n";
         const std::string response =
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
             "Content-Length: " +
             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-        SSL_write(ssl, response.data(), static_cast<int>(response.size()));
+        for (std::size_t at = 0; at < response.size();) {  // one record is at most 16 KiB
+          const int n =
+              SSL_write(ssl, response.data() + at,
+                        static_cast<int>(std::min<std::size_t>(response.size() - at, 1 << 20)));
+          if (n <= 0) break;
+          at += static_cast<std::size_t>(n);
+        }
         SSL_shutdown(ssl);
       }
     }
     SSL_free(ssl);
   }
 };
+
+std::string TlsOrigin::bulk_body(std::size_t size) {
+  std::string out(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<char>((i * 31 + i / 4093) & 0xFF);
+  return out;
+}
 
 TlsOrigin::TlsOrigin(const std::vector<std::string>& dns_names) : impl_(std::make_unique<Impl>()) {
   const TestCertificate cert = make_self_signed_certificate(dns_names, {"127.0.0.1"});

@@ -34,6 +34,8 @@ class TlsOrigin {
   TlsOrigin& operator=(const TlsOrigin&) = delete;
 
   std::uint16_t port() const { return port_; }
+  // What "GET /bulk/N" is answered with: N bytes of a fixed pattern.
+  static std::string bulk_body(std::size_t size);
   // A PEM file with the certificate, for curl --cacert.
   const std::string& ca_file() const { return ca_file_; }
 
