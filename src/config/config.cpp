@@ -180,11 +180,14 @@ void require_interception(const toml::table& root, const std::vector<Sandbox>& s
       }
     }
   }
+  const auto inspects = [](const policy::RuleLists& lists) {
+    return !lists.inspect.empty() || !lists.inspect_addresses.empty() ||
+           !lists.http_rules.empty() || !lists.git_rules.empty();
+  };
   for (const Sandbox& sandbox : sandboxes) {
     const policy::SandboxSpec& spec = sandbox.spec;
-    if (sandbox.in_drop_in &&
-        (!spec.inspect.empty() || !spec.inspect_addresses.empty() || !spec.http_rules.empty() ||
-         !spec.git_rules.empty() || !sandbox.inject.empty())) {
+    if (sandbox.in_drop_in && (inspects(spec) || (spec.profile && inspects(*spec.profile)) ||
+                               !sandbox.inject.empty())) {
       sink.add_unlocated(sandbox.file + ": sandboxes." + spec.id, kMessage);
     }
   }

@@ -538,7 +538,8 @@ Decision Policy::check_address(std::string_view sandbox, const IpAddress& a, std
     return make(false, Reason::denied_by_rule, hit->rule, cls);
   }
   const std::optional<IpAddress> translated = translated_ipv4(a);
-  for (const auto* services : sb.layers(&CompiledLists::host_services).span()) {
+  const auto host_services = sb.layers(&CompiledLists::host_services);  // named: outlives the loop
+  for (const auto* services : host_services.span()) {
     for (const HostService& h : *services) {
       if (h.service.port == port &&
           (h.service.address == a || (translated && h.service.address == *translated))) {
