@@ -221,7 +221,7 @@ Config load_config(const std::string& path);
 // (inode, size, modification time) changed are read again, every other sandbox is kept as
 // `previous` holds it, and Config::changes says which ones changed. `changed_drop_ins`: the
 // names in sandboxes_dir known to have changed (the daemon's inotify watch); nullopt when
-// unknown, and every drop-in's stamp is checked. Anything else (the main file changed, an
+// unknown, or when one of them is not a drop-in name, and every drop-in's stamp is checked. Anything else (the main file changed, an
 // error in a drop-in read again, a clash with a kept sandbox) falls back to load_config, so
 // the result and the errors reported are load_config's.
 Config reload_config(

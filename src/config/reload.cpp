@@ -30,9 +30,14 @@ bool current_stamps(const Config& previous, const LoadState& state,
                     std::map<std::string, std::optional<FileStamp>>& out) {
   const fs::path dir(previous.sandboxes_dir);
   bool failed = false;
-  if (changed) {
+  // Any other name (a subdirectory, the "..data" link a Kubernetes volume swaps) may change
+  // what the drop-ins resolve to: then every stamp is checked (stat follows links).
+  const bool only_drop_ins =
+      changed && std::all_of(changed->begin(), changed->end(), [](const std::string& name) {
+        return detail::is_drop_in_name(name) && name.find('/') == std::string::npos;
+      });
+  if (only_drop_ins) {
     for (const std::string& name : *changed) {
-      if (!detail::is_drop_in_name(name) || name.find('/') != std::string::npos) continue;
       const std::string path = (dir / name).string();
       out[path] = detail::stamp_of(path, &failed);
       if (failed) return false;

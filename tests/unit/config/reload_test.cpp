@@ -139,10 +139,13 @@ TEST_F(Reload, ChainedReloadsTrackEachStep) {
 TEST_F(Reload, NamedChangesAreTheOnlyOnesLookedAt) {
   dir_.write("sandboxes.d/c.toml", drop_in("c", "10.64.0.10"));
   dir_.write("sandboxes.d/d.toml", drop_in("d", "10.64.0.14"));
-  const Config next = reload_config(first_, std::vector<std::string>{"c.toml", "notes.txt"});
+  const Config next = reload_config(first_, std::vector<std::string>{"c.toml"});
   ASSERT_TRUE(next.changes);
   EXPECT_EQ(next.changes->added, (std::vector<std::string>{"c"}));
   EXPECT_EQ(ids(next), (std::vector<std::string>{"a", "b", "c", "main-one"}));
+  // A name that is not a drop-in's (a swapped "..data" link) has every stamp checked.
+  const Config swapped = reload_config(next, std::vector<std::string>{"..data"});
+  EXPECT_EQ(ids(swapped), (std::vector<std::string>{"a", "b", "c", "d", "main-one"}));
   // Without names, every stamp is checked.
   const Config all = reload_config(next);
   EXPECT_EQ(ids(all), (std::vector<std::string>{"a", "b", "c", "d", "main-one"}));
