@@ -2,7 +2,10 @@
 // sandbox (the launcher renames one drop-in into sandboxes_dir) then costs the same with ten
 // sandboxes as with ten thousand, apart from copying the kept ones' entries.
 
+#include <dirent.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <set>
 #include <unordered_set>
@@ -25,33 +28,58 @@ using detail::LoadState;
 // What the drop-in directory holds now, for the paths that may have changed: path -> stamp
 // (nullopt: gone). False when it cannot be told (the directory cannot be listed, a file
 // cannot be stat'ed): load_config then reports whatever is wrong.
+//
+// With names that are all drop-in names, only they are stat'ed. Any other name (the
+// launcher's "ID.toml.tmp.PID" before its rename, a subdirectory, the "..data" link a
+// Kubernetes volume swaps) may have changed what a drop-in resolves to, so the directory is
+// listed: every link and every file of another inode than its stamp's is stat'ed, and so is
+// every name given; a regular file under the inode it was read with is taken as unchanged
+// (an in-place rewrite shows up as a name given). Without names, everything is stat'ed.
 bool current_stamps(const Config& previous, const LoadState& state,
                     const std::optional<std::vector<std::string>>& changed,
                     std::map<std::string, std::optional<FileStamp>>& out) {
   const fs::path dir(previous.sandboxes_dir);
   bool failed = false;
-  // Any other name (a subdirectory, the "..data" link a Kubernetes volume swaps) may change
-  // what the drop-ins resolve to: then every stamp is checked (stat follows links).
-  const bool only_drop_ins =
-      changed && std::all_of(changed->begin(), changed->end(), [](const std::string& name) {
-        return detail::is_drop_in_name(name) && name.find('/') == std::string::npos;
-      });
-  if (only_drop_ins) {
+  const auto stamp = [&](const std::string& path) {
+    out[path] = detail::stamp_of(path, &failed);
+    return !failed;
+  };
+  const auto plain = [](const std::string& name) {
+    return detail::is_drop_in_name(name) && name.find('/') == std::string::npos;
+  };
+  if (changed && std::all_of(changed->begin(), changed->end(), plain)) {
     for (const std::string& name : *changed) {
-      const std::string path = (dir / name).string();
-      out[path] = detail::stamp_of(path, &failed);
-      if (failed) return false;
+      if (!stamp((dir / name).string())) return false;
     }
     return true;
   }
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!detail::is_drop_in_name(it->path().filename().string())) continue;
-    const std::string path = it->path().string();
-    out[path] = detail::stamp_of(path, &failed);
-    if (failed) return false;
+  const std::set<std::string> named =
+      changed ? std::set<std::string>(changed->begin(), changed->end()) : std::set<std::string>();
+  DIR* listing = ::opendir(previous.sandboxes_dir.c_str());
+  if (listing == nullptr) return false;
+  bool read_error = false;
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(listing);
+    if (entry == nullptr) {
+      read_error = errno != 0;
+      break;
+    }
+    const std::string name = entry->d_name;
+    if (!detail::is_drop_in_name(name)) continue;
+    const std::string path = (dir / name).string();
+    if (changed && entry->d_type == DT_REG && !named.contains(name)) {
+      const auto known = state.drop_ins.find(path);
+      if (known != state.drop_ins.end() && known->second.stamp.inode == entry->d_ino) {
+        out[path] = known->second.stamp;  // unchanged
+        continue;
+      }
+    }
+    if (!stamp(path)) break;
   }
-  if (ec) return false;
+  const bool listed = !read_error && !failed;
+  ::closedir(listing);
+  if (!listed) return false;
   for (const auto& [path, unused] : state.drop_ins) out.try_emplace(path, std::nullopt);
   return true;
 }

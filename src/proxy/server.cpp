@@ -370,8 +370,10 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   signals.add(SIGUSR1);
   // A reload swaps the snapshot; connections of sandboxes it no longer has are closed, on
   // their own threads. False when the config was kept.
-  // `changed`: the drop-ins the watch saw change; nullopt (SIGHUP): look at everything.
-  const auto reload = [&](const std::optional<std::vector<std::string>>& changed) -> bool {
+  // `changed`: the drop-ins the watch saw change; nullopt (SIGHUP): look at everything. After
+  // a failed reload everything is looked at again, so that a drop-in refused then (and not
+  // in the running config) keeps the next reload failing, as a whole load would.
+  const auto reload_once = [&](const std::optional<std::vector<std::string>>& changed) -> bool {
     try {
       const auto current = shared->current();
       auto loaded =
@@ -414,6 +416,12 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
                 << R"({"event":"reload_failed"})" << std::endl;
     }
     return false;
+  };
+  bool failed_last = false;
+  const auto reload = [&](const std::optional<std::vector<std::string>>& changed) -> bool {
+    const bool ok = reload_once(failed_last ? std::nullopt : changed);
+    failed_last = !ok;
+    return ok;
   };
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int sig) {

@@ -143,12 +143,28 @@ TEST_F(Reload, NamedChangesAreTheOnlyOnesLookedAt) {
   ASSERT_TRUE(next.changes);
   EXPECT_EQ(next.changes->added, (std::vector<std::string>{"c"}));
   EXPECT_EQ(ids(next), (std::vector<std::string>{"a", "b", "c", "main-one"}));
-  // A name that is not a drop-in's (a swapped "..data" link) has every stamp checked.
+  // A name that is not a drop-in's (a swapped "..data" link) has the directory listed: new
+  // files are read, files under the inode they were read with are not.
   const Config swapped = reload_config(next, std::vector<std::string>{"..data"});
   EXPECT_EQ(ids(swapped), (std::vector<std::string>{"a", "b", "c", "d", "main-one"}));
+  EXPECT_EQ(swapped.changes->added, (std::vector<std::string>{"d"}));
+  // A drop-in linked into another directory is stat'ed through the link.
+  fs::create_directories(dir_.path() / "volume-v1");
+  dir_.write("volume-v1/e.toml", drop_in("e", "10.64.0.18"));
+  fs::create_symlink(dir_.path() / "volume-v1" / "e.toml", dir_.path() / "sandboxes.d" / "e.toml");
+  const Config linked = reload_config(swapped, std::vector<std::string>{"e.toml.tmp.1"});
+  EXPECT_EQ(linked.changes->added, (std::vector<std::string>{"e"}));
+  fs::create_directories(dir_.path() / "volume-v2");
+  dir_.write("volume-v2/e.toml", drop_in("e", "10.64.0.18", "allow = [\"own.example\"]\n"));
+  fs::remove(dir_.path() / "sandboxes.d" / "e.toml");
+  fs::create_symlink(dir_.path() / "volume-v2" / "e.toml", dir_.path() / "sandboxes.d" / "e.toml");
+  const Config relinked = reload_config(linked, std::vector<std::string>{"..data"});
+  EXPECT_EQ(relinked.changes->added, (std::vector<std::string>{"e"}));
+  EXPECT_EQ(relinked.find_sandbox("e")->spec.allow.size(), 1u);
   // Without names, every stamp is checked.
-  const Config all = reload_config(next);
-  EXPECT_EQ(ids(all), (std::vector<std::string>{"a", "b", "c", "d", "main-one"}));
+  const Config all = reload_config(relinked);
+  EXPECT_EQ(ids(all), (std::vector<std::string>{"a", "b", "c", "d", "e", "main-one"}));
+  EXPECT_TRUE(all.changes->added.empty());
 }
 
 TEST_F(Reload, AChangedMainFileIsLoadedWhole) {
