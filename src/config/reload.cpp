@@ -55,9 +55,12 @@ bool current_stamps(const Config& previous, const LoadState& state,
   }
   const std::set<std::string> named =
       changed ? std::set<std::string>(changed->begin(), changed->end()) : std::set<std::string>();
+  const std::string prefix = (dir / "").string();  // as dir / name spells the paths
   DIR* listing = ::opendir(previous.sandboxes_dir.c_str());
   if (listing == nullptr) return false;
   bool read_error = false;
+  std::size_t known_listed = 0;     // drop-ins of `state` seen in the listing
+  std::vector<std::string> listed;  // drop-in paths listed
   for (;;) {
     errno = 0;
     const dirent* entry = ::readdir(listing);
@@ -67,20 +70,28 @@ bool current_stamps(const Config& previous, const LoadState& state,
     }
     const std::string name = entry->d_name;
     if (!detail::is_drop_in_name(name)) continue;
-    const std::string path = (dir / name).string();
-    if (changed && entry->d_type == DT_REG && !named.contains(name)) {
-      const auto known = state.drop_ins.find(path);
-      if (known != state.drop_ins.end() && known->second.stamp.inode == entry->d_ino) {
-        out[path] = known->second.stamp;  // unchanged
-        continue;
-      }
+    std::string path = prefix + name;
+    const auto known = state.drop_ins.find(path);
+    if (known != state.drop_ins.end()) ++known_listed;
+    if (changed && entry->d_type == DT_REG && !named.contains(name) &&
+        known != state.drop_ins.end() && known->second.stamp.inode == entry->d_ino) {
+      listed.push_back(std::move(path));  // unchanged: only needed to tell what went away
+      continue;
     }
     if (!stamp(path)) break;
+    listed.push_back(std::move(path));
   }
-  const bool listed = !read_error && !failed;
+  const bool ok = !read_error && !failed;
   ::closedir(listing);
-  if (!listed) return false;
-  for (const auto& [path, unused] : state.drop_ins) out.try_emplace(path, std::nullopt);
+  if (!ok) return false;
+  if (known_listed < state.drop_ins.size()) {  // some went away
+    std::sort(listed.begin(), listed.end());
+    for (const auto& [path, unused] : state.drop_ins) {
+      if (!std::binary_search(listed.begin(), listed.end(), path)) {
+        out.try_emplace(path, std::nullopt);
+      }
+    }
+  }
   return true;
 }
 
