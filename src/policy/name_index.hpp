@@ -51,6 +51,7 @@ class NameIndex {
       for (const NameIndex* index : indexes) {
         if (index == nullptr) continue;
         const StringMap<std::vector<V>>& table = wildcard ? index->wildcard_ : index->exact_;
+        if (table.empty()) continue;  // no hash computed for a layer without such rules
         const auto it = table.find(key);
         if (it == table.end()) continue;
         for (const V& value : it->second) {
