@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "config/config.hpp"
 #include "config/credentials.hpp"
@@ -44,7 +45,7 @@ struct LoadState {
   // later points at the same shared profile lists.
   Profiles profiles;
   Credentials credentials;
-  std::map<std::string, DropIn, std::less<>> drop_ins;  // by path
+  std::unordered_map<std::string, DropIn> drop_ins;  // by path
 };
 
 std::optional<std::string> read_file(const std::string& path, ErrorSink& sink);
