@@ -218,12 +218,14 @@ Config load_config(const std::string& path);
 
 // Loads `previous.path` again, as load_config would, but cheaply when only drop-ins changed:
 // when the main file reads exactly as `previous` read it, only the drop-ins whose stamp
-// (inode, size, modification time) changed are read again, every other sandbox is kept as
-// `previous` holds it, and Config::changes says which ones changed. `changed_drop_ins`: the
-// names in sandboxes_dir known to have changed (the daemon's inotify watch); nullopt when
-// unknown, or when one of them is not a drop-in name, and every drop-in's stamp is checked. Anything else (the main file changed, an
-// error in a drop-in read again, a clash with a kept sandbox) falls back to load_config, so
-// the result and the errors reported are load_config's.
+// (device, inode, size, modification time) changed are read again, every other sandbox is
+// kept as `previous` holds it, and Config::changes says which ones changed.
+// `changed_drop_ins`: the names in sandboxes_dir known to have changed (the daemon's inotify
+// watch); only they are stat'ed when all are drop-in names. With another name among them
+// (a temp file, a swapped link) the directory is listed and links, new inodes and the names
+// given are stat'ed; nullopt (unknown): every drop-in is stat'ed. Anything else (the main
+// file changed, an error in a drop-in read again, a clash with a kept sandbox) falls back to
+// load_config, so the result and the errors reported are load_config's.
 Config reload_config(
     const Config& previous,
     const std::optional<std::vector<std::string>>& changed_drop_ins = std::nullopt);
