@@ -1,16 +1,20 @@
 #include "config/config.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <tuple>
 #include <utility>
 
 #include "config/credentials.hpp"
+#include "config/load_state.hpp"
 #include "config/sandboxes.hpp"
 #include "config/sections.hpp"
 #include "config/toml_reader.hpp"
@@ -49,27 +53,6 @@ class Loader {
   std::size_t files_ = 0;
 };
 
-std::optional<std::string> read_file(const std::string& path, ErrorSink& sink) {
-  std::ifstream in(path, std::ios::binary);
-  if (in) {
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in.bad() && !text.bad()) return std::move(text).str();
-  }
-  sink.add_unlocated("", std::string("cannot read file: ") + std::strerror(errno));
-  return std::nullopt;
-}
-
-std::optional<toml::table> parse_toml(std::string_view text, const std::string& file,
-                                      ErrorSink& sink) {
-  try {
-    return toml::parse(text, std::string_view(file));
-  } catch (const toml::parse_error& e) {
-    sink.add(e.source(), "", std::string(e.description()));
-    return std::nullopt;
-  }
-}
-
 fs::path resolve(const fs::path& base_dir, const std::string& path) {
   const fs::path p(path);
   return p.is_absolute() ? p : (base_dir / p).lexically_normal();
@@ -78,8 +61,10 @@ fs::path resolve(const fs::path& base_dir, const std::string& path) {
 // Reads every "*.toml" in `dir` (by name; dot-files and other entries skipped). A missing
 // directory is an error only when the file named it (`key_where` set): the default may be
 // absent.
+// Each file read is stamped in `state`.
 void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Loader& loader,
-                   ErrorSink& main_sink, detail::SandboxCollector& sandboxes) {
+                   ErrorSink& main_sink, detail::SandboxCollector& sandboxes,
+                   detail::LoadState& state) {
   const auto report = [&](const std::string& message) {
     if (key_where != nullptr) {
       main_sink.add(*key_where, "sandboxes_dir", message);
@@ -107,8 +92,7 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& file = it->path();
     std::error_code type_ec;
-    if (file.filename().string().starts_with('.') || file.extension() != ".toml" ||
-        !it->is_regular_file(type_ec)) {
+    if (!detail::is_drop_in_name(file.filename().string()) || !it->is_regular_file(type_ec)) {
       continue;
     }
     files.push_back(file);
@@ -121,18 +105,24 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
 
   for (const fs::path& file : files) {
     ErrorSink sink = loader.sink_for(file.string());
-    const auto text = read_file(file.string(), sink);
+    // Stamped before it is read: a change in between is seen (and read) at the next reload.
+    const auto stamp = detail::stamp_of(file.string());
+    const auto text = detail::read_file(file.string(), sink);
     if (!text) continue;
-    if (const auto root = parse_toml(*text, sink.file(), sink)) {
+    if (stamp) state.drop_ins[file.string()].stamp = *stamp;
+    if (const auto root = detail::parse_toml(*text, sink.file(), sink)) {
       sandboxes.read_drop_in(*root, sink, text->starts_with(kLauncherDropinMarker));
     }
   }
 }
 
-// Two credentials of one sandbox that set the same variable would leave the sandbox one
-// placeholder for two hosts' credentials: an error where the sandbox is defined.
-void check_placeholder_env(const Config& config, ErrorSink& sink) {
-  for (const Sandbox& sandbox : config.sandboxes) {
+}  // namespace
+
+namespace detail {
+
+void check_placeholder_env(const Config& config, std::span<const Sandbox> sandboxes,
+                           ErrorSink& sink) {
+  for (const Sandbox& sandbox : sandboxes) {
     std::vector<const std::vector<secrets::InjectRule>*> rule_sets{&sandbox.inject};
     if (const auto it = config.profile_inject.find(sandbox.profile);
         it != config.profile_inject.end()) {
@@ -157,14 +147,34 @@ void check_placeholder_env(const Config& config, ErrorSink& sink) {
   }
 }
 
-// Loads the main file's text; `sink` is the main file's.
+// Keys that make sandgate terminate TLS need a CA to do it with: without [interception], each
+// one is an error where it is written (a drop-in's sandbox: named by its file).
+constexpr std::string_view kNeedsInterception =
+    "needs [interception] ca_cert and ca_key (create them with `sandgate ca init DIR`): "
+    "sandgate terminates TLS for these hosts";
+
+void require_interception_in_drop_ins(std::span<const Sandbox> sandboxes, ErrorSink& sink) {
+  const auto inspects = [](const policy::RuleLists& lists) {
+    return !lists.inspect.empty() || !lists.inspect_addresses.empty() ||
+           !lists.http_rules.empty() || !lists.git_rules.empty();
+  };
+  for (const Sandbox& sandbox : sandboxes) {
+    const policy::SandboxSpec& spec = sandbox.spec;
+    if (sandbox.in_drop_in &&
+        (inspects(spec) || (spec.profile && inspects(*spec.profile)) || !sandbox.inject.empty())) {
+      sink.add_unlocated(sandbox.file + ": sandboxes." + spec.id, kNeedsInterception);
+    }
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
 // Keys that make sandgate terminate TLS need a CA to do it with: without [interception], each
 // one is an error where it is written (a drop-in's sandbox: named by its file).
 void require_interception(const toml::table& root, const std::vector<Sandbox>& sandboxes,
                           ErrorSink& sink) {
-  constexpr std::string_view kMessage =
-      "needs [interception] ca_cert and ca_key (create them with `sandgate ca init DIR`): "
-      "sandgate terminates TLS for these hosts";
   for (const std::string_view section : {"profiles", "sandboxes"}) {
     const toml::table* tables = root.get_as<toml::table>(section);
     if (tables == nullptr) continue;
@@ -175,26 +185,21 @@ void require_interception(const toml::table& root, const std::vector<Sandbox>& s
         if (const toml::node* value = table->get(key)) {
           sink.add(value->source(),
                    std::string(section) + "." + std::string(name.str()) + "." + std::string(key),
-                   kMessage);
+                   detail::kNeedsInterception);
         }
       }
     }
   }
-  for (const Sandbox& sandbox : sandboxes) {
-    const policy::SandboxSpec& spec = sandbox.spec;
-    if (sandbox.in_drop_in &&
-        (!spec.inspect.empty() || !spec.inspect_addresses.empty() || !spec.http_rules.empty() ||
-         !spec.git_rules.empty() || !sandbox.inject.empty())) {
-      sink.add_unlocated(sandbox.file + ": sandboxes." + spec.id, kMessage);
-    }
-  }
+  detail::require_interception_in_drop_ins(sandboxes, sink);
 }
 
 Config load(std::string_view text, const std::string& name, Loader& loader, ErrorSink& sink) {
   Config config;
   config.path = name;
-  const auto root = parse_toml(text, name, sink);
+  const auto root = detail::parse_toml(text, name, sink);
   if (!root) return config;
+  auto state = std::make_shared<detail::LoadState>();
+  state->main_text = text;
 
   check_known_keys(*root, "",
                    {"workers", "sandboxes_dir", "listeners", "limits", "dns", "log", "launcher",
@@ -243,22 +248,28 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
     const fs::path resolved = resolve(base_dir, *dir);
     config.sandboxes_dir = resolved.string();
     load_drop_ins(resolved, dir_node != nullptr ? &dir_node->source() : nullptr, loader, sink,
-                  sandboxes);
+                  sandboxes, *state);
   }
   config.sandboxes = sandboxes.take();
+  for (const Sandbox& sandbox : config.sandboxes) {
+    if (sandbox.in_drop_in) state->drop_ins[sandbox.file].id = sandbox.spec.id;
+  }
   for (auto& [unused, spec] : credentials.credentials) config.credentials.push_back(spec);
   for (auto& [profile_name, rules] : profiles) {
-    if (!rules.inject.empty()) config.profile_inject.emplace(profile_name, std::move(rules.inject));
+    if (!rules.inject.empty()) config.profile_inject.emplace(profile_name, rules.inject);
   }
   config.placeholder_key_file =
       !credentials.placeholder_key_file.empty()
           ? credentials.placeholder_key_file
           : (fs::path(config.launcher.state_dir) / "placeholder.key").string();
-  check_placeholder_env(config, sink);
+  detail::check_placeholder_env(config, config.sandboxes, sink);
   // Checked once everything else reads cleanly, so that it never buries the errors above.
   if (!config.interception.enabled() && !sink.any()) {
     require_interception(*root, config.sandboxes, sink);
   }
+  state->profiles = std::move(profiles);  // the sandboxes' specs point at their lists
+  state->credentials = std::move(credentials.credentials);
+  config.load_state = std::move(state);
   return config;
 }
 
@@ -272,6 +283,49 @@ std::string join_errors(const std::vector<ConfigError>& errors) {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::optional<std::string> read_file(const std::string& path, ErrorSink& sink) {
+  std::ifstream in(path, std::ios::binary);
+  if (in) {
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in.bad() && !text.bad()) return std::move(text).str();
+  }
+  sink.add_unlocated("", std::string("cannot read file: ") + std::strerror(errno));
+  return std::nullopt;
+}
+
+std::optional<toml::table> parse_toml(std::string_view text, const std::string& file,
+                                      ErrorSink& sink) {
+  try {
+    return toml::parse(text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    sink.add(e.source(), "", std::string(e.description()));
+    return std::nullopt;
+  }
+}
+
+std::optional<FileStamp> stamp_of(const std::string& path, bool* failed) {
+  struct ::stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (failed != nullptr) *failed = errno != ENOENT && errno != ENOTDIR;
+    return std::nullopt;
+  }
+  if (failed != nullptr) *failed = false;
+  if (!S_ISREG(st.st_mode)) return std::nullopt;
+  return FileStamp{
+      static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+      static_cast<std::int64_t>(st.st_size),
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+bool is_drop_in_name(std::string_view name) {
+  return !name.starts_with('.') && name.size() > 5 && name.ends_with(".toml");
+}
+
+}  // namespace detail
 
 std::string ConfigError::to_string() const {
   std::string out = file;
@@ -400,7 +454,7 @@ Config load_config(const std::string& path) {
   Loader loader;
   ErrorSink sink = loader.sink_for(path);
   Config config;
-  if (const auto text = read_file(path, sink)) config = load(*text, path, loader, sink);
+  if (const auto text = detail::read_file(path, sink)) config = load(*text, path, loader, sink);
   if (loader.failed()) loader.throw_errors();
   return config;
 }

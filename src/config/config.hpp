@@ -136,7 +136,20 @@ inline constexpr std::string_view kLauncherDropinMarker = "# written by sandgate
 // "[profiles.NAME] LINE (sandgate-launch --profile NAME)" for the others.
 std::string suggestion_for(const Sandbox& sandbox, std::string_view rule_line);
 
-// The whole configuration, validated. Immutable once loaded.
+namespace detail {
+struct LoadState;
+}
+
+// What reload_config changed, when it reused the config it was given: the ids of the
+// sandboxes it no longer has or has replaced (`removed`), and of those it read anew (`added`;
+// a replaced one is in both), each sorted. Every other sandbox is unchanged.
+struct SandboxChanges {
+  std::vector<std::string> removed;
+  std::vector<std::string> added;
+};
+
+// The whole configuration, validated. Immutable once loaded. (reload_config copies each
+// field from the config it reuses: a new field is added there too.)
 struct Config {
   std::string path;
   unsigned workers = 0;  // 0: one per core
@@ -155,6 +168,10 @@ struct Config {
   // The placeholders' HMAC key (credentials.placeholder_key_file; default
   // "<launcher.state_dir>/placeholder.key"), created on first use.
   std::string placeholder_key_file;
+  // What the load read (internal to src/config), for reload_config; null when it cannot help.
+  std::shared_ptr<const detail::LoadState> load_state;
+  // Set by reload_config when only drop-ins changed: relative to the config it was given.
+  std::optional<SandboxChanges> changes;
 
   const Sandbox* find_sandbox(std::string_view id) const;
   const secrets::CredentialSpec* find_credential(std::string_view name) const;
@@ -198,6 +215,20 @@ class ConfigErrors : public std::runtime_error {
 // Loads and validates the file and every "*.toml" in its sandboxes_dir.
 // Throws ConfigErrors listing every problem found (not only the first).
 Config load_config(const std::string& path);
+
+// Loads `previous.path` again, as load_config would, but cheaply when only drop-ins changed:
+// when the main file reads exactly as `previous` read it, only the drop-ins whose stamp
+// (device, inode, size, modification time) changed are read again, every other sandbox is
+// kept as `previous` holds it, and Config::changes says which ones changed.
+// `changed_drop_ins`: the names in sandboxes_dir known to have changed (the daemon's inotify
+// watch); only they are stat'ed when all are drop-in names. With another name among them
+// (a temp file, a swapped link) the directory is listed and links, new inodes and the names
+// given are stat'ed; nullopt (unknown): every drop-in is stat'ed. Anything else (the main
+// file changed, an error in a drop-in read again, a clash with a kept sandbox) falls back to
+// load_config, so the result and the errors reported are load_config's.
+Config reload_config(
+    const Config& previous,
+    const std::optional<std::vector<std::string>>& changed_drop_ins = std::nullopt);
 
 // Same, from text (tests); `name` stands in for the file name in messages.
 Config load_config_from_string(std::string_view toml, const std::string& name);

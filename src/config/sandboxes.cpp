@@ -178,8 +178,26 @@ void inspect_inject_hosts(const std::vector<secrets::InjectRule>& rules,
   }
 }
 
-// Profile rules first, then the sandbox's own; the sandbox's ports replace the profile's.
-policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const RuleSet& own) {
+// The lists a profile's sandboxes share, its inject rules' hosts inspected.
+std::shared_ptr<const policy::RuleLists> shared_lists(const RuleSet& profile) {
+  auto lists = std::make_shared<policy::RuleLists>();
+  lists->allow = profile.allow;
+  lists->deny = profile.deny;
+  lists->allow_cidrs = profile.allow_cidrs;
+  lists->deny_cidrs = profile.deny_cidrs;
+  lists->opaque = profile.opaque;
+  lists->allow_host_services = profile.allow_host_services;
+  lists->inspect = profile.inspect;
+  lists->inspect_addresses = profile.inspect_addresses;
+  lists->http_rules = profile.http_rules;
+  lists->git_rules = profile.git_rules;
+  inspect_inject_hosts(profile.inject, lists->inspect);
+  return lists;
+}
+
+// The profile's rules (shared, read first), then the sandbox's own; the sandbox's ports
+// replace the profile's.
+policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, RuleSet& own) {
   policy::SandboxSpec spec;
   spec.id = id;
   if (own.ports) {
@@ -187,29 +205,17 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, const R
   } else if (profile != nullptr && profile->ports) {
     spec.ports = *profile->ports;
   }
-  if (profile != nullptr) {
-    append(spec.allow, profile->allow);
-    append(spec.deny, profile->deny);
-    append(spec.allow_cidrs, profile->allow_cidrs);
-    append(spec.deny_cidrs, profile->deny_cidrs);
-    append(spec.opaque, profile->opaque);
-    append(spec.allow_host_services, profile->allow_host_services);
-    append(spec.inspect, profile->inspect);
-    append(spec.inspect_addresses, profile->inspect_addresses);
-    append(spec.http_rules, profile->http_rules);
-    append(spec.git_rules, profile->git_rules);
-    inspect_inject_hosts(profile->inject, spec.inspect);
-  }
-  append(spec.allow, own.allow);
-  append(spec.deny, own.deny);
-  append(spec.allow_cidrs, own.allow_cidrs);
-  append(spec.deny_cidrs, own.deny_cidrs);
-  append(spec.opaque, own.opaque);
-  append(spec.allow_host_services, own.allow_host_services);
-  append(spec.inspect, own.inspect);
-  append(spec.inspect_addresses, own.inspect_addresses);
-  append(spec.http_rules, own.http_rules);
-  append(spec.git_rules, own.git_rules);
+  if (profile != nullptr) spec.profile = profile->shared;
+  spec.allow = std::move(own.allow);
+  spec.deny = std::move(own.deny);
+  spec.allow_cidrs = std::move(own.allow_cidrs);
+  spec.deny_cidrs = std::move(own.deny_cidrs);
+  spec.opaque = std::move(own.opaque);
+  spec.allow_host_services = std::move(own.allow_host_services);
+  spec.inspect = std::move(own.inspect);
+  spec.inspect_addresses = std::move(own.inspect_addresses);
+  spec.http_rules = std::move(own.http_rules);
+  spec.git_rules = std::move(own.git_rules);
   inspect_inject_hosts(own.inject, spec.inspect);
   return spec;
 }
@@ -256,14 +262,18 @@ Profiles read_profiles(const toml::node& node, const Credentials& credentials, E
     }
     const toml::table* body = read_table(value, path, sink);
     if (body == nullptr) {
-      profiles.emplace(name, RuleSet{});  // reported; keeps "unknown profile" from piling on
+      RuleSet empty;  // reported; keeps "unknown profile" from piling on
+      empty.shared = shared_lists(empty);
+      profiles.emplace(name, std::move(empty));
       continue;
     }
     check_known_keys(*body, path,
                      {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque",
                       "allow_host_services", "inspect", "http_rules", "git", "inject"},
                      sink);
-    profiles.emplace(name, read_rules(*body, path, path, credentials, sink));
+    RuleSet rules = read_rules(*body, path, path, credentials, sink);
+    rules.shared = shared_lists(rules);
+    profiles.emplace(name, std::move(rules));
   }
   return profiles;
 }

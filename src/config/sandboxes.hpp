@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ struct RuleSet {
   std::vector<policy::HttpRule> http_rules;
   std::vector<policy::GitRule> git_rules;
   std::vector<secrets::InjectRule> inject;
+  // A profile's lists as every sandbox of the profile shares them (its inject rules' hosts
+  // among `inspect`); set by read_profiles only.
+  std::shared_ptr<const policy::RuleLists> shared;
 };
 
 using Profiles = std::map<std::string, RuleSet, std::less<>>;

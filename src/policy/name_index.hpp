@@ -3,9 +3,11 @@
 // Internal to src/policy: host rules indexed by name, shared by the host rules (policy.cpp)
 // and the request rules (request_rules.cpp).
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "policy/host_pattern.hpp"
@@ -35,18 +37,33 @@ class NameIndex {
   // each parent suffix from the longest; stops at and returns the first for which fn is true.
   template <class Fn>
   const V* find(std::string_view name, Fn&& fn) const {
-    auto scan = [&](const StringMap<std::vector<V>>& table, std::string_view key) -> const V* {
-      const auto it = table.find(key);
-      if (it == table.end()) return nullptr;
-      for (const V& value : it->second) {
-        if (fn(value)) return &value;
+    const NameIndex* self = this;
+    return find_in(std::span<const NameIndex* const>(&self, 1), name, std::forward<Fn>(fn));
+  }
+
+  // The same over several indexes read as one whose entries were added index by index: for
+  // each key probed, the entries of the first index, then of the next. Null indexes are
+  // skipped.
+  template <class Fn>
+  static const V* find_in(std::span<const NameIndex* const> indexes, std::string_view name,
+                          Fn&& fn) {
+    auto scan = [&](bool wildcard, std::string_view key) -> const V* {
+      for (const NameIndex* index : indexes) {
+        if (index == nullptr) continue;
+        const StringMap<std::vector<V>>& table = wildcard ? index->wildcard_ : index->exact_;
+        if (table.empty()) continue;  // no hash computed for a layer without such rules
+        const auto it = table.find(key);
+        if (it == table.end()) continue;
+        for (const V& value : it->second) {
+          if (fn(value)) return &value;
+        }
       }
       return nullptr;
     };
-    if (const V* hit = scan(exact_, name)) return hit;
+    if (const V* hit = scan(false, name)) return hit;
     for (auto dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.')) {
       name.remove_prefix(dot + 1);
-      if (const V* hit = scan(wildcard_, name)) return hit;
+      if (const V* hit = scan(true, name)) return hit;
     }
     return nullptr;
   }

@@ -1,7 +1,10 @@
 #include "policy/policy.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <span>
+#include <utility>
 
 #include "policy/compiled_rules.hpp"
 #include "policy/name_index.hpp"
@@ -29,11 +32,11 @@ struct NameRule {
 };
 
 // Host rules of one list (allow, deny, opaque).
-struct NameTable : NameIndex<NameRule> {
-  void add(const RuleSource& r) {
-    NameIndex::add(r.pattern, {r.pattern.port.value_or(0), r.origin + ":" + r.pattern.to_string()});
-  }
-};
+using NameTable = NameIndex<NameRule>;
+
+void add_rule(NameTable& table, const RuleSource& r) {
+  table.add(r.pattern, {r.pattern.port.value_or(0), r.origin + ":" + r.pattern.to_string()});
+}
 
 // Whether every address of the range is loopback (127.0.0.0/8 or inside it, ::1/128, or a
 // translated form of those): only such a range opens loopback.
@@ -61,20 +64,23 @@ class CidrTable {
         key(c.cidr.network), Entry{c.origin + ":" + c.cidr.to_string(), inside_loopback(c.cidr)});
   }
 
-  // The most specific range holding `a`, or nullptr. `inner` is the IPv4 address `a` stands
-  // for, if any, which is looked up too.
-  const Entry* find(const IpAddress& a, const std::optional<IpAddress>& inner) const {
-    if (const Entry* hit = find_exact(a)) return hit;
-    if (inner) return find_exact(*inner);
+  // The most specific range of any table in `tables` (in order; null ones skipped) holding
+  // `a`, or nullptr: the same range one table with all their entries, added table by table,
+  // would find. `inner` is the IPv4 address `a` stands for, if any, which is looked up too.
+  static const Entry* find(std::span<const CidrTable* const> tables, const IpAddress& a,
+                           const std::optional<IpAddress>& inner) {
+    if (const Entry* hit = find_exact(tables, a)) return hit;
+    if (inner) return find_exact(tables, *inner);
     return nullptr;
   }
 
   // A range holding `a` that lies inside loopback, or nullptr. Ranges nest, so the most
   // specific range of each family is the one to ask.
-  const Entry* find_loopback(const IpAddress& a, const std::optional<IpAddress>& inner) const {
-    if (const Entry* hit = find_exact(a); hit && hit->inside_loopback) return hit;
+  static const Entry* find_loopback(std::span<const CidrTable* const> tables, const IpAddress& a,
+                                    const std::optional<IpAddress>& inner) {
+    if (const Entry* hit = find_exact(tables, a); hit && hit->inside_loopback) return hit;
     if (!inner) return nullptr;
-    const Entry* hit = find_exact(*inner);
+    const Entry* hit = find_exact(tables, *inner);
     return hit && hit->inside_loopback ? hit : nullptr;
   }
 
@@ -85,13 +91,30 @@ class CidrTable {
     return std::string(reinterpret_cast<const char*>(a.bytes.data()), a.size());
   }
 
-  const Entry* find_exact(const IpAddress& a) const {
+  // The longest prefix of this table holding `a`, with its length.
+  std::pair<const Entry*, unsigned> find_one(const IpAddress& a) const {
     const ByLength& by_length = a.is_v4() ? v4_ : v6_;
     for (const auto& [prefix, table] : by_length) {
       const auto it = table.find(key(masked(a, prefix)));
-      if (it != table.end()) return &it->second;
+      if (it != table.end()) return {&it->second, prefix};
     }
-    return nullptr;
+    return {nullptr, 0};
+  }
+
+  // The longest prefix over all tables; on a tie the earlier table's (a merged table keeps
+  // the first entry added for a range).
+  static const Entry* find_exact(std::span<const CidrTable* const> tables, const IpAddress& a) {
+    const Entry* best = nullptr;
+    unsigned best_prefix = 0;
+    for (const CidrTable* table : tables) {
+      if (table == nullptr) continue;
+      const auto [hit, prefix] = table->find_one(a);
+      if (hit != nullptr && (best == nullptr || prefix > best_prefix)) {
+        best = hit;
+        best_prefix = prefix;
+      }
+    }
+    return best;
   }
 
   ByLength v4_;
@@ -104,8 +127,21 @@ struct HostService {
   std::string rule;
 };
 
-struct CompiledSandbox {
-  std::vector<std::uint16_t> ports;  // sorted
+// One RuleLists compiled: a profile's (shared by every sandbox of the profile) or a sandbox's
+// own. Immutable once built.
+struct CompiledLists {
+  explicit CompiledLists(const RuleLists& lists) : request_rules(lists) {
+    for (const auto& r : lists.allow) add_rule(allow, r);
+    for (const auto& r : lists.deny) add_rule(deny, r);
+    for (const auto& c : lists.allow_cidrs) allow_cidrs.add(c);
+    for (const auto& c : lists.deny_cidrs) deny_cidrs.add(c);
+    for (const auto& r : lists.opaque) add_rule(opaque, r);
+    for (const auto& h : lists.allow_host_services) {
+      host_services.push_back({h.service, h.origin + ":" + endpoint_text(h.service)});
+    }
+    for (const auto& a : lists.inspect_addresses) inspect_addresses.push_back(a.service);
+  }
+
   NameTable allow;
   NameTable deny;
   CidrTable allow_cidrs;
@@ -113,11 +149,40 @@ struct CompiledSandbox {
   NameTable opaque;
   std::vector<HostService> host_services;   // few: scanned in order
   std::vector<Endpoint> inspect_addresses;  // few: scanned
+  detail::CompiledRequestRules request_rules;
+};
+
+// The pointers to one member of each layer of a sandbox, in the order the layers are read.
+template <class T>
+struct Layers {
+  std::array<const T*, 2> items{};
+  std::size_t size = 0;
+  std::span<const T* const> span() const { return {items.data(), size}; }
+};
+
+// A sandbox compiled: its profile's lists (shared) and its own.
+struct CompiledSandbox {
+  explicit CompiledSandbox(const SandboxSpec& spec) : ports(spec.ports), own(spec) {
+    std::sort(ports.begin(), ports.end());
+    allow_all_hosts = spec.allow_all_hosts;
+  }
+
+  std::vector<std::uint16_t> ports;  // sorted
   bool allow_all_hosts = false;
-  std::optional<detail::CompiledRequestRules> request_rules;  // always set once built
+  std::shared_ptr<const CompiledLists> profile;  // null: no profile
+  CompiledLists own;
 
   bool port_allowed(std::uint16_t port) const {
     return std::binary_search(ports.begin(), ports.end(), port);
+  }
+
+  // The profile's member first, then the sandbox's own.
+  template <class T>
+  Layers<T> layers(T CompiledLists::*member) const {
+    Layers<T> out;
+    if (profile) out.items[out.size++] = &((*profile).*member);
+    out.items[out.size++] = &(own.*member);
+    return out;
   }
 };
 
@@ -148,15 +213,35 @@ Decision make(bool allowed, Reason reason, std::string rule = {},
 }  // namespace
 
 struct Policy::Compiled {
-  StringMap<CompiledSandbox> sandboxes;
+  StringMap<std::shared_ptr<const CompiledSandbox>> sandboxes;
   std::vector<Endpoint> self;
   std::vector<Cidr> host_ranges;
+  // Each profile compiled once, by the address of its lists; the entry holds the lists so the
+  // address is never reused for others while it stands.
+  std::map<const RuleLists*,
+           std::pair<std::shared_ptr<const RuleLists>, std::shared_ptr<const CompiledLists>>>
+      profiles;
 
   // An address of the host: on one of its interfaces now, or in a host range (the pool).
   bool of_host(const IpAddress& a, const AddressSet& live) const {
     if (live.contains(a)) return true;
     return std::any_of(host_ranges.begin(), host_ranges.end(),
                        [&](const Cidr& c) { return c.contains(a); });
+  }
+
+  void add(const SandboxSpec& spec) {
+    auto sb = std::make_shared<CompiledSandbox>(spec);
+    if (spec.profile) {
+      auto& slot = profiles[spec.profile.get()];
+      if (!slot.second) slot = {spec.profile, std::make_shared<const CompiledLists>(*spec.profile)};
+      sb->profile = slot.second;
+    }
+    sandboxes.insert_or_assign(spec.id, std::move(sb));
+  }
+
+  const CompiledSandbox* find(std::string_view id) const {
+    const auto it = sandboxes.find(id);
+    return it == sandboxes.end() ? nullptr : it->second.get();
   }
 };
 
@@ -243,27 +328,56 @@ std::string_view reason_name(Reason r) {
   return "unknown";
 }
 
+bool RuleLists::empty() const {
+  return allow.empty() && deny.empty() && allow_cidrs.empty() && deny_cidrs.empty() &&
+         opaque.empty() && allow_host_services.empty() && inspect.empty() &&
+         inspect_addresses.empty() && http_rules.empty() && git_rules.empty();
+}
+
+SandboxSpec merged(const SandboxSpec& spec) {
+  SandboxSpec out = spec;
+  out.profile = nullptr;
+  if (!spec.profile) return out;
+  const RuleLists& p = *spec.profile;
+  const auto front = [](auto& to, const auto& from) {
+    to.insert(to.begin(), from.begin(), from.end());
+  };
+  front(out.allow, p.allow);
+  front(out.deny, p.deny);
+  front(out.allow_cidrs, p.allow_cidrs);
+  front(out.deny_cidrs, p.deny_cidrs);
+  front(out.opaque, p.opaque);
+  front(out.allow_host_services, p.allow_host_services);
+  front(out.inspect, p.inspect);
+  front(out.inspect_addresses, p.inspect_addresses);
+  front(out.http_rules, p.http_rules);
+  front(out.git_rules, p.git_rules);
+  return out;
+}
+
 Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_endpoints,
                std::vector<Cidr> host_ranges) {
   auto compiled = std::make_unique<Compiled>();
   compiled->self = std::move(self_endpoints);
   compiled->host_ranges = std::move(host_ranges);
-  for (const SandboxSpec& spec : sandboxes) {
-    CompiledSandbox& sb = compiled->sandboxes[spec.id];
-    sb.ports = spec.ports;
-    std::sort(sb.ports.begin(), sb.ports.end());
-    for (const auto& r : spec.allow) sb.allow.add(r);
-    for (const auto& r : spec.deny) sb.deny.add(r);
-    for (const auto& c : spec.allow_cidrs) sb.allow_cidrs.add(c);
-    for (const auto& c : spec.deny_cidrs) sb.deny_cidrs.add(c);
-    for (const auto& r : spec.opaque) sb.opaque.add(r);
-    for (const auto& h : spec.allow_host_services) {
-      sb.host_services.push_back({h.service, h.origin + ":" + endpoint_text(h.service)});
+  compiled->sandboxes.reserve(sandboxes.size());
+  for (const SandboxSpec& spec : sandboxes) compiled->add(spec);
+  impl_ = std::move(compiled);
+}
+
+Policy::Policy(const Policy& previous, const std::vector<std::string>& removed,
+               std::vector<SandboxSpec> added) {
+  auto compiled = std::make_unique<Compiled>();
+  compiled->self = previous.impl_->self;
+  compiled->host_ranges = previous.impl_->host_ranges;
+  compiled->profiles = previous.impl_->profiles;
+  compiled->sandboxes = previous.impl_->sandboxes;
+  for (const std::string& id : removed) {
+    if (const auto it = compiled->sandboxes.find(id); it != compiled->sandboxes.end()) {
+      compiled->sandboxes.erase(it);
     }
-    for (const auto& a : spec.inspect_addresses) sb.inspect_addresses.push_back(a.service);
-    sb.allow_all_hosts = spec.allow_all_hosts;
-    sb.request_rules.emplace(spec, sb.ports);
   }
+  for (const SandboxSpec& spec : added) compiled->add(spec);
   impl_ = std::move(compiled);
 }
 
@@ -278,23 +392,27 @@ std::size_t Policy::sandbox_count() const {
 
 bool Policy::inspects(std::string_view sandbox, const Host& host, std::uint16_t port) const {
   if (!host.is_valid()) return false;
-  const auto it = impl_->sandboxes.find(sandbox);
-  if (it == impl_->sandboxes.end()) return false;
+  const CompiledSandbox* sb = impl_->find(sandbox);
+  if (sb == nullptr) return false;
   if (host.is_address()) {
-    const auto& addresses = it->second.inspect_addresses;
-    return std::find(addresses.begin(), addresses.end(), Endpoint{host.address, port}) !=
-           addresses.end();
+    const auto layers = sb->layers(&CompiledLists::inspect_addresses);
+    return std::any_of(layers.span().begin(), layers.span().end(), [&](const auto* addresses) {
+      return std::find(addresses->begin(), addresses->end(), Endpoint{host.address, port}) !=
+             addresses->end();
+    });
   }
-  return it->second.request_rules->inspects(host.name, port);
+  return detail::CompiledRequestRules::inspects(sb->layers(&CompiledLists::request_rules).span(),
+                                                sb->ports, host.name, port);
 }
 
 std::optional<Decision> Policy::decide_request_rules(std::string_view sandbox, const Host& host,
                                                      std::uint16_t port, std::string_view method,
                                                      std::string_view target) const {
   if (!host.is_name()) return std::nullopt;
-  const auto it = impl_->sandboxes.find(sandbox);
-  if (it == impl_->sandboxes.end()) return std::nullopt;
-  return it->second.request_rules->decide(host.name, port, method, target);
+  const CompiledSandbox* sb = impl_->find(sandbox);
+  if (sb == nullptr) return std::nullopt;
+  return detail::CompiledRequestRules::decide(sb->layers(&CompiledLists::request_rules).span(),
+                                              sb->ports, host.name, port, method, target);
 }
 
 Decision Policy::decide(const Query& q) const {
@@ -307,10 +425,11 @@ Decision Policy::decide(std::string_view sandbox, const Host& host, std::uint16_
   // A stream with no name of its own on a web port is HTTP or TLS that the sniffer could not
   // read, or a protocol that hides behind the port: relayed only to a host named for it.
   if (d.allowed && mode == EntryMode::tcp && (port == 80 || port == 443)) {
-    const CompiledSandbox& sb = impl_->sandboxes.find(sandbox)->second;
-    const bool opaque = host.is_name() && sb.opaque.find(host.name, [&](const NameRule& r) {
-      return r.port == port;
-    }) != nullptr;
+    const CompiledSandbox& sb = *impl_->find(sandbox);
+    const bool opaque =
+        host.is_name() &&
+        NameTable::find_in(sb.layers(&CompiledLists::opaque).span(), host.name,
+                           [&](const NameRule& r) { return r.port == port; }) != nullptr;
     if (!opaque) return make(false, Reason::unrecognized_protocol, std::move(d.rule));
   }
   return d;
@@ -341,9 +460,9 @@ Decision Policy::decide_inner_name(std::string_view sandbox, const Host& tunnel,
 
 Decision Policy::decide_destination(std::string_view sandbox, const Host& host, std::uint16_t port,
                                     EntryMode mode) const {
-  const auto it = impl_->sandboxes.find(sandbox);
-  if (it == impl_->sandboxes.end()) return make(false, Reason::unknown_sandbox);
-  const CompiledSandbox& sb = it->second;
+  const CompiledSandbox* found = impl_->find(sandbox);
+  if (found == nullptr) return make(false, Reason::unknown_sandbox);
+  const CompiledSandbox& sb = *found;
   // A DNS question names no port: the name may be resolved when some port of it is allowed,
   // and a deny rule stops it only when it covers every port.
   const bool any_port = mode == EntryMode::dns && port == 0;
@@ -369,16 +488,17 @@ Decision Policy::decide_destination(std::string_view sandbox, const Host& host, 
   if (!host.is_name()) return make(false, Reason::invalid_host);
 
   // Deny beats allow. A deny rule without a port covers every port.
-  if (const NameRule* rule = sb.deny.find(host.name, [&](const NameRule& r) {
-        return r.port == 0 || (!any_port && r.port == port);
-      })) {
+  if (const NameRule* rule = NameTable::find_in(
+          sb.layers(&CompiledLists::deny).span(), host.name,
+          [&](const NameRule& r) { return r.port == 0 || (!any_port && r.port == port); })) {
     return make(false, Reason::denied_by_rule, rule->name);
   }
   const NameRule* name_match = nullptr;
-  const NameRule* allowed = sb.allow.find(host.name, [&](const NameRule& r) {
-    if (!name_match) name_match = &r;
-    return port_ok(r.port);
-  });
+  const NameRule* allowed = NameTable::find_in(sb.layers(&CompiledLists::allow).span(), host.name,
+                                               [&](const NameRule& r) {
+                                                 if (!name_match) name_match = &r;
+                                                 return port_ok(r.port);
+                                               });
   if (allowed) return make(true, Reason::allowed_by_rule, allowed->name);
   if (sb.allow_all_hosts) {
     if (port_ok(0)) return make(true, Reason::allowed_all_hosts, "allow_all_hosts");
@@ -390,9 +510,10 @@ Decision Policy::decide_destination(std::string_view sandbox, const Host& host, 
 
 Decision Policy::check_address(std::string_view sandbox, const IpAddress& a, std::uint16_t port,
                                const AddressSet& host_addresses) const {
-  const auto it = impl_->sandboxes.find(sandbox);
-  if (it == impl_->sandboxes.end()) return make(false, Reason::unknown_sandbox);
-  const CompiledSandbox& sb = it->second;
+  const CompiledSandbox* found = impl_->find(sandbox);
+  if (found == nullptr) return make(false, Reason::unknown_sandbox);
+  const CompiledSandbox& sb = *found;
+  const auto allow_cidrs = sb.layers(&CompiledLists::allow_cidrs);
   const AddressClass cls = classify(a);
   const bool loopback = cls == AddressClass::loopback;
   // The IPv4 address behind every IPv4-in-IPv6 form is the host's just as much.
@@ -412,25 +533,29 @@ Decision Policy::check_address(std::string_view sandbox, const IpAddress& a, std
   }
   if (always_denied(cls)) return make(false, Reason::always_denied_address, {}, cls);
   // Deny ranges see through every IPv4-in-IPv6 form; allow ranges only through translations.
-  if (const CidrTable::Entry* hit = sb.deny_cidrs.find(a, inner)) {
+  if (const CidrTable::Entry* hit =
+          CidrTable::find(sb.layers(&CompiledLists::deny_cidrs).span(), a, inner)) {
     return make(false, Reason::denied_by_rule, hit->rule, cls);
   }
   const std::optional<IpAddress> translated = translated_ipv4(a);
-  for (const HostService& h : sb.host_services) {
-    if (h.service.port == port &&
-        (h.service.address == a || (translated && h.service.address == *translated))) {
-      return make(true, Reason::allowed_host_service, h.rule, cls);
+  const auto host_services = sb.layers(&CompiledLists::host_services);  // named: outlives the loop
+  for (const auto* services : host_services.span()) {
+    for (const HostService& h : *services) {
+      if (h.service.port == port &&
+          (h.service.address == a || (translated && h.service.address == *translated))) {
+        return make(true, Reason::allowed_host_service, h.rule, cls);
+      }
     }
   }
   // The host's own addresses: no range opens them, however wide (THREATS 28).
   if (of_host) return make(false, Reason::host_address, {}, cls);
   if (loopback) {
-    if (const CidrTable::Entry* hit = sb.allow_cidrs.find_loopback(a, translated)) {
+    if (const CidrTable::Entry* hit = CidrTable::find_loopback(allow_cidrs.span(), a, translated)) {
       return make(true, Reason::allowed_by_cidr, hit->rule, cls);
     }
     return make(false, Reason::special_address, {}, cls);
   }
-  if (const CidrTable::Entry* hit = sb.allow_cidrs.find(a, translated)) {
+  if (const CidrTable::Entry* hit = CidrTable::find(allow_cidrs.span(), a, translated)) {
     return make(true, Reason::allowed_by_cidr, hit->rule, cls);
   }
   if (is_special(cls)) return make(false, Reason::special_address, {}, cls);

@@ -114,10 +114,8 @@ struct HostServiceSource {
   std::string origin;  // e.g. "profiles.dev.allow_host_services"
 };
 
-// One sandbox's effective rules (profile merged with its own entries), as config builds it.
-struct SandboxSpec {
-  std::string id;
-  std::vector<std::uint16_t> ports{80, 443};  // ports for rules without an explicit port
+// The rules written in one place: a profile, or one sandbox itself.
+struct RuleLists {
   std::vector<RuleSource> allow;
   std::vector<RuleSource> deny;
   std::vector<CidrSource> allow_cidrs;
@@ -127,15 +125,31 @@ struct SandboxSpec {
   std::vector<RuleSource> opaque;
   // Exact address:port pairs opened although they are addresses of the sandbox host.
   std::vector<HostServiceSource> allow_host_services;
-  bool allow_all_hosts = false;
   // Hosts whose TLS is terminated so that each request inside is decided (Policy::inspects);
   // the hosts of http_rules and git_rules are inspected too.
   std::vector<RuleSource> inspect;
   // IP-literal destinations inspected (exact address and port; rules name only hosts).
   std::vector<HostServiceSource> inspect_addresses;
-  std::vector<HttpRule> http_rules;  // in order: the profile's, then the sandbox's
+  std::vector<HttpRule> http_rules;  // in order
   std::vector<GitRule> git_rules;    // likewise
+
+  bool empty() const;
 };
+
+// One sandbox's rules, as config builds it: its profile's (shared by every sandbox that uses
+// the profile, compiled once per Policy) and its own (the RuleLists it derives from). Every
+// list reads as the profile's entries followed by the sandbox's own, in that order: first
+// match, deny before allow and the most specific CIDR decide exactly as over one merged list.
+struct SandboxSpec : RuleLists {
+  std::string id;
+  std::vector<std::uint16_t> ports{80, 443};  // ports for rules without an explicit port
+  bool allow_all_hosts = false;
+  std::shared_ptr<const RuleLists> profile;  // null: no profile
+};
+
+// The spec with its profile's rules copied in front of its own (and `profile` null): the
+// same decisions, one list per kind. For tests and tools that read the effective lists.
+SandboxSpec merged(const SandboxSpec& spec);
 
 // The question: may this sandbox reach host:port via this entry mode?
 struct Query {
@@ -157,6 +171,12 @@ class Policy {
  public:
   Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_endpoints,
          std::vector<Cidr> host_ranges = {});
+  // `previous` without the sandboxes `removed`, with `added` (new, or replacing one of the
+  // same id). Every other sandbox, and every profile already compiled, is shared with
+  // `previous` rather than compiled again, so the cost follows the change, not the number of
+  // sandboxes (a copy of the id table aside). Same self endpoints and host ranges.
+  Policy(const Policy& previous, const std::vector<std::string>& removed,
+         std::vector<SandboxSpec> added);
   ~Policy();
   Policy(const Policy&) = delete;
   Policy& operator=(const Policy&) = delete;

@@ -203,10 +203,9 @@ Decision allowance(std::string rule) {
 
 }  // namespace
 
-CompiledRequestRules::CompiledRequestRules(const SandboxSpec& spec,
-                                           std::vector<std::uint16_t> ports)
-    : ports_(std::move(ports)), http_(spec.http_rules), git_(spec.git_rules) {
-  for (const RuleSource& r : spec.inspect) inspect_.add(r.pattern, {r.pattern.port.value_or(0)});
+CompiledRequestRules::CompiledRequestRules(const RuleLists& lists)
+    : http_(lists.http_rules), git_(lists.git_rules) {
+  for (const RuleSource& r : lists.inspect) inspect_.add(r.pattern, {r.pattern.port.value_or(0)});
   for (std::size_t i = 0; i < http_.size(); ++i) {
     for (const HostPattern& h : http_[i].hosts) {
       http_hosts_.add(h, {h.port.value_or(0), i, 0});
@@ -222,21 +221,29 @@ CompiledRequestRules::CompiledRequestRules(const SandboxSpec& spec,
   }
 }
 
-bool CompiledRequestRules::port_ok(std::uint16_t rule_port, std::uint16_t port) const {
-  return rule_port == 0 ? std::binary_search(ports_.begin(), ports_.end(), port)
-                        : rule_port == port;
+namespace {
+
+bool port_ok(const std::vector<std::uint16_t>& ports, std::uint16_t rule_port, std::uint16_t port) {
+  return rule_port == 0 ? std::binary_search(ports.begin(), ports.end(), port) : rule_port == port;
 }
 
-bool CompiledRequestRules::inspects(std::string_view name, std::uint16_t port) const {
-  return inspect_.find(name, [&](const Entry& e) { return port_ok(e.port, port); }) != nullptr;
+}  // namespace
+
+bool CompiledRequestRules::inspects(std::span<const CompiledRequestRules* const> layers,
+                                    const std::vector<std::uint16_t>& ports, std::string_view name,
+                                    std::uint16_t port) {
+  return std::any_of(layers.begin(), layers.end(), [&](const CompiledRequestRules* layer) {
+    return layer->inspect_.find(
+               name, [&](const Entry& e) { return port_ok(ports, e.port, port); }) != nullptr;
+  });
 }
 
-std::vector<CompiledRequestRules::Entry> CompiledRequestRules::named(const NameIndex<Entry>& index,
-                                                                     std::string_view name,
-                                                                     std::uint16_t port) const {
+std::vector<CompiledRequestRules::Entry> CompiledRequestRules::named(
+    const NameIndex<Entry>& index, const std::vector<std::uint16_t>& ports, std::string_view name,
+    std::uint16_t port) const {
   std::vector<Entry> out;
   index.find(name, [&](const Entry& e) {
-    if (port_ok(e.port, port)) out.push_back(e);
+    if (port_ok(ports, e.port, port)) out.push_back(e);
     return false;  // visit them all
   });
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
@@ -245,12 +252,21 @@ std::vector<CompiledRequestRules::Entry> CompiledRequestRules::named(const NameI
   return out;
 }
 
-std::optional<Decision> CompiledRequestRules::decide(std::string_view name, std::uint16_t port,
-                                                     std::string_view method,
-                                                     std::string_view target) const {
-  if (http_.empty() && git_.empty()) return std::nullopt;
-  const std::vector<Entry> http_named = named(http_hosts_, name, port);
-  const std::vector<Entry> git_named = named(git_hosts_, name, port);
+std::optional<Decision> CompiledRequestRules::decide(
+    std::span<const CompiledRequestRules* const> layers, const std::vector<std::uint16_t>& ports,
+    std::string_view name, std::uint16_t port, std::string_view method, std::string_view target) {
+  std::vector<HttpMatch> http_named;
+  std::vector<GitMatch> git_named;
+  for (const CompiledRequestRules* layer : layers) {
+    if (layer->http_.empty() && layer->git_.empty()) continue;
+    for (const Entry& e : layer->named(layer->http_hosts_, ports, name, port)) {
+      http_named.push_back({&layer->http_[e.rule]});
+    }
+    for (const Entry& e : layer->named(layer->git_hosts_, ports, name, port)) {
+      const GitRule& rule = layer->git_[e.rule];
+      git_named.push_back({&rule, &rule.repos[e.pattern]});
+    }
+  }
   if (http_named.empty() && git_named.empty()) return std::nullopt;
 
   const CanonicalPath path = canonicalize_path(target);
@@ -259,9 +275,9 @@ std::optional<Decision> CompiledRequestRules::decide(std::string_view name, std:
     // Enforced unless every rule naming the host is in audit mode.
     const bool enforce =
         std::any_of(http_named.begin(), http_named.end(),
-                    [&](const Entry& e) { return http_[e.rule].mode == RuleMode::enforce; }) ||
+                    [&](const HttpMatch& m) { return m.rule->mode == RuleMode::enforce; }) ||
         std::any_of(git_named.begin(), git_named.end(),
-                    [&](const Entry& e) { return git_[e.rule].mode == RuleMode::enforce; });
+                    [&](const GitMatch& m) { return m.rule->mode == RuleMode::enforce; });
     Decision d = refusal(Reason::ambiguous_path, {}, !enforce);
     d.git = std::move(git);
     return d;
@@ -273,11 +289,11 @@ std::optional<Decision> CompiledRequestRules::decide(std::string_view name, std:
   return decide_http(http_named, name, port, method, path.path);
 }
 
-Decision CompiledRequestRules::decide_git(const std::vector<Entry>& rules, GitRequest git) const {
+Decision CompiledRequestRules::decide_git(const std::vector<GitMatch>& rules, GitRequest git) {
   const std::string repo = "/" + git.repo;
-  for (const Entry& e : rules) {
-    const GitRule& rule = git_[e.rule];
-    const RepoPattern& pattern = rule.repos[e.pattern];
+  for (const GitMatch& m : rules) {
+    const GitRule& rule = *m.rule;
+    const RepoPattern& pattern = *m.pattern;
     if (!pattern.path.matches(repo)) continue;
     const bool allowed = git.op == GitOperation::fetch ? rule.fetch : rule.push;
     std::string name = rule.origin + ":" + pattern.to_string();
@@ -287,23 +303,23 @@ Decision CompiledRequestRules::decide_git(const std::vector<Entry>& rules, GitRe
     d.git = std::move(git);
     return d;
   }
-  const bool enforce = std::any_of(rules.begin(), rules.end(), [&](const Entry& e) {
-    return git_[e.rule].mode == RuleMode::enforce;
+  const bool enforce = std::any_of(rules.begin(), rules.end(), [&](const GitMatch& m) {
+    return m.rule->mode == RuleMode::enforce;
   });
   Decision d = refusal(Reason::git_not_allowed, {}, !enforce);
   d.git = std::move(git);
   return d;
 }
 
-Decision CompiledRequestRules::decide_http(const std::vector<Entry>& rules, std::string_view name,
-                                           std::uint16_t port, std::string_view method,
-                                           std::string_view path) const {
+Decision CompiledRequestRules::decide_http(const std::vector<HttpMatch>& rules,
+                                           std::string_view name, std::uint16_t port,
+                                           std::string_view method, std::string_view path) {
   bool enforce = false;
-  std::size_t last = http_.size();  // a rule naming the host twice is tried once
-  for (const Entry& e : rules) {
-    if (e.rule == last) continue;
-    last = e.rule;
-    const HttpRule& rule = http_[e.rule];
+  const HttpRule* last = nullptr;  // a rule naming the host twice is tried once
+  for (const HttpMatch& m : rules) {
+    if (m.rule == last) continue;
+    last = m.rule;
+    const HttpRule& rule = *m.rule;
     enforce = enforce || rule.mode == RuleMode::enforce;
     const bool method_ok =
         rule.methods.empty() ||

@@ -64,14 +64,44 @@ std::string sha256(std::string_view data) {
   return digest;
 }
 
+namespace {
+
+// A sandbox without a token is reached only through its source addresses.
+void add_identity(Snapshot& snap, const config::Sandbox& sb) {
+  if (!sb.token.empty()) snap.token_digests.emplace(sb.spec.id, sha256(sb.token));
+  for (const auto& source : sb.sources) snap.sandbox_by_source.emplace(source, sb.spec.id);
+}
+
+// The policy and identities of `previous`, with only cfg->changes applied.
+void apply_changes(Snapshot& snap, const config::Config& cfg, const Snapshot& previous) {
+  const config::SandboxChanges& changes = *cfg.changes;
+  std::vector<policy::SandboxSpec> added;
+  added.reserve(changes.added.size());
+  for (const std::string& id : changes.added) added.push_back(cfg.find_sandbox(id)->spec);
+  snap.policy =
+      std::make_shared<const policy::Policy>(*previous.policy, changes.removed, std::move(added));
+  snap.token_digests = previous.token_digests;
+  snap.sandbox_by_source = previous.sandbox_by_source;
+  for (const std::string& id : changes.removed) {
+    snap.token_digests.erase(id);
+    if (const config::Sandbox* old = previous.config->find_sandbox(id)) {
+      for (const auto& source : old->sources) snap.sandbox_by_source.erase(source);
+    }
+  }
+  for (const std::string& id : changes.added) add_identity(snap, *cfg.find_sandbox(id));
+}
+
+}  // namespace
+
 std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Config> cfg,
-                                              std::vector<policy::Endpoint> self) {
+                                              std::vector<policy::Endpoint> self,
+                                              const Snapshot* previous) {
   auto snap = std::make_shared<Snapshot>();
-  snap->policy = cfg->build_policy(std::move(self));
-  for (const config::Sandbox& sb : cfg->sandboxes) {
-    // A sandbox without a token is reached only through its source addresses.
-    if (!sb.token.empty()) snap->token_digests.emplace(sb.spec.id, sha256(sb.token));
-    for (const auto& source : sb.sources) snap->sandbox_by_source.emplace(source, sb.spec.id);
+  if (previous != nullptr && cfg->changes) {
+    apply_changes(*snap, *cfg, *previous);
+  } else {
+    snap->policy = cfg->build_policy(std::move(self));
+    for (const config::Sandbox& sb : cfg->sandboxes) add_identity(*snap, sb);
   }
   if (!cfg->credentials.empty()) {
     snap->injection = cfg->build_injection();

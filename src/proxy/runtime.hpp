@@ -155,8 +155,12 @@ std::string sha256(std::string_view data);
 // Builds a snapshot (hashes the tokens, compiles the policy with sandgate's own endpoints, the
 // inject rules, and the placeholder index with the key in credentials.placeholder_key_file,
 // created when missing: throws std::runtime_error naming the file when that fails).
+// `previous`: the snapshot whose config `cfg` was reloaded from; when cfg->changes says
+// what changed (config::reload_config), only the changed sandboxes are compiled and hashed,
+// the rest shared or copied from `previous`. `self` must be what `previous` was built with.
 std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Config> cfg,
-                                              std::vector<policy::Endpoint> self);
+                                              std::vector<policy::Endpoint> self,
+                                              const Snapshot* previous = nullptr);
 
 // Converts between Asio and policy address types.
 policy::IpAddress to_policy(const asio::ip::address& a);

@@ -6,6 +6,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -16,10 +17,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/version.hpp"
 #include "proxy/admin.hpp"
@@ -136,10 +139,14 @@ dns::ResolverOptions resolver_options(const config::Config& cfg) {
 
 // Reloads when a drop-in in sandboxes_dir is written, renamed into place or removed (the
 // launcher's registration), after a short quiet period so one burst of changes is one reload.
-// A directory that does not exist at start is not watched (SIGHUP still reloads).
+// Hands the reload the names the burst touched, so that only they are looked at; nullopt
+// when the kernel's event queue overflowed and names were lost. A directory that does not
+// exist at start is not watched (SIGHUP still reloads). Runs on the main thread's io_context.
 class DropInWatch {
  public:
-  DropInWatch(asio::io_context& ioc, const std::string& dir, std::function<void()> on_change)
+  using OnChange = std::function<void(std::optional<std::vector<std::string>>)>;
+
+  DropInWatch(asio::io_context& ioc, const std::string& dir, OnChange on_change)
       : stream_(ioc), debounce_(ioc), on_change_(std::move(on_change)) {
     if (dir.empty()) return;
     const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -156,21 +163,48 @@ class DropInWatch {
  private:
   void read() {
     stream_.async_read_some(asio::buffer(events_),
-                            [this](boost::system::error_code ec, std::size_t) {
+                            [this](boost::system::error_code ec, std::size_t n) {
                               if (ec) return;
+                              collect(n);
                               debounce_.expires_after(std::chrono::milliseconds(20));
                               debounce_.async_wait([this](boost::system::error_code wait_ec) {
-                                if (!wait_ec) on_change_();
+                                if (wait_ec) return;
+                                auto names = std::move(names_);
+                                names_.emplace();
+                                on_change_(std::move(names));
                               });
                               read();
                             });
   }
 
+  // The names of the `n` bytes of events just read.
+  void collect(std::size_t n) {
+    for (std::size_t at = 0; at + sizeof(inotify_event) <= n;) {
+      inotify_event event;
+      std::memcpy(&event, events_.data() + at, sizeof event);
+      const char* name = events_.data() + at + sizeof event;
+      at += sizeof event + event.len;
+      if ((event.mask & IN_Q_OVERFLOW) != 0) names_.reset();
+      if (names_ && event.len > 0 && at <= n)
+        names_->emplace_back(name, ::strnlen(name, event.len));
+    }
+  }
+
   asio::posix::stream_descriptor stream_;
   asio::steady_timer debounce_;
-  std::function<void()> on_change_;
+  OnChange on_change_;
+  std::optional<std::vector<std::string>> names_{std::in_place};  // nullopt: some were lost
   alignas(inotify_event) std::array<char, 4096> events_;
 };
+
+// Whether a reload to `next` may leave a sandbox out: when reload_config says exactly what
+// changed and every sandbox it removed came back (rewritten), no session or memory of the
+// sandboxes has to be looked at.
+bool drops_sandboxes(const config::Config& next) {
+  if (!next.changes) return true;
+  const auto& [removed, added] = *next.changes;  // both sorted
+  return !std::includes(added.begin(), added.end(), removed.begin(), removed.end());
+}
 
 // What `systemctl status` shows while the daemon serves.
 std::string serving_status(const config::Config& cfg, unsigned n_workers) {
@@ -336,9 +370,14 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   signals.add(SIGUSR1);
   // A reload swaps the snapshot; connections of sandboxes it no longer has are closed, on
   // their own threads. False when the config was kept.
-  const auto reload = [&]() -> bool {
+  // `changed`: the drop-ins the watch saw change; nullopt (SIGHUP): look at everything. After
+  // a failed reload everything is looked at again, so that a drop-in refused then (and not
+  // in the running config) keeps the next reload failing, as a whole load would.
+  const auto reload_once = [&](const std::optional<std::vector<std::string>>& changed) -> bool {
     try {
-      auto loaded = std::make_shared<const config::Config>(config::load_config(cfg->path));
+      const auto current = shared->current();
+      auto loaded =
+          std::make_shared<const config::Config>(config::reload_config(*current->config, changed));
       // The CA and the leaves minted with it live as long as the process: a reload that
       // would change them (or turn interception on or off) is refused as a whole.
       if (loaded->interception != cfg->interception) {
@@ -348,9 +387,14 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
                   << R"({"event":"reload_failed"})" << std::endl;
         return false;
       }
-      auto next = make_snapshot(loaded, self);
+      auto next = make_snapshot(loaded, self, current.get());
       shared->credentials->update(loaded->credentials);
       shared->snapshot.store(next);
+      if (!drops_sandboxes(*loaded)) {
+        std::cerr << R"({"event":"reloaded"})" << std::endl;
+        service::notify_status(serving_status(*next->config, n_workers));
+        return true;
+      }
       shared->dns_memory.retain(
           [&](const std::string& id) { return next->policy->has_sandbox(id); });
       shared->denials.retain([&](const std::string& id) { return next->policy->has_sandbox(id); });
@@ -373,6 +417,12 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     }
     return false;
   };
+  bool failed_last = false;
+  const auto reload = [&](const std::optional<std::vector<std::string>>& changed) -> bool {
+    const bool ok = reload_once(failed_last ? std::nullopt : changed);
+    failed_last = !ok;
+    return ok;
+  };
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
@@ -382,7 +432,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       // systemd shows the unit "reloading" until the READY=1 that ends it, sent whatever the
       // outcome (a failed reload keeps the running config: the daemon still serves).
       service::notify_reloading();
-      if (reload()) {
+      if (reload(std::nullopt)) {
         service::notify_ready(serving_status(*shared->current()->config, n_workers));
       } else {
         service::notify_ready("reload failed, still serving the previous config: " +
@@ -394,7 +444,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
     }
     signals.async_wait(on_signal);
   };
-  DropInWatch watch(main_ioc, cfg->sandboxes_dir, [&] { reload(); });
+  DropInWatch watch(main_ioc, cfg->sandboxes_dir,
+                    [&](std::optional<std::vector<std::string>> changed) { reload(changed); });
   // Bursts of audit lines (a sandbox over its DNS budget) end in one summary line each.
   asio::steady_timer bursts(main_ioc);
   std::function<void()> summarise;

@@ -575,5 +575,39 @@ TEST(KubernetesVolume, AtomicSwapOfTheDropInDirectoryReloads) {
   EXPECT_EQ(status_with("tok-one-Pw2e"), 407);
 }
 
+// Only the drop-ins that changed are read on a reload, but a drop-in refused by one reload
+// keeps the following ones failing until it is fixed, as when every reload read every file.
+TEST(DropInReload, ARefusedDropInKeepsLaterReloadsFailingUntilItIsFixed) {
+  TempDir dir;
+  std::ofstream(dir.path() / "agent.toml") << "id = \"agent\"\ntoken = \"tok-agent-1\"\n";
+  SandgateOptions options;
+  options.tables = "[profiles.default]\nallow = [\"allowed.test\"]\n";
+  options.sandboxes_dir = dir.path().string();
+  SandgateProcess daemon(options);
+  auto status_of = [&](const std::string& id, const std::string& token) {
+    return run_curl({"-x", daemon.proxy_url(id, token), "http://refused.test/"}).http_code;
+  };
+  auto count = [&](const std::string& what) {
+    const std::string text = daemon.stderr_text();
+    int n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(status_of("agent", "tok-agent-1"), 403);
+
+  std::ofstream(dir.path() / "bad.toml") << "id = \"bad\"\nprofile = \"nope\"\n";
+  ASSERT_TRUE(eventually([&] { return count("reload_failed") == 1; }, 5000ms, 20ms))
+      << daemon.stderr_text();
+  std::ofstream(dir.path() / "second.toml") << "id = \"second\"\ntoken = \"tok-second-2\"\n";
+  ASSERT_TRUE(eventually([&] { return count("reload_failed") == 2; }, 5000ms, 20ms))
+      << daemon.stderr_text();
+  EXPECT_EQ(status_of("second", "tok-second-2"), 407);
+
+  fs::remove(dir.path() / "bad.toml");
+  EXPECT_TRUE(eventually([&] { return status_of("second", "tok-second-2") == 403; }, 5000ms, 50ms))
+      << daemon.stderr_text();
+  EXPECT_EQ(status_of("agent", "tok-agent-1"), 403);
+}
+
 }  // namespace
 }  // namespace sandgate::test

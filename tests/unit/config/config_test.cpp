@@ -189,24 +189,25 @@ TEST(ConfigLoad, SandboxMergesProfileRulesFirst) {
   EXPECT_EQ(ci->profile, "default");
   EXPECT_EQ(ci->token, "s3cret:with-colon");
   EXPECT_EQ(ci->file, kFile);
-  EXPECT_EQ(ci->spec.ports, (std::vector<std::uint16_t>{443, 8443}));  // duplicates dropped
-  EXPECT_FALSE(ci->spec.allow_all_hosts);
+  const policy::SandboxSpec effective = policy::merged(ci->spec);       // profile rules first
+  EXPECT_EQ(effective.ports, (std::vector<std::uint16_t>{443, 8443}));  // duplicates dropped
+  EXPECT_FALSE(effective.allow_all_hosts);
 
-  ASSERT_EQ(ci->spec.allow.size(), 3u);
-  EXPECT_EQ(ci->spec.allow[0].pattern, *policy::parse_host_pattern("github.com"));
-  EXPECT_EQ(ci->spec.allow[0].origin, "profiles.default.allow");
-  EXPECT_EQ(ci->spec.allow[1].pattern, *policy::parse_host_pattern("*.github.com:443"));
-  EXPECT_EQ(ci->spec.allow[2].pattern, *policy::parse_host_pattern("registry.npmjs.org"));
-  EXPECT_EQ(ci->spec.allow[2].origin, "sandboxes.ci.allow");
-  ASSERT_EQ(ci->spec.deny.size(), 1u);
-  EXPECT_EQ(ci->spec.deny[0].origin, "profiles.default.deny");
-  ASSERT_EQ(ci->spec.allow_cidrs.size(), 1u);
-  EXPECT_EQ(ci->spec.allow_cidrs[0].cidr, *policy::parse_cidr("10.0.0.0/8"));
-  EXPECT_EQ(ci->spec.allow_cidrs[0].origin, "profiles.default.allow_cidrs");
-  ASSERT_EQ(ci->spec.deny_cidrs.size(), 2u);
-  EXPECT_EQ(ci->spec.deny_cidrs[0].origin, "profiles.default.deny_cidrs");
-  EXPECT_EQ(ci->spec.deny_cidrs[1].cidr, *policy::parse_cidr("10.1.0.0/16"));
-  EXPECT_EQ(ci->spec.deny_cidrs[1].origin, "sandboxes.ci.deny_cidrs");
+  ASSERT_EQ(effective.allow.size(), 3u);
+  EXPECT_EQ(effective.allow[0].pattern, *policy::parse_host_pattern("github.com"));
+  EXPECT_EQ(effective.allow[0].origin, "profiles.default.allow");
+  EXPECT_EQ(effective.allow[1].pattern, *policy::parse_host_pattern("*.github.com:443"));
+  EXPECT_EQ(effective.allow[2].pattern, *policy::parse_host_pattern("registry.npmjs.org"));
+  EXPECT_EQ(effective.allow[2].origin, "sandboxes.ci.allow");
+  ASSERT_EQ(effective.deny.size(), 1u);
+  EXPECT_EQ(effective.deny[0].origin, "profiles.default.deny");
+  ASSERT_EQ(effective.allow_cidrs.size(), 1u);
+  EXPECT_EQ(effective.allow_cidrs[0].cidr, *policy::parse_cidr("10.0.0.0/8"));
+  EXPECT_EQ(effective.allow_cidrs[0].origin, "profiles.default.allow_cidrs");
+  ASSERT_EQ(effective.deny_cidrs.size(), 2u);
+  EXPECT_EQ(effective.deny_cidrs[0].origin, "profiles.default.deny_cidrs");
+  EXPECT_EQ(effective.deny_cidrs[1].cidr, *policy::parse_cidr("10.1.0.0/16"));
+  EXPECT_EQ(effective.deny_cidrs[1].origin, "sandboxes.ci.deny_cidrs");
 }
 
 TEST(ConfigLoad, RequestRulesMergeProfileFirstAndReachThePolicy) {
@@ -244,7 +245,7 @@ ca_key = "ca.key"
                                            kFile);
   const Sandbox* ci = c.find_sandbox("ci");
   ASSERT_NE(ci, nullptr);
-  const policy::SandboxSpec& spec = ci->spec;
+  const policy::SandboxSpec spec = policy::merged(ci->spec);
   ASSERT_EQ(spec.inspect.size(), 2u);
   EXPECT_EQ(spec.inspect[0].pattern, *policy::parse_host_pattern("*.example.com:8443"));
   EXPECT_EQ(spec.inspect[0].origin, "profiles.default.inspect");
@@ -373,7 +374,7 @@ allow_host_services = ["[fd00::1]:5432", "192.168.1.1:22"]
                                            kFile);
   const Sandbox* ci = c.find_sandbox("ci");
   ASSERT_NE(ci, nullptr);
-  const auto& services = ci->spec.allow_host_services;
+  const auto services = policy::merged(ci->spec).allow_host_services;
   ASSERT_EQ(services.size(), 3u);
   EXPECT_EQ(policy::endpoint_text(services[0].service), "10.77.0.1:8080");
   EXPECT_EQ(services[0].origin, "profiles.dev.allow_host_services");
@@ -395,7 +396,7 @@ TEST(ConfigLoad, SandboxPortsReplaceProfilePortsAndDefaultTo80And443) {
   ASSERT_NE(agent, nullptr);
   EXPECT_EQ(agent->spec.ports, (std::vector<std::uint16_t>{80}));
   EXPECT_TRUE(agent->spec.allow_all_hosts);
-  EXPECT_EQ(agent->spec.allow.size(), 2u);  // the profile's only
+  EXPECT_EQ(policy::merged(agent->spec).allow.size(), 2u);  // the profile's only
 
   const Sandbox* lone = c.find_sandbox("lone");
   ASSERT_NE(lone, nullptr);
@@ -863,9 +864,9 @@ TEST(DropIns, LoadsEveryTomlFileInNameOrder) {
   EXPECT_EQ(sb->file, b);
   EXPECT_EQ(sb->token, "tb");
   EXPECT_EQ(sb->spec.ports, (std::vector<std::uint16_t>{443}));
-  ASSERT_EQ(sb->spec.allow.size(), 2u);
-  EXPECT_EQ(sb->spec.allow[0].origin, "profiles.default.allow");
-  EXPECT_EQ(sb->spec.allow[1].origin, "sandboxes.ci-b.allow");
+  ASSERT_EQ(policy::merged(sb->spec).allow.size(), 2u);
+  EXPECT_EQ(policy::merged(sb->spec).allow[0].origin, "profiles.default.allow");
+  EXPECT_EQ(policy::merged(sb->spec).allow[1].origin, "sandboxes.ci-b.allow");
   ASSERT_NE(c.find_sandbox("ci-a"), nullptr);
   EXPECT_EQ(c.find_sandbox("ci-a")->file, a);
   ASSERT_NE(c.find_sandbox("main-one"), nullptr);
@@ -1156,7 +1157,7 @@ TEST(ExampleConfig, ShippedExampleLoads) {
   ASSERT_NE(agent, nullptr);
   EXPECT_EQ(agent->profile, "default");
   EXPECT_EQ(agent->token, "change-me-agent-1");
-  EXPECT_EQ(agent->spec.allow.size(), 4u);
+  EXPECT_EQ(policy::merged(agent->spec).allow.size(), 4u);
 
   const Sandbox* example = c.find_sandbox("example-ci");
   ASSERT_NE(example, nullptr);
