@@ -128,7 +128,11 @@ Session::Session(tcp::socket s, const tcp::endpoint& peer, WorkerDeps d)
       client_ip(peer.address().to_string()),
       pending(deps.shared->connections, client_ip, limits().max_unauthenticated_connections,
               limits().max_unauthenticated_per_source) {
-  // TCP_NODELAY came with the socket from its listener (server.cpp).
+  // TCP_NODELAY came with the socket from its listener (server.cpp). Non-blocking once, here:
+  // Asio's first async operation would set it otherwise, and the relay's splice needs it set
+  // in Asio's view too (a second ioctl). Nothing does blocking I/O on the client.
+  boost::system::error_code ec;
+  client.native_non_blocking(true, ec);
   deps.sessions->live.insert(this);
   watchdog->start([this] {
     boost::system::error_code ignored;

@@ -92,9 +92,11 @@ class Relay : public std::enable_shared_from_this<Relay> {
   Relay& operator=(const Relay&) = delete;
 
   void start() {
+    // splice(2) and the reads below need both sockets non-blocking. The session and the dial
+    // set that already (one ioctl each), so only a socket that came another way costs one.
     boost::system::error_code ignored;
-    up_.from->native_non_blocking(true, ignored);
-    down_.from->native_non_blocking(true, ignored);
+    if (!up_.from->native_non_blocking()) up_.from->native_non_blocking(true, ignored);
+    if (!down_.from->native_non_blocking()) down_.from->native_non_blocking(true, ignored);
     wait_readable(down_);
     if (gate_ != nullptr) {
       run_gate();
