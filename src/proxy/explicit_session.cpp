@@ -154,7 +154,7 @@ Session::~Session() {
   }
   watchdog->stop();
   boost::system::error_code ignored;
-  client.shutdown(tcp::socket::shutdown_both, ignored);
+  if (!client_send_shut) client.shutdown(tcp::socket::shutdown_both, ignored);
   client.close(ignored);
   deps.sessions->live.erase(this);
 }

@@ -115,6 +115,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     std::size_t last_in = 0;  // bytes the last splice took in
     std::uint64_t bytes = 0;
     bool enlarged = false;  // the pipe was grown for bulk
+    bool eof = false;       // ended by `from`'s FIN, read to the end
     bool done = false;
   };
 
@@ -135,7 +136,8 @@ class Relay : public std::enable_shared_from_this<Relay> {
       asio::post(up_.from->get_executor(), [self = shared_from_this()] {
         const RelayDone done = std::move(self->done_);
         try {
-          done(RelayStats{self->up_.bytes, self->down_.bytes, self->ended_});
+          done(RelayStats{self->up_.bytes, self->down_.bytes, self->ended_,
+                          self->client_send_shut_});
         } catch (...) {  // out of memory writing the audit line: the worker keeps serving
         }
       });
@@ -171,8 +173,17 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   void eof(Direction& d) {  // half-close; the other direction goes on
     note(&d == &up_ ? telemetry::Ended::client_close : telemetry::Ended::upstream_close);
+    d.eof = true;
+    Direction& other = &d == &up_ ? down_ : up_;
+    if (other.done && other.eof) {
+      // Both sides have sent their FIN and the relay ends now: d.to's close, which follows
+      // `done`, sends its FIN, with no receive queue left for it to reset. No shutdown(2).
+      if (&d == &down_) client_send_shut_ = true;
+      return finish(d);
+    }
     boost::system::error_code ignored;
     d.to->shutdown(tcp::socket::shutdown_send, ignored);
+    if (&d == &down_ && !ignored) client_send_shut_ = true;
     finish(d);
   }
 
@@ -344,6 +355,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   std::vector<std::uint8_t> pending_;  // client bytes not yet upstream (`initial`, gated bytes)
   std::size_t pending_sent_ = 0;       // of those being forwarded, sent so far
   bool stopping_ = false;
+  bool client_send_shut_ = false;                     // RelayStats::client_send_shut
   telemetry::Ended ended_ = telemetry::Ended::unset;  // the first thing that ended it
   RelayDone done_;
 };

@@ -87,6 +87,8 @@ struct Session : std::enable_shared_from_this<Session> {
   std::shared_ptr<Watchdog> watchdog;
   std::uint16_t client_port = 0;
   std::string client_ip;
+  // The client has had its FIN (the relay passed upstream's on): the close needs no shutdown.
+  bool client_send_shut = false;
   std::string sandbox;               // bound at the first authenticated request
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
   std::atomic<std::size_t>* sandbox_connections = nullptr;
