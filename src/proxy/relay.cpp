@@ -222,11 +222,10 @@ class Relay : public std::enable_shared_from_this<Relay> {
   void on_gated_bytes(boost::system::error_code ec) {
     // Bytes the gate has not let go never go upstream, not even when the client leaves.
     if (ec || stopping()) return finish(up_);
-    const std::size_t old = pending_.size();
-    pending_.resize(old + kGateReadBytes);
-    const ssize_t n =
-        ::recv(up_.from->native_handle(), pending_.data() + old, kGateReadBytes, MSG_DONTWAIT);
-    pending_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+    // Read on the stack, then append: growing pending_ first would zero 16 KiB per read.
+    std::array<std::uint8_t, kGateReadBytes> buf;
+    const ssize_t n = ::recv(up_.from->native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n > 0) pending_.insert(pending_.end(), buf.data(), buf.data() + n);
     if (n == 0) return eof(up_);
     if (n < 0 && !would_block()) return fail_on(up_, up_.from);
     if (n > 0) watchdog_.arm(idle_);
