@@ -76,15 +76,6 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
   }
 }
 
-// The client's address as text ("" when the socket has none), and its port into `port`.
-std::string peer_ip(const tcp::socket& socket, std::uint16_t& port) {
-  boost::system::error_code ec;
-  const auto ep = socket.remote_endpoint(ec);
-  if (ec) return {};
-  port = ep.port();
-  return ep.address().to_string();
-}
-
 }  // namespace
 
 asio::awaitable<std::optional<http::RequestHead>> next_request(Session& s, bool first) {
@@ -128,16 +119,20 @@ Errc Session::bind_sandbox(const std::string& id) {
   return Errc::ok;
 }
 
-Session::Session(tcp::socket s, WorkerDeps d)
+Session::Session(tcp::socket s, const tcp::endpoint& peer, WorkerDeps d)
     : client(std::move(s)),
       deps(std::move(d)),
       snap(deps.shared->current()),
       watchdog(std::make_shared<Watchdog>(client.get_executor())),
-      client_ip(peer_ip(client, client_port)),
+      client_port(peer.port()),
+      client_ip(peer.address().to_string()),
       pending(deps.shared->connections, client_ip, limits().max_unauthenticated_connections,
               limits().max_unauthenticated_per_source) {
+  // TCP_NODELAY came with the socket from its listener (server.cpp). Non-blocking once, here:
+  // Asio's first async operation would set it otherwise, and the relay's splice needs it set
+  // in Asio's view too (a second ioctl). Nothing does blocking I/O on the client.
   boost::system::error_code ec;
-  client.set_option(tcp::no_delay(true), ec);
+  client.native_non_blocking(true, ec);
   deps.sessions->live.insert(this);
   watchdog->start([this] {
     boost::system::error_code ignored;
@@ -159,7 +154,7 @@ Session::~Session() {
   }
   watchdog->stop();
   boost::system::error_code ignored;
-  client.shutdown(tcp::socket::shutdown_both, ignored);
+  if (!client_send_shut) client.shutdown(tcp::socket::shutdown_both, ignored);
   client.close(ignored);
   deps.sessions->live.erase(this);
 }
@@ -194,8 +189,8 @@ UpstreamConn::UpstreamConn(tcp::socket s, std::string auth, const policy::IpAddr
 
 UpstreamConn::~UpstreamConn() = default;
 
-asio::awaitable<void> serve_explicit(tcp::socket socket, WorkerDeps deps) {
-  const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
+asio::awaitable<void> serve_explicit(tcp::socket socket, tcp::endpoint peer, WorkerDeps deps) {
+  const auto session = std::make_shared<Session>(std::move(socket), peer, std::move(deps));
   Session& s = *session;
   if (!s.pending.held()) {  // over the caps of unauthenticated connections
     co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);

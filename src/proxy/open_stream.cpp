@@ -49,6 +49,7 @@ asio::awaitable<void> open_stream(Session& s, const policy::StreamVerdict& v, st
       s.client, upstream, *s.watchdog, s.limits().idle_timeout, s.take_buffer(), gate.get(),
       [session = s.shared_from_this(), gate, mode, shown, port,
        dialed_ip = dialed.address.to_string(), sni = std::string(sni)](const RelayStats& stats) {
+        session->client_send_shut = stats.client_send_shut;
         if (gate == nullptr) {
           session->record_tunnel(mode, shown, port, dialed_ip, stats, sni);
           return;

@@ -94,9 +94,11 @@ class Relay : public std::enable_shared_from_this<Relay> {
   Relay& operator=(const Relay&) = delete;
 
   void start() {
+    // splice(2) and the reads below need both sockets non-blocking. The session and the dial
+    // set that already (one ioctl each), so only a socket that came another way costs one.
     boost::system::error_code ignored;
-    up_.from->native_non_blocking(true, ignored);
-    down_.from->native_non_blocking(true, ignored);
+    if (!up_.from->native_non_blocking()) up_.from->native_non_blocking(true, ignored);
+    if (!down_.from->native_non_blocking()) down_.from->native_non_blocking(true, ignored);
     saw_client_bytes(pending_.data(), pending_.size());
     wait_readable(down_);
     if (gate_ != nullptr) {
@@ -116,6 +118,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     std::size_t last_in = 0;  // bytes the last splice took in
     std::uint64_t bytes = 0;
     bool enlarged = false;  // the pipe was grown for bulk
+    bool eof = false;       // ended by `from`'s FIN, read to the end
     bool done = false;
   };
 
@@ -152,7 +155,8 @@ class Relay : public std::enable_shared_from_this<Relay> {
       asio::post(up_.from->get_executor(), [self = shared_from_this()] {
         const RelayDone done = std::move(self->done_);
         try {
-          done(RelayStats{self->up_.bytes, self->down_.bytes, self->ended_});
+          done(RelayStats{self->up_.bytes, self->down_.bytes, self->ended_,
+                          self->client_send_shut_});
         } catch (...) {  // out of memory writing the audit line: the worker keeps serving
         }
       });
@@ -188,8 +192,17 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   void eof(Direction& d) {  // half-close; the other direction goes on
     note(&d == &up_ ? telemetry::Ended::client_close : telemetry::Ended::upstream_close);
+    d.eof = true;
+    Direction& other = &d == &up_ ? down_ : up_;
+    if (other.done && other.eof) {
+      // Both sides have sent their FIN and the relay ends now: d.to's close, which follows
+      // `done`, sends its FIN, with no receive queue left for it to reset. No shutdown(2).
+      if (&d == &down_) client_send_shut_ = true;
+      return finish(d);
+    }
     boost::system::error_code ignored;
     d.to->shutdown(tcp::socket::shutdown_send, ignored);
+    if (&d == &down_ && !ignored) client_send_shut_ = true;
     finish(d);
   }
 
@@ -229,11 +242,10 @@ class Relay : public std::enable_shared_from_this<Relay> {
   void on_gated_bytes(boost::system::error_code ec) {
     // Bytes the gate has not let go never go upstream, not even when the client leaves.
     if (ec || stopping()) return finish(up_);
-    const std::size_t old = pending_.size();
-    pending_.resize(old + kGateReadBytes);
-    const ssize_t n =
-        ::recv(up_.from->native_handle(), pending_.data() + old, kGateReadBytes, MSG_DONTWAIT);
-    pending_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+    // Read on the stack, then append: growing pending_ first would zero 16 KiB per read.
+    std::array<std::uint8_t, kGateReadBytes> buf;
+    const ssize_t n = ::recv(up_.from->native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n > 0) pending_.insert(pending_.end(), buf.data(), buf.data() + n);
     if (n == 0) return eof(up_);
     if (n < 0 && !would_block()) return fail_on(up_, up_.from);
     if (n > 0) watchdog_.arm(idle_);
@@ -375,6 +387,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   std::vector<std::uint8_t> pending_;  // client bytes not yet upstream (`initial`, gated bytes)
   std::size_t pending_sent_ = 0;       // of those being forwarded, sent so far
   bool stopping_ = false;
+  bool client_send_shut_ = false;                     // RelayStats::client_send_shut
   telemetry::Ended ended_ = telemetry::Ended::unset;  // the first thing that ended it
   RelayDone done_;
 };

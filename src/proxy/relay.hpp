@@ -18,6 +18,9 @@ struct RelayStats {
   // What ended it first: a side's close (FIN) or reset, a gate's refusal; unset when the
   // sockets were cancelled or closed under it (the idle deadline, shutdown: Session::ended).
   telemetry::Ended ended = telemetry::Ended::unset;
+  // The client needs no shutdown(2) before its socket is closed: upstream's FIN was passed on,
+  // or both sides had sent theirs, and then the close sends it.
+  bool client_send_shut = false;
 };
 
 // Looks at the client's bytes of a tunnel before they reach upstream: the first bytes
@@ -54,8 +57,9 @@ using RelayDone = std::function<void(const RelayStats&)>;
 
 // Starts relaying client <-> upstream and returns at once; `done` runs on the sockets' worker
 // once both directions have ended, and must keep alive (by capture) whatever owns the
-// sockets, the watchdog and the gate until then. Each direction copies until EOF (then
-// half-closes its destination) or an error (then both sockets are cancelled so the other
+// sockets, the watchdog and the gate until then; the sockets are closed soon after it ran. Each
+// direction copies until EOF (then half-closes its destination; the second of two EOFs leaves
+// that FIN to the close) or an error (then both sockets are cancelled so the other
 // direction ends too). A side that resets is passed on as a reset: the other side's socket is
 // closed with SO_LINGER 0, so a protocol without length framing sees that it was cut. A direction
 // copies its first small reads through a stack buffer; once a read fills it (bulk) the bytes move

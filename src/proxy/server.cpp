@@ -46,7 +46,7 @@ constexpr auto kAbortGrace = std::chrono::seconds(1);
 constexpr auto kAuditFlushGrace = std::chrono::seconds(1);
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
-using ServeFn = asio::awaitable<void> (*)(tcp::socket, WorkerDeps);
+using ServeFn = asio::awaitable<void> (*)(tcp::socket, tcp::endpoint, WorkerDeps);
 
 struct Listener {
   std::unique_ptr<tcp::acceptor> acceptor;
@@ -112,7 +112,8 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, ServeFn serve, Worker
   boost::system::error_code ignored;
   const std::string listener = endpoint_text(acceptor.local_endpoint(ignored));
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+    tcp::endpoint peer;  // filled by accept(2) itself: no getpeername per connection
+    auto [ec, socket] = co_await acceptor.async_accept(peer, use_tuple);
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
     if (ec) {  // out of descriptors or memory: say so, and back off instead of spinning
       report_accept_failure(*deps.shared->metrics, ec, listener);
@@ -121,7 +122,7 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, ServeFn serve, Worker
       continue;
     }
     auto shared = deps.shared;
-    asio::co_spawn(ex, serve(std::move(socket), deps), [shared](std::exception_ptr e) {
+    asio::co_spawn(ex, serve(std::move(socket), peer, deps), [shared](std::exception_ptr e) {
       if (e)
         shared->metrics->error(Errc::internal_error);  // a bug: sessions return errors as values
     });
@@ -274,8 +275,11 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       for (const auto& listen : addresses) {
         tcp::endpoint ep(to_asio(listen.address), listen.port);
         for (auto& w : workers) {
-          w->acceptors.push_back(
-              {std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep)), serve});
+          auto acceptor = std::make_unique<tcp::acceptor>(open_acceptor(*w->ioc, ep));
+          // Every session turns Nagle off; an accepted socket inherits TCP_NODELAY from its
+          // listener (Linux), which saves a setsockopt per connection.
+          acceptor->set_option(tcp::no_delay(true));
+          w->acceptors.push_back({std::move(acceptor), serve});
           ep = w->acceptors.back().acceptor->local_endpoint();
         }
         add_self(self, ep);

@@ -66,8 +66,8 @@ class Responder {
 // everything here runs on that worker. Owned by the serving coroutine and, once a tunnel is
 // relayed, by the relay (the coroutine may end first).
 struct Session : std::enable_shared_from_this<Session> {
-  // Starts the watchdog and counts the connection.
-  Session(tcp::socket s, WorkerDeps d);
+  // Starts the watchdog and counts the connection. `peer`: the client's address, from accept.
+  Session(tcp::socket s, const tcp::endpoint& peer, WorkerDeps d);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -85,8 +85,10 @@ struct Session : std::enable_shared_from_this<Session> {
   std::shared_ptr<const Snapshot> snap;  // the snapshot this request is decided on
   boost::beast::flat_buffer buffer;      // bytes read from the client, not yet handled
   std::shared_ptr<Watchdog> watchdog;
-  std::uint16_t client_port = 0;  // before client_ip, which fills it in
+  std::uint16_t client_port = 0;
   std::string client_ip;
+  // The client has had its FIN (the relay passed upstream's on): the close needs no shutdown.
+  bool client_send_shut = false;
   std::string sandbox;               // bound at the first authenticated request
   AuthMemo auth_memo;                // the Proxy-Authorization value it was bound with
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
@@ -193,8 +195,9 @@ struct Session : std::enable_shared_from_this<Session> {
 // the client went away or idled out between requests: the connection is over.
 asio::awaitable<std::optional<http::RequestHead>> next_request(Session& s, bool first);
 
-asio::awaitable<void> serve_explicit(tcp::socket client, WorkerDeps deps);
-asio::awaitable<void> serve_transparent(tcp::socket client, WorkerDeps deps);
+// `peer`: the client's address as accept(2) gave it.
+asio::awaitable<void> serve_explicit(tcp::socket client, tcp::endpoint peer, WorkerDeps deps);
+asio::awaitable<void> serve_transparent(tcp::socket client, tcp::endpoint peer, WorkerDeps deps);
 
 // Opens a stream that decide_stream allowed (StreamAction::tunnel), for every entry mode:
 // dial, CONNECT's 200, then relay through the tunnel's gate when v.gated. Failures and

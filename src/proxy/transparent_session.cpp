@@ -125,8 +125,8 @@ asio::awaitable<void> serve_http(Session& s, std::uint16_t port) {
 
 }  // namespace
 
-asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
-  const auto session = std::make_shared<Session>(std::move(socket), std::move(deps));
+asio::awaitable<void> serve_transparent(tcp::socket socket, tcp::endpoint peer, WorkerDeps deps) {
+  const auto session = std::make_shared<Session>(std::move(socket), peer, std::move(deps));
   Session& s = *session;
   auto& shared = *s.deps.shared;
 
@@ -140,10 +140,8 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, WorkerDeps deps) {
   const std::string literal_shown = literal.display();
   s.original_destination = literal_shown + ":" + std::to_string(port);
 
-  boost::system::error_code ec;
-  const auto peer = s.client.remote_endpoint(ec);
   policy::StreamFacts facts;
-  facts.sandbox = ec ? nullptr : s.snap->sandbox_for(to_policy(peer.address()));
+  facts.sandbox = s.snap->sandbox_for(to_policy(peer.address()));
   facts.original = original_ip;
   facts.port = port;
   if (facts.sandbox == nullptr) {
