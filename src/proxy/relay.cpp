@@ -132,10 +132,9 @@ class Relay : public std::enable_shared_from_this<Relay> {
   // Whether `d` copies its bytes through user space rather than splicing them: the bytes a
   // TLS client receives. Spliced pages reach the client's socket long after the origin wrote
   // them, so the client's copy out of the kernel (before it decrypts) runs on cold memory: a
-  // curl through the splice path spent ~1.3x the kernel CPU per GiB of a direct connection;
-  // through copies it spent what it spends directly, for ~0.3 s/GiB more of sandgate's CPU.
-  // Plain bytes, which a client mostly just moves on, stay spliced (copying them cost the
-  // proxy several times more).
+  // curl through the splice path spent ~1.3x the kernel CPU per GiB of a direct connection,
+  // through copies what it spends directly (bench/README.md, issue 13). Plain bytes, which a
+  // client mostly just moves on, stay spliced: copying them cost the proxy ~5x the CPU.
   bool copies(const Direction& d) const { return tls_ && &d == &down_; }
 
   // The tunnel is ending (an error, a refusal, the watchdog): callbacks stop moving bytes.
@@ -284,7 +283,8 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   // Small transfers are copied through a stack buffer (no pipe to create and close); the
   // first read that fills it, or a send that cannot take it all, switches the direction to
-  // splice(2) through a pipe for good.
+  // splice(2) through a pipe for good, except a direction that copies (copies()): it keeps
+  // copying, and its pipe only holds what a full destination did not take yet.
   void wait_readable(Direction& d) {
     d.from->async_wait(tcp::socket::wait_read, exact_memory([this, self = shared_from_this(),
                                                              &d](boost::system::error_code ec) {
