@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "decide_loop.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/ip_address.hpp"
 #include "policy/path.hpp"
@@ -89,16 +90,8 @@ const Policy& policy_with(std::int64_t n) {
 
 // Runs decide() on one host and checks, once, that it came out as the benchmark claims.
 void run_decide(benchmark::State& state, const std::string& host, bool want_allowed) {
-  const Policy& policy = policy_with(state.range(0));
-  const Query query{kSandbox, host, 443, EntryMode::connect};
-  if (policy.decide(query).allowed != want_allowed) {
-    state.SkipWithError(("unexpected decision for " + host).c_str());
-    return;
-  }
-  for (auto _ : state) {
-    Decision d = policy.decide(query);
-    benchmark::DoNotOptimize(d);
-  }
+  sandgate::bench::run_decide(state, policy_with(state.range(0)),
+                              Query{kSandbox, host, 443, EntryMode::connect}, want_allowed);
 }
 
 // An exact rule in the middle of the table.

@@ -13,11 +13,11 @@
 #include <utility>
 
 #include "config/config.hpp"
+#include "decide_loop.hpp"
 #include "policy/policy.hpp"
 
 namespace {
 
-using sandgate::policy::Decision;
 using sandgate::policy::EntryMode;
 using sandgate::policy::Policy;
 using sandgate::policy::Query;
@@ -50,17 +50,9 @@ const Policy& policy_with(std::int64_t sandboxes, std::int64_t rules) {
 }
 
 void run_decide(benchmark::State& state, const std::string& host, bool want_allowed) {
-  const Policy& policy = policy_with(state.range(0), state.range(1));
   const std::string sandbox = "sb" + std::to_string(state.range(0) / 2);
-  const Query query{sandbox, host, 443, EntryMode::connect};
-  if (policy.decide(query).allowed != want_allowed) {
-    state.SkipWithError(("unexpected decision for " + host).c_str());
-    return;
-  }
-  for (auto _ : state) {
-    Decision d = policy.decide(query);
-    benchmark::DoNotOptimize(d);
-  }
+  sandgate::bench::run_decide(state, policy_with(state.range(0), state.range(1)),
+                              Query{sandbox, host, 443, EntryMode::connect}, want_allowed);
 }
 
 // An exact rule of the profile.
