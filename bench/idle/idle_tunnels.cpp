@@ -192,9 +192,9 @@ enum class State : std::uint8_t { free, connecting, waiting_200, idle, echo, dea
 struct Tunnel {
   int fd = -1;
   State state = State::free;
-  std::uint8_t crlf = 0;   // how much of "\r\n\r\n" the head's end has matched so far
-  std::uint16_t got = 0;   // bytes of the response head so far
-  char status[12] = {};    // its first 12 bytes: "HTTP/1.1 200"
+  std::uint8_t crlf = 0;       // how much of "\r\n\r\n" the head's end has matched so far
+  std::uint16_t got = 0;       // bytes of the response head so far
+  char status[12] = {};        // its first 12 bytes: "HTTP/1.1 200"
   std::uint32_t deadline = 0;  // ms since the client started
 };
 
@@ -429,12 +429,10 @@ class Client {
     if (phase_ == Phase::opening && tunnels_.size() >= want_ && in_flight_ == 0) {
       phase_ = Phase::none;
       reply("opened tried=" + std::to_string(tunnels_.size()) +
-            " established=" + std::to_string(established_) +
-            " failed=" + std::to_string(failed_) + " dropped=" + std::to_string(dropped_) +
-            " err_socket=" + std::to_string(err_socket_) +
-            " err_connect=" + std::to_string(err_connect_) +
-            " err_closed=" + std::to_string(err_closed_) +
-            " err_status=" + std::to_string(err_status_) +
+            " established=" + std::to_string(established_) + " failed=" + std::to_string(failed_) +
+            " dropped=" + std::to_string(dropped_) + " err_socket=" + std::to_string(err_socket_) +
+            " err_connect=" + std::to_string(err_connect_) + " err_closed=" +
+            std::to_string(err_closed_) + " err_status=" + std::to_string(err_status_) +
             " err_response=" + std::to_string(err_response_) +
             " err_timeout=" + std::to_string(err_timeout_) + " seconds=" + secs);
     } else if (phase_ == Phase::echoing && echo_pending_ == 0) {
