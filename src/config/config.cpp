@@ -61,10 +61,12 @@ fs::path resolve(const fs::path& base_dir, const std::string& path) {
 // Reads every "*.toml" in `dir` (by name; dot-files and other entries skipped). A missing
 // directory is an error only when the file named it (`key_where` set): the default may be
 // absent.
-// Each file read is stamped in `state`.
+// Each file read is stamped in `stamps` (by path, sorted); a drop-in name that is a link sets
+// state.links.
 void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Loader& loader,
                    ErrorSink& main_sink, detail::SandboxCollector& sandboxes,
-                   detail::LoadState& state) {
+                   detail::LoadState& state,
+                   std::vector<std::pair<std::string, detail::FileStamp>>& stamps) {
   const auto report = [&](const std::string& message) {
     if (key_where != nullptr) {
       main_sink.add(*key_where, "sandboxes_dir", message);
@@ -92,9 +94,9 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& file = it->path();
     std::error_code type_ec;
-    if (!detail::is_drop_in_name(file.filename().string()) || !it->is_regular_file(type_ec)) {
-      continue;
-    }
+    if (!detail::is_drop_in_name(file.filename().string())) continue;
+    if (it->is_symlink(type_ec) || type_ec) state.links = true;
+    if (!it->is_regular_file(type_ec)) continue;
     files.push_back(file);
   }
   if (ec) {
@@ -109,7 +111,7 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
     const auto stamp = detail::stamp_of(file.string());
     const auto text = detail::read_file(file.string(), sink);
     if (!text) continue;
-    if (stamp) state.drop_ins[file.string()].stamp = *stamp;
+    if (stamp) stamps.emplace_back(file.string(), *stamp);
     if (const auto root = detail::parse_toml(*text, sink.file(), sink)) {
       sandboxes.read_drop_in(*root, sink, text->starts_with(kLauncherDropinMarker));
     }
@@ -120,8 +122,7 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
 
 namespace detail {
 
-void check_placeholder_env(const Config& config, std::span<const Sandbox> sandboxes,
-                           ErrorSink& sink) {
+void check_placeholder_env(const Config& config, const SandboxList& sandboxes, ErrorSink& sink) {
   for (const Sandbox& sandbox : sandboxes) {
     std::vector<const std::vector<secrets::InjectRule>*> rule_sets{&sandbox.inject};
     if (const auto it = config.profile_inject.find(sandbox.profile);
@@ -153,7 +154,7 @@ constexpr std::string_view kNeedsInterception =
     "needs [interception] ca_cert and ca_key (create them with `sandgate ca init DIR`): "
     "sandgate terminates TLS for these hosts";
 
-void require_interception_in_drop_ins(std::span<const Sandbox> sandboxes, ErrorSink& sink) {
+void require_interception_in_drop_ins(const SandboxList& sandboxes, ErrorSink& sink) {
   const auto inspects = [](const policy::RuleLists& lists) {
     return !lists.inspect.empty() || !lists.inspect_addresses.empty() ||
            !lists.http_rules.empty() || !lists.git_rules.empty();
@@ -173,8 +174,7 @@ namespace {
 
 // Keys that make sandgate terminate TLS need a CA to do it with: without [interception], each
 // one is an error where it is written (a drop-in's sandbox: named by its file).
-void require_interception(const toml::table& root, const std::vector<Sandbox>& sandboxes,
-                          ErrorSink& sink) {
+void require_interception(const toml::table& root, const SandboxList& sandboxes, ErrorSink& sink) {
   for (const std::string_view section : {"profiles", "sandboxes"}) {
     const toml::table* tables = root.get_as<toml::table>(section);
     if (tables == nullptr) continue;
@@ -193,13 +193,41 @@ void require_interception(const toml::table& root, const std::vector<Sandbox>& s
   detail::require_interception_in_drop_ins(sandboxes, sink);
 }
 
+// The drop-ins read (`stamps`) with the sandbox each defines, and every sandbox's source
+// addresses, for reload_config.
+void index_sandboxes(const SandboxList& sandboxes,
+                     std::vector<std::pair<std::string, detail::FileStamp>> stamps,
+                     detail::LoadState& state) {
+  std::map<std::string_view, std::string_view> id_of_file;
+  std::vector<std::pair<policy::IpAddress, std::string>> sources;
+  for (const Sandbox& sandbox : sandboxes) {
+    if (sandbox.in_drop_in) id_of_file.emplace(sandbox.file, sandbox.spec.id);
+    for (const policy::IpAddress& source : sandbox.sources) {
+      sources.emplace_back(source, sandbox.spec.id);
+    }
+  }
+  std::sort(stamps.begin(), stamps.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<std::string, detail::LoadState::DropIn>> drop_ins;
+  drop_ins.reserve(stamps.size());
+  for (auto& [path, stamp] : stamps) {
+    const auto id = id_of_file.find(path);
+    drop_ins.push_back(
+        {std::move(path), {stamp, id != id_of_file.end() ? std::string(id->second) : ""}});
+  }
+  state.drop_ins =
+      common::ChunkedMap<std::string, detail::LoadState::DropIn>::from_sorted(std::move(drop_ins));
+  std::sort(sources.begin(), sources.end());  // unique: a load with a duplicate failed
+  state.sources =
+      common::ChunkedMap<policy::IpAddress, std::string>::from_sorted(std::move(sources));
+}
+
 Config load(std::string_view text, const std::string& name, Loader& loader, ErrorSink& sink) {
   Config config;
   config.path = name;
   const auto root = detail::parse_toml(text, name, sink);
   if (!root) return config;
   auto state = std::make_shared<detail::LoadState>();
-  state->main_text = text;
 
   check_known_keys(*root, "",
                    {"workers", "sandboxes_dir", "listeners", "limits", "dns", "log", "launcher",
@@ -244,16 +272,15 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   const toml::node* dir_node = root->get("sandboxes_dir");
   std::optional<std::string> dir(kDefaultSandboxesDir);
   if (dir_node != nullptr) dir = detail::read_string(*dir_node, "sandboxes_dir", sink);
+  std::vector<std::pair<std::string, detail::FileStamp>> stamps;
   if (dir && !dir->empty()) {
     const fs::path resolved = resolve(base_dir, *dir);
     config.sandboxes_dir = resolved.string();
     load_drop_ins(resolved, dir_node != nullptr ? &dir_node->source() : nullptr, loader, sink,
-                  sandboxes, *state);
+                  sandboxes, *state, stamps);
   }
-  config.sandboxes = sandboxes.take();
-  for (const Sandbox& sandbox : config.sandboxes) {
-    if (sandbox.in_drop_in) state->drop_ins[sandbox.file].id = sandbox.spec.id;
-  }
+  config.sandboxes = SandboxList::from_sorted(sandboxes.take());
+  index_sandboxes(config.sandboxes, std::move(stamps), *state);
   for (auto& [unused, spec] : credentials.credentials) config.credentials.push_back(spec);
   for (auto& [profile_name, rules] : profiles) {
     if (!rules.inject.empty()) config.profile_inject.emplace(profile_name, rules.inject);
@@ -267,8 +294,9 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   if (!config.interception.enabled() && !sink.any()) {
     require_interception(*root, config.sandboxes, sink);
   }
-  state->profiles = std::move(profiles);  // the sandboxes' specs point at their lists
-  state->credentials = std::move(credentials.credentials);
+  // The sandboxes' specs point at the profiles' lists (shared_ptr), not into the map.
+  state->main = std::make_shared<const detail::LoadState::Main>(detail::LoadState::Main{
+      std::string(text), std::move(profiles), std::move(credentials.credentials)});
   config.load_state = std::move(state);
   return config;
 }
@@ -308,8 +336,20 @@ std::optional<toml::table> parse_toml(std::string_view text, const std::string& 
 }
 
 std::optional<FileStamp> stamp_of(const std::string& path, bool* failed) {
+  return stamp_of(path, failed, nullptr);
+}
+
+std::optional<FileStamp> stamp_of(const std::string& path, bool* failed, bool* link) {
   struct ::stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  // lstat(2) first when asked about links: one call for a regular file, as stat(2) would be.
+  const bool looked =
+      link != nullptr ? ::lstat(path.c_str(), &st) == 0 : ::stat(path.c_str(), &st) == 0;
+  bool through = looked;
+  if (looked && link != nullptr) {
+    *link = S_ISLNK(st.st_mode);
+    if (*link) through = ::stat(path.c_str(), &st) == 0;
+  }
+  if (!through) {
     if (failed != nullptr) *failed = errno != ENOENT && errno != ENOTDIR;
     return std::nullopt;
   }
@@ -356,13 +396,41 @@ std::string suggestion_for(const Sandbox& sandbox, std::string_view rule_line) {
   return "[profiles.NAME] " + line + " (sandgate-launch --profile NAME)";
 }
 
+SandboxList SandboxList::from_sorted(std::vector<Sandbox> sandboxes) {
+  std::vector<Index::value_type> entries;
+  entries.reserve(sandboxes.size());
+  for (Sandbox& sandbox : sandboxes) {
+    std::string id = sandbox.spec.id;
+    entries.emplace_back(std::move(id), std::make_shared<const Sandbox>(std::move(sandbox)));
+  }
+  assert(std::is_sorted(entries.begin(), entries.end(),
+                        [](const auto& a, const auto& b) { return a.first < b.first; }));
+  SandboxList list;
+  list.index_ = Index::from_sorted(std::move(entries));
+  return list;
+}
+
+const Sandbox* SandboxList::find(std::string_view id) const {
+  const auto* found = index_.find(id);
+  return found != nullptr ? found->get() : nullptr;
+}
+
+std::shared_ptr<const Sandbox> SandboxList::share(std::string_view id) const {
+  const auto* found = index_.find(id);
+  return found != nullptr ? *found : nullptr;
+}
+
+void SandboxList::insert(std::shared_ptr<const Sandbox> sandbox) {
+  std::string id = sandbox->spec.id;
+  index_.insert_or_assign(std::move(id), std::move(sandbox));
+}
+
+void SandboxList::erase(std::string_view id) {
+  index_.erase(id);
+}
+
 const Sandbox* Config::find_sandbox(std::string_view id) const {
-  assert(std::is_sorted(sandboxes.begin(), sandboxes.end(),
-                        [](const Sandbox& a, const Sandbox& b) { return a.spec.id < b.spec.id; }));
-  const auto it = std::lower_bound(
-      sandboxes.begin(), sandboxes.end(), id,
-      [](const Sandbox& sandbox, std::string_view wanted) { return sandbox.spec.id < wanted; });
-  return it != sandboxes.end() && it->spec.id == id ? &*it : nullptr;
+  return sandboxes.find(id);
 }
 
 std::shared_ptr<const policy::Policy> Config::build_policy(

@@ -1,14 +1,18 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/chunked_map.hpp"
 #include "policy/ip_address.hpp"
 #include "policy/policy.hpp"
 #include "secrets/injection.hpp"
@@ -117,6 +121,64 @@ struct Sandbox {
   std::vector<secrets::InjectRule> inject;
 };
 
+// Every sandbox of a config, sorted by id. Copies share the sandboxes (immutable once listed)
+// and the index over them, so that a reload that keeps 10,000 sandboxes and changes one copies
+// only a chunk of the index.
+class SandboxList {
+ public:
+  using Index = common::ChunkedMap<std::string, std::shared_ptr<const Sandbox>>;
+
+  // Walks the sandboxes in id order.
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Sandbox;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Sandbox*;
+    using reference = const Sandbox&;
+
+    const_iterator() = default;
+    explicit const_iterator(Index::const_iterator at) : at_(at) {}
+    reference operator*() const { return *at_->second; }
+    pointer operator->() const { return at_->second.get(); }
+    const_iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator old = *this;
+      ++at_;
+      return old;
+    }
+    bool operator==(const const_iterator&) const = default;
+
+   private:
+    Index::const_iterator at_;
+  };
+
+  SandboxList() = default;
+  // From sandboxes sorted by id, ids unique.
+  static SandboxList from_sorted(std::vector<Sandbox> sandboxes);
+
+  std::size_t size() const { return index_.size(); }
+  bool empty() const { return index_.empty(); }
+  const_iterator begin() const { return const_iterator(index_.begin()); }
+  const_iterator end() const { return const_iterator(index_.end()); }
+  // Null when there is no such sandbox.
+  const Sandbox* find(std::string_view id) const;
+  // The sandbox itself, to share it; null when there is none.
+  std::shared_ptr<const Sandbox> share(std::string_view id) const;
+
+  // Adds `sandbox`, replacing the one of the same id.
+  void insert(std::shared_ptr<const Sandbox> sandbox);
+  void erase(std::string_view id);
+
+  const Index& index() const { return index_; }
+
+ private:
+  Index index_;
+};
+
 // One environment variable sandgate-launch sets in a sandbox: a credential's placeholder.
 struct PlaceholderEnv {
   std::string name;        // e.g. "GH_TOKEN"
@@ -148,8 +210,8 @@ struct SandboxChanges {
   std::vector<std::string> added;
 };
 
-// The whole configuration, validated. Immutable once loaded. (reload_config copies each
-// field from the config it reuses: a new field is added there too.)
+// The whole configuration, validated. Immutable once loaded. (reload_config starts from a
+// copy of the whole config it reuses, so a field added here is kept by it as it is.)
 struct Config {
   std::string path;
   unsigned workers = 0;  // 0: one per core
@@ -159,8 +221,8 @@ struct Config {
   Logging logging;
   Launcher launcher;
   Interception interception;
-  std::string sandboxes_dir;       // resolved relative to the config file; empty: none
-  std::vector<Sandbox> sandboxes;  // sorted by id (find_sandbox relies on it)
+  std::string sandboxes_dir;  // resolved relative to the config file; empty: none
+  SandboxList sandboxes;      // sorted by id
   // [credentials.NAME] tables, sorted by name (docs/credentials.md).
   std::vector<secrets::CredentialSpec> credentials;
   // Each profile's own inject rules (profile name -> rules), for build_injection.

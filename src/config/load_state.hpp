@@ -5,12 +5,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
+#include "common/chunked_map.hpp"
 #include "config/config.hpp"
 #include "config/credentials.hpp"
 #include "config/sandboxes.hpp"
@@ -32,20 +32,34 @@ struct FileStamp {
 // a regular file). `failed` is set when stat(2) fails for another reason (EACCES, ...).
 std::optional<FileStamp> stamp_of(const std::string& path, bool* failed = nullptr);
 
+// Same, and whether `path` itself is a symbolic link (lstat(2), then stat(2) through it).
+std::optional<FileStamp> stamp_of(const std::string& path, bool* failed, bool* link);
+
 // Whether a name in sandboxes_dir is a drop-in: "*.toml", not a dot-file.
 bool is_drop_in_name(std::string_view name);
 
+// What one load read. Copied by each reload that reuses it: every part is shared, or a
+// ChunkedMap whose copies share what did not change, so the copy costs little whatever the
+// number of drop-ins.
 struct LoadState {
   struct DropIn {
     FileStamp stamp;  // when it was read
     std::string id;   // the sandbox it defines (every drop-in of a good load defines one)
   };
-  std::string main_text;  // the main file as read
-  // The main file's profiles and credentials, as its sandboxes were read with: a drop-in read
-  // later points at the same shared profile lists.
-  Profiles profiles;
-  Credentials credentials;
-  std::unordered_map<std::string, DropIn> drop_ins;  // by path
+  // The main file, and what its sandboxes were read with: a drop-in read later points at the
+  // same shared profile lists.
+  struct Main {
+    std::string text;  // as read
+    Profiles profiles;
+    Credentials credentials;
+  };
+  std::shared_ptr<const Main> main;
+  common::ChunkedMap<std::string, DropIn> drop_ins;  // by path
+  // Every sandbox's source addresses (main file and drop-ins): address -> sandbox id.
+  common::ChunkedMap<policy::IpAddress, std::string> sources;
+  // Some drop-in name in the directory was a symbolic link (or of a type readdir did not
+  // say) when it was last looked at: another name changing may change what it reads.
+  bool links = false;
 };
 
 std::optional<std::string> read_file(const std::string& path, ErrorSink& sink);
@@ -54,10 +68,9 @@ std::optional<toml::table> parse_toml(std::string_view text, const std::string& 
 
 // Two credentials of one sandbox that set the same variable would leave the sandbox one
 // placeholder for two hosts' credentials: an error where the sandbox is defined.
-void check_placeholder_env(const Config& config, std::span<const Sandbox> sandboxes,
-                           ErrorSink& sink);
+void check_placeholder_env(const Config& config, const SandboxList& sandboxes, ErrorSink& sink);
 
 // Drop-in sandboxes with keys that make sandgate terminate TLS, when [interception] is off.
-void require_interception_in_drop_ins(std::span<const Sandbox> sandboxes, ErrorSink& sink);
+void require_interception_in_drop_ins(const SandboxList& sandboxes, ErrorSink& sink);
 
 }  // namespace sandgate::config::detail

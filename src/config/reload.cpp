@@ -1,14 +1,15 @@
 // reload_config: a load that reads again only the drop-ins that changed. Registering one
 // sandbox (the launcher renames one drop-in into sandboxes_dir) then costs the same with ten
-// sandboxes as with ten thousand, apart from copying the kept ones' entries.
+// sandboxes as with ten thousand: the new config is a copy of the previous one whose
+// sandboxes and indexes share every entry that did not change (common::ChunkedMap).
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <set>
-#include <unordered_set>
 #include <utility>
 
 #include "config/config.hpp"
@@ -29,16 +30,36 @@ using detail::LoadState;
 // (nullopt: gone). False when it cannot be told (the directory cannot be listed, a file
 // cannot be stat'ed): load_config then reports whatever is wrong.
 //
-// With names that are all drop-in names, only they are stat'ed. Any other name (the
-// launcher's "ID.toml.tmp.PID" before its rename, a subdirectory, the "..data" link a
-// Kubernetes volume swaps) may have changed what a drop-in resolves to, so the directory is
-// listed: every link and every file of another inode than its stamp's is stat'ed, and so is
-// every name given; a regular file under the inode it was read with is taken as unchanged
-// (an in-place rewrite shows up as a name given). Without names, everything is stat'ed.
+// With names that need no listing (needs_listing), only the drop-in names among them are
+// stat'ed. Otherwise (a swapped "..data" link a Kubernetes volume makes, drop-ins that are
+// links) the directory is listed: every link and every file of another inode than its
+// stamp's is stat'ed, and so is every name given; a regular file under the inode it was read
+// with is taken as unchanged (an in-place rewrite shows up as a name given). Without names,
+// everything is stat'ed. `links`: LoadState::links for the next state.
+// Whether the names a burst changed call for listing the directory. A drop-in's name is
+// stat'ed by itself. Another name can change what a drop-in reads only through a link: when
+// some drop-in was a link at the last look, or when the name is now a link, a directory or
+// anything but a regular file (a swapped "..data" link). A name that is gone or a regular
+// file (the launcher's "ID.toml.tmp.PID", renamed into place by the time the burst ends) is
+// passed over, so registering one sandbox never lists 10,000.
+bool needs_listing(const fs::path& dir, const LoadState& state,
+                   const std::vector<std::string>& changed) {
+  for (const std::string& name : changed) {
+    if (detail::is_drop_in_name(name) && name.find('/') == std::string::npos) continue;
+    if (state.links || name.empty() || name.find('/') != std::string::npos) return true;
+    struct ::stat st {};
+    if (::lstat((dir / name).c_str(), &st) == 0 ? !S_ISREG(st.st_mode) : errno != ENOENT) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool current_stamps(const Config& previous, const LoadState& state,
                     const std::optional<std::vector<std::string>>& changed,
-                    std::map<std::string, std::optional<FileStamp>>& out) {
+                    std::map<std::string, std::optional<FileStamp>>& out, bool& links) {
   const fs::path dir(previous.sandboxes_dir);
+  links = state.links;
   bool failed = false;
   const auto stamp = [&](const std::string& path) {
     out[path] = detail::stamp_of(path, &failed);
@@ -47,9 +68,14 @@ bool current_stamps(const Config& previous, const LoadState& state,
   const auto plain = [](const std::string& name) {
     return detail::is_drop_in_name(name) && name.find('/') == std::string::npos;
   };
-  if (changed && std::all_of(changed->begin(), changed->end(), plain)) {
+  if (changed && !needs_listing(dir, state, *changed)) {
     for (const std::string& name : *changed) {
-      if (!stamp((dir / name).string())) return false;
+      if (!plain(name)) continue;
+      const std::string path = (dir / name).string();
+      bool link = false;
+      out[path] = detail::stamp_of(path, &failed, &link);
+      if (failed) return false;
+      links = links || link;
     }
     return true;
   }
@@ -59,6 +85,7 @@ bool current_stamps(const Config& previous, const LoadState& state,
   DIR* listing = ::opendir(previous.sandboxes_dir.c_str());
   if (listing == nullptr) return false;
   bool read_error = false;
+  links = false;                    // as this listing finds them
   std::size_t known_listed = 0;     // drop-ins of `state` seen in the listing
   std::vector<std::string> listed;  // drop-in paths listed
   for (;;) {
@@ -70,11 +97,12 @@ bool current_stamps(const Config& previous, const LoadState& state,
     }
     const std::string name = entry->d_name;
     if (!detail::is_drop_in_name(name)) continue;
+    if (entry->d_type == DT_LNK || entry->d_type == DT_UNKNOWN) links = true;
     std::string path = prefix + name;
-    const auto known = state.drop_ins.find(path);
-    if (known != state.drop_ins.end()) ++known_listed;
-    if (changed && entry->d_type == DT_REG && !named.contains(name) &&
-        known != state.drop_ins.end() && known->second.stamp.inode == entry->d_ino) {
+    const auto* known = state.drop_ins.find(path);
+    if (known != nullptr) ++known_listed;
+    if (changed && entry->d_type == DT_REG && !named.contains(name) && known != nullptr &&
+        known->stamp.inode == entry->d_ino) {
       listed.push_back(std::move(path));  // unchanged: only needed to tell what went away
       continue;
     }
@@ -100,27 +128,30 @@ bool current_stamps(const Config& previous, const LoadState& state,
 Config reload_config(const Config& previous,
                      const std::optional<std::vector<std::string>>& changed) {
   const LoadState* state = previous.load_state.get();
-  if (state == nullptr || previous.sandboxes_dir.empty()) return load_config(previous.path);
+  if (state == nullptr || state->main == nullptr || previous.sandboxes_dir.empty()) {
+    return load_config(previous.path);
+  }
   std::vector<ErrorSink::Entry> errors;
   ErrorSink main_sink(errors, previous.path, 0);
   const auto text = detail::read_file(previous.path, main_sink);
-  if (!text || *text != state->main_text) return load_config(previous.path);
+  if (!text || *text != state->main->text) return load_config(previous.path);
 
   std::map<std::string, std::optional<FileStamp>> now;
-  if (!current_stamps(previous, *state, changed, now)) return load_config(previous.path);
-  std::unordered_set<std::string> removed;                 // ids of sandboxes gone or replaced
+  bool links = false;
+  if (!current_stamps(previous, *state, changed, now, links)) return load_config(previous.path);
+  std::set<std::string> removed;                           // ids of sandboxes gone or replaced
   std::vector<std::pair<std::string, FileStamp>> to_read;  // by path, sorted
   for (const auto& [path, stamp] : now) {
-    const auto known = state->drop_ins.find(path);
-    const bool same = known != state->drop_ins.end() && stamp && known->second.stamp == *stamp;
+    const LoadState::DropIn* known = state->drop_ins.find(path);
+    const bool same = known != nullptr && stamp && known->stamp == *stamp;
     if (same) continue;
-    if (known != state->drop_ins.end()) removed.insert(known->second.id);
+    if (known != nullptr) removed.insert(known->id);
     if (stamp) to_read.emplace_back(path, *stamp);
   }
 
   // The new and rewritten drop-ins, read as load_config reads them; any error and
   // load_config reports them all, in its order.
-  detail::SandboxCollector collector(state->profiles, state->credentials);
+  detail::SandboxCollector collector(state->main->profiles, state->main->credentials);
   for (std::size_t i = 0; i < to_read.size(); ++i) {
     ErrorSink sink(errors, to_read[i].first, i + 1);
     const auto drop_in = detail::read_file(to_read[i].first, sink);
@@ -130,62 +161,49 @@ Config reload_config(const Config& previous,
     }
   }
   if (!errors.empty()) return load_config(previous.path);
-  std::vector<Sandbox> added = collector.take();
+  const SandboxList added = SandboxList::from_sorted(collector.take());
 
   // Ids and source addresses are unique across all sandboxes, kept ones included.
-  std::set<policy::IpAddress> added_sources;
   for (const Sandbox& sandbox : added) {
-    const Sandbox* old = previous.find_sandbox(sandbox.spec.id);
-    if (old != nullptr && !removed.contains(old->spec.id)) return load_config(previous.path);
-    added_sources.insert(sandbox.sources.begin(), sandbox.sources.end());
-  }
-  std::vector<Sandbox> kept;
-  kept.reserve(previous.sandboxes.size());
-  for (const Sandbox& sandbox : previous.sandboxes) {
-    if (sandbox.in_drop_in && removed.contains(sandbox.spec.id)) continue;
-    for (const policy::IpAddress& source : sandbox.sources) {
-      if (added_sources.contains(source)) return load_config(previous.path);
+    if (previous.find_sandbox(sandbox.spec.id) != nullptr && !removed.contains(sandbox.spec.id)) {
+      return load_config(previous.path);
     }
-    kept.push_back(sandbox);
+    for (const policy::IpAddress& source : sandbox.sources) {
+      const std::string* owner = state->sources.find(source);
+      if (owner != nullptr && !removed.contains(*owner)) return load_config(previous.path);
+    }
   }
 
-  Config next;
-  next.path = previous.path;
-  next.workers = previous.workers;
-  next.listeners = previous.listeners;
-  next.limits = previous.limits;
-  next.dns = previous.dns;
-  next.logging = previous.logging;
-  next.launcher = previous.launcher;
-  next.interception = previous.interception;
-  next.sandboxes_dir = previous.sandboxes_dir;
-  next.credentials = previous.credentials;
-  next.profile_inject = previous.profile_inject;
-  next.placeholder_key_file = previous.placeholder_key_file;
-
+  // Everything as `previous` has it (a field added to Config is kept too), then the changes.
+  Config next = previous;
+  next.changes.reset();
   ErrorSink check_sink(errors, previous.path, 0);
   detail::check_placeholder_env(next, added, check_sink);
   if (!next.interception.enabled()) detail::require_interception_in_drop_ins(added, check_sink);
   if (!errors.empty()) return load_config(previous.path);
 
-  auto next_state = std::make_shared<LoadState>(*state);
+  auto next_state = std::make_shared<LoadState>(*state);  // shares what it does not change
+  next_state->links = links;
   SandboxChanges changes;
   for (const auto& [path, stamp] : now) {
     if (!stamp) next_state->drop_ins.erase(path);
   }
-  for (const auto& [path, stamp] : to_read) next_state->drop_ins[path].stamp = stamp;
-  for (const Sandbox& sandbox : added) {
-    next_state->drop_ins[sandbox.file].id = sandbox.spec.id;
-    changes.added.push_back(sandbox.spec.id);
+  for (const std::string& id : removed) {
+    if (const Sandbox* old = previous.find_sandbox(id)) {
+      for (const policy::IpAddress& source : old->sources) next_state->sources.erase(source);
+    }
+    next.sandboxes.erase(id);
   }
-  changes.removed.assign(removed.begin(), removed.end());
-  std::sort(changes.removed.begin(), changes.removed.end());
-
-  next.sandboxes.reserve(kept.size() + added.size());
-  std::merge(std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()),
-             std::make_move_iterator(added.begin()), std::make_move_iterator(added.end()),
-             std::back_inserter(next.sandboxes),
-             [](const Sandbox& a, const Sandbox& b) { return a.spec.id < b.spec.id; });
+  for (const auto& [id, sandbox] : added.index()) {
+    next_state->drop_ins.insert_or_assign(sandbox->file,
+                                          LoadState::DropIn{now.at(sandbox->file).value(), id});
+    for (const policy::IpAddress& source : sandbox->sources) {
+      next_state->sources.insert_or_assign(source, id);
+    }
+    next.sandboxes.insert(sandbox);
+    changes.added.push_back(id);
+  }
+  changes.removed.assign(removed.begin(), removed.end());  // sorted, as std::set holds them
   next.load_state = std::move(next_state);
   next.changes = std::move(changes);
   return next;

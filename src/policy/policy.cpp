@@ -6,6 +6,7 @@
 #include <span>
 #include <utility>
 
+#include "common/sharded_map.hpp"
 #include "policy/compiled_rules.hpp"
 #include "policy/name_index.hpp"
 
@@ -213,7 +214,9 @@ Decision make(bool allowed, Reason reason, std::string rule = {},
 }  // namespace
 
 struct Policy::Compiled {
-  StringMap<std::shared_ptr<const CompiledSandbox>> sandboxes;
+  // Shared with the policies made from this one (Policy(previous, ...)): a reload copies the
+  // shards' pointers, and only the shards its changes touch.
+  common::ShardedStringMap<std::shared_ptr<const CompiledSandbox>> sandboxes;
   std::vector<Endpoint> self;
   std::vector<Cidr> host_ranges;
   // Each profile compiled once, by the address of its lists; the entry holds the lists so the
@@ -240,8 +243,8 @@ struct Policy::Compiled {
   }
 
   const CompiledSandbox* find(std::string_view id) const {
-    const auto it = sandboxes.find(id);
-    return it == sandboxes.end() ? nullptr : it->second.get();
+    const auto* found = sandboxes.find(id);
+    return found == nullptr ? nullptr : found->get();
   }
 };
 
@@ -360,7 +363,6 @@ Policy::Policy(std::vector<SandboxSpec> sandboxes, std::vector<Endpoint> self_en
   auto compiled = std::make_unique<Compiled>();
   compiled->self = std::move(self_endpoints);
   compiled->host_ranges = std::move(host_ranges);
-  compiled->sandboxes.reserve(sandboxes.size());
   for (const SandboxSpec& spec : sandboxes) compiled->add(spec);
   impl_ = std::move(compiled);
 }
@@ -372,11 +374,7 @@ Policy::Policy(const Policy& previous, const std::vector<std::string>& removed,
   compiled->host_ranges = previous.impl_->host_ranges;
   compiled->profiles = previous.impl_->profiles;
   compiled->sandboxes = previous.impl_->sandboxes;
-  for (const std::string& id : removed) {
-    if (const auto it = compiled->sandboxes.find(id); it != compiled->sandboxes.end()) {
-      compiled->sandboxes.erase(it);
-    }
-  }
+  for (const std::string& id : removed) compiled->sandboxes.erase(id);
   for (const SandboxSpec& spec : added) compiled->add(spec);
   impl_ = std::move(compiled);
 }

@@ -174,7 +174,8 @@ class Policy {
   // `previous` without the sandboxes `removed`, with `added` (new, or replacing one of the
   // same id). Every other sandbox, and every profile already compiled, is shared with
   // `previous` rather than compiled again, so the cost follows the change, not the number of
-  // sandboxes (a copy of the id table aside). Same self endpoints and host ranges.
+  // sandboxes (the id table is shared too: only the parts the changes touch are copied).
+  // Same self endpoints and host ranges.
   Policy(const Policy& previous, const std::vector<std::string>& removed,
          std::vector<SandboxSpec> added);
   ~Policy();

@@ -58,8 +58,8 @@ AuthResult authenticate(const Snapshot& snap, std::string_view value, std::strin
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (value.empty()) return {AuthOutcome::no_credentials, {}};
   if (memo != nullptr && !bound.empty()) {
-    const auto known = snap.token_digests.find(std::string(bound));
-    if (known != snap.token_digests.end() && memo->holds(value, known->second)) {
+    const std::string* known = snap.token_digests.find(bound);
+    if (known != nullptr && memo->holds(value, *known)) {
       return {AuthOutcome::ok, std::string(bound)};
     }
   }
@@ -78,18 +78,18 @@ AuthResult authenticate(const Snapshot& snap, std::string_view value, std::strin
     return malformed;
   }
   std::string id = decoded->substr(0, colon);
-  const auto it = snap.token_digests.find(id);
+  const std::string* known = snap.token_digests.find(id);
   const std::string digest = sha256(std::string_view(*decoded).substr(colon + 1));
   OPENSSL_cleanse(decoded->data(), decoded->size());
-  if (it == snap.token_digests.end()) {
+  if (known == nullptr) {
     OPENSSL_cleanse(id.data(), id.size());
     return {AuthOutcome::unknown_sandbox_id, {}};
   }
-  if (CRYPTO_memcmp(digest.data(), it->second.data(), digest.size()) != 0) {
+  if (CRYPTO_memcmp(digest.data(), known->data(), digest.size()) != 0) {
     return {AuthOutcome::wrong_token, std::move(id)};
   }
   if (!bound.empty() && id != bound) return {AuthOutcome::identity_changed, std::string(bound)};
-  if (memo != nullptr) memo->remember(value, it->second);
+  if (memo != nullptr) memo->remember(value, *known);
   return {AuthOutcome::ok, std::move(id)};
 }
 

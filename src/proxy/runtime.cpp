@@ -68,11 +68,12 @@ namespace {
 
 // A sandbox without a token is reached only through its source addresses.
 void add_identity(Snapshot& snap, const config::Sandbox& sb) {
-  if (!sb.token.empty()) snap.token_digests.emplace(sb.spec.id, sha256(sb.token));
-  for (const auto& source : sb.sources) snap.sandbox_by_source.emplace(source, sb.spec.id);
+  if (!sb.token.empty()) snap.token_digests.insert_or_assign(sb.spec.id, sha256(sb.token));
+  for (const auto& source : sb.sources) snap.sandbox_by_source.insert_or_assign(source, sb.spec.id);
 }
 
-// The policy and identities of `previous`, with only cfg->changes applied.
+// The policy and identities of `previous`, with only cfg->changes applied: each shares
+// every other sandbox's entries with `previous`.
 void apply_changes(Snapshot& snap, const config::Config& cfg, const Snapshot& previous) {
   const config::SandboxChanges& changes = *cfg.changes;
   std::vector<policy::SandboxSpec> added;

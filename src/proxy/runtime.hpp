@@ -13,6 +13,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/chunked_map.hpp"
+#include "common/sharded_map.hpp"
 #include "config/config.hpp"
 #include "dns/resolver.hpp"
 #include "policy/policy.hpp"
@@ -41,10 +43,11 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 struct Snapshot {
   std::shared_ptr<const config::Config> config;
   std::shared_ptr<const policy::Policy> policy;
-  // sandbox id -> SHA-256 of its token (compared in constant time).
-  std::unordered_map<std::string, std::string> token_digests;
+  // sandbox id -> SHA-256 of its token (compared in constant time). Both maps share what a
+  // reload did not change with the previous snapshot's.
+  common::ShardedStringMap<std::string> token_digests;
   // source address -> sandbox id, for transparent and DNS listeners.
-  std::map<policy::IpAddress, std::string> sandbox_by_source;
+  common::ChunkedMap<policy::IpAddress, std::string> sandbox_by_source;
   // Which credential each sandbox's intercepted requests get ([[...inject]] rules), and the
   // placeholders its environment holds for them; null when the config has no credentials.
   std::shared_ptr<const secrets::InjectionTable> injection;
@@ -52,8 +55,7 @@ struct Snapshot {
 
   // The sandbox a transparent or DNS client is, by its source address; null when none.
   const std::string* sandbox_for(const policy::IpAddress& source) const {
-    const auto it = sandbox_by_source.find(source);
-    return it == sandbox_by_source.end() ? nullptr : &it->second;
+    return sandbox_by_source.find(source);
   }
 };
 

@@ -177,9 +177,9 @@ TEST(ConfigLoad, FullConfigFillsEveryField) {
   EXPECT_EQ(c.logging.audit, "/etc/sandgate/logs/audit.jsonl");
 
   ASSERT_EQ(c.sandboxes.size(), 3u);  // sorted by id
-  EXPECT_EQ(c.sandboxes[0].spec.id, "agent.2");
-  EXPECT_EQ(c.sandboxes[1].spec.id, "ci");
-  EXPECT_EQ(c.sandboxes[2].spec.id, "lone");
+  std::vector<std::string> ids;
+  for (const Sandbox& sandbox : c.sandboxes) ids.push_back(sandbox.spec.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"agent.2", "ci", "lone"}));
 }
 
 TEST(ConfigLoad, SandboxMergesProfileRulesFirst) {
@@ -1184,11 +1184,12 @@ TEST(Sources, IdentifyASandboxThatNeedsNoToken) {
       "[sandboxes.a]\nsources = [\"10.201.0.2\", \"fd00::2\"]\n[sandboxes.b]\ntoken = \"t\"\n",
       "/nonexistent/s.toml");
   ASSERT_EQ(c.sandboxes.size(), 2u);
-  EXPECT_EQ(c.sandboxes[0].token, "");
-  ASSERT_EQ(c.sandboxes[0].sources.size(), 2u);
-  EXPECT_EQ(c.sandboxes[0].sources[0].to_string(), "10.201.0.2");
-  EXPECT_EQ(c.sandboxes[0].sources[1].to_string(), "fd00::2");
-  EXPECT_TRUE(c.sandboxes[1].sources.empty());
+  const Sandbox& a = *c.find_sandbox("a");
+  EXPECT_EQ(a.token, "");
+  ASSERT_EQ(a.sources.size(), 2u);
+  EXPECT_EQ(a.sources[0].to_string(), "10.201.0.2");
+  EXPECT_EQ(a.sources[1].to_string(), "fd00::2");
+  EXPECT_TRUE(c.find_sandbox("b")->sources.empty());
 }
 
 TEST(Sources, AnAddressIdentifiesOneSandboxOnly) {
