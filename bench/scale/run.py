@@ -49,9 +49,31 @@ def dropin_text(i):
     )
 
 
-def write_config(root, n, rules):
+def write_config(root, n, rules, ca_dir=None):
     drop = os.path.join(root, "sandboxes.d")
     os.makedirs(drop)
+    inject = ""
+    if ca_dir:
+        # One static credential injected by the profile (interception under the CA in ca_dir):
+        # every sandbox has its placeholder.
+        os.makedirs(os.path.join(root, "state"), mode=0o700, exist_ok=True)
+        token = os.path.join(root, "token")
+        with open(token, "w") as f:
+            f.write("bench-token\n")
+        os.chmod(token, 0o600)
+        inject = (
+            "[interception]\n"
+            f'ca_cert = "{ca_dir}/ca.pem"\n'
+            f'ca_key = "{ca_dir}/ca.key"\n'
+            "[credentials.api]\n"
+            'provider = "static"\n'
+            f'file = "{token}"\n'
+            'env = ["API_TOKEN"]\n'
+            "[[profiles.p.inject]]\n"
+            f'hosts = ["{rule_text(0)}"]\n'
+            'credential = "api"\n'
+            'as = "bearer"\n'
+        )
     allow = ", ".join(f'"{rule_text(i)}"' for i in range(rules))
     with open(os.path.join(root, "main.toml"), "w") as f:
         f.write(
@@ -66,6 +88,7 @@ def write_config(root, n, rules):
             "[profiles.p]\n"
             f"allow = [{allow}]\n"
             'deny = ["blocked.example"]\n'
+            + inject
         )
     for i in range(n):
         with open(os.path.join(drop, f"sb{i:06d}.toml"), "w") as f:
@@ -116,10 +139,14 @@ class Daemon:
             self.proc.wait()
 
 
-def measure(binary, n, rules, reps):
+def measure(binary, n, rules, reps, credentials=False):
     root = tempfile.mkdtemp(prefix="sandgate-scale-")
     try:
-        drop = write_config(root, n, rules)
+        ca_dir = None
+        if credentials:
+            ca_dir = os.path.join(root, "ca")
+            subprocess.run([binary, "ca", "init", ca_dir], check=True, stdout=subprocess.DEVNULL)
+        drop = write_config(root, n, rules, ca_dir)
         t0 = time.monotonic()
         d = Daemon(binary, os.path.join(root, "main.toml"))
         try:
@@ -178,6 +205,8 @@ def main():
     p.add_argument("--sizes", default="10,1000,10000")
     p.add_argument("--rules", default="20,200")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--credentials", action="store_true",
+                   help="the profile injects one static credential (placeholders for every sandbox)")
     args = p.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     rule_counts = [int(x) for x in args.rules.split(",")]
@@ -193,7 +222,7 @@ def main():
             for n in sizes:
                 print(f"# {name}: {n} sandboxes, profile of {rules} rules ...", file=sys.stderr,
                       flush=True)
-                results[(name, rules, n)] = measure(binary, n, rules, args.reps)
+                results[(name, rules, n)] = measure(binary, n, rules, args.reps, args.credentials)
 
     print("\n## Registering one sandbox (median of %d; includes the 20 ms quiet period)\n"
           % args.reps)

@@ -56,6 +56,15 @@ class ShardedStringMap {
     return true;
   }
 
+  // Calls f(key, value) for every entry, in no particular order.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& shard : shards_) {
+      if (shard == nullptr) continue;
+      for (const auto& [key, value] : *shard) f(key, value);
+    }
+  }
+
   // Whether both maps hold the same shard for `key` (tests: what a change copied).
   bool shares_shard(const ShardedStringMap& other, std::string_view key) const {
     const std::size_t index = shard_of(Hash{}(key));

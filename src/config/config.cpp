@@ -450,41 +450,47 @@ const secrets::CredentialSpec* Config::find_credential(std::string_view name) co
   return it != credentials.end() && it->name == name ? &*it : nullptr;
 }
 
-std::shared_ptr<const secrets::InjectionTable> Config::build_injection() const {
-  auto table = std::make_shared<secrets::InjectionTable>();
-  // Shared compiled rules of sandboxes without rules of their own: by profile and ports.
-  std::map<std::pair<std::string, std::vector<std::uint16_t>>,
-           std::shared_ptr<const secrets::InjectionRules>>
-      shared;
-  for (const Sandbox& sandbox : sandboxes) {
-    const auto profile = profile_inject.find(sandbox.profile);
-    const std::vector<secrets::InjectRule>* inherited =
-        profile != profile_inject.end() ? &profile->second : nullptr;
-    if (sandbox.inject.empty() && inherited == nullptr) continue;
-    if (sandbox.inject.empty()) {
-      auto& rules = shared[{sandbox.profile, sandbox.spec.ports}];
-      if (rules == nullptr) {
-        rules = std::make_shared<const secrets::InjectionRules>(*inherited, sandbox.spec.ports);
-      }
-      table->add(sandbox.spec.id, rules);
-      continue;
+namespace {
+
+// Compiles one sandbox's inject rules into `table`: its own, then its profile's; a sandbox with
+// none of its own shares its profile's compiled rules.
+void add_injection(const Config& config, secrets::InjectionTable& table, const Sandbox& sandbox) {
+  const auto profile = config.profile_inject.find(sandbox.profile);
+  const std::vector<secrets::InjectRule>* inherited =
+      profile != config.profile_inject.end() ? &profile->second : nullptr;
+  if (sandbox.inject.empty()) {
+    if (inherited != nullptr) {
+      table.add(sandbox.spec.id,
+                table.profile_rules(sandbox.profile, sandbox.spec.ports, *inherited));
     }
-    std::vector<secrets::InjectRule> rules = sandbox.inject;
-    if (inherited != nullptr) rules.insert(rules.end(), inherited->begin(), inherited->end());
-    table->add(sandbox.spec.id, std::make_shared<const secrets::InjectionRules>(
-                                    std::move(rules), sandbox.spec.ports));
+    return;
   }
+  std::vector<secrets::InjectRule> rules = sandbox.inject;
+  if (inherited != nullptr) rules.insert(rules.end(), inherited->begin(), inherited->end());
+  table.add(sandbox.spec.id,
+            std::make_shared<const secrets::InjectionRules>(std::move(rules), sandbox.spec.ports));
+}
+
+}  // namespace
+
+std::shared_ptr<const secrets::InjectionTable> Config::build_injection(
+    const secrets::InjectionTable* previous) const {
+  if (previous != nullptr && changes) {
+    // Only drop-ins changed, so the profiles' rules are the ones `previous` was built from.
+    auto table = std::make_shared<secrets::InjectionTable>(*previous);
+    for (const std::string& id : changes->removed) table->remove(id);
+    for (const std::string& id : changes->added) add_injection(*this, *table, *find_sandbox(id));
+    return table;
+  }
+  auto table = std::make_shared<secrets::InjectionTable>();
+  for (const Sandbox& sandbox : sandboxes) add_injection(*this, *table, sandbox);
   return table;
 }
 
-namespace {
-
-// The credentials a sandbox's rules name (own and profile's), sorted, unique.
-std::vector<std::string> credentials_of(const Config& config, const Sandbox& sandbox) {
+std::vector<std::string> Config::credentials_of(const Sandbox& sandbox) const {
   std::vector<std::string> names;
   for (const auto& rule : sandbox.inject) names.push_back(rule.credential);
-  if (const auto it = config.profile_inject.find(sandbox.profile);
-      it != config.profile_inject.end()) {
+  if (const auto it = profile_inject.find(sandbox.profile); it != profile_inject.end()) {
     for (const auto& rule : it->second) names.push_back(rule.credential);
   }
   std::sort(names.begin(), names.end());
@@ -492,12 +498,10 @@ std::vector<std::string> credentials_of(const Config& config, const Sandbox& san
   return names;
 }
 
-}  // namespace
-
 std::vector<std::pair<std::string, std::string>> Config::placeholder_pairs() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const Sandbox& sandbox : sandboxes) {
-    for (std::string& name : credentials_of(*this, sandbox)) {
+    for (std::string& name : credentials_of(sandbox)) {
       out.emplace_back(sandbox.spec.id, std::move(name));
     }
   }
@@ -509,7 +513,7 @@ std::vector<PlaceholderEnv> Config::placeholder_env(std::string_view id,
   std::vector<PlaceholderEnv> out;
   const Sandbox* sandbox = find_sandbox(id);
   if (sandbox == nullptr) return out;
-  for (const std::string& name : credentials_of(*this, *sandbox)) {
+  for (const std::string& name : credentials_of(*sandbox)) {
     const secrets::CredentialSpec* spec = find_credential(name);
     if (spec == nullptr || spec->env.empty()) continue;
     const std::string value = key.placeholder_for(sandbox->spec.id, name);

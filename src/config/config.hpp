@@ -242,10 +242,15 @@ struct Config {
       std::vector<policy::Endpoint> self_endpoints = {}) const;
   // Every sandbox's inject rules, compiled: its own first, then its profile's. Sandboxes with
   // no rules of their own share their profile's compiled rules (one per profile and ports).
-  std::shared_ptr<const secrets::InjectionTable> build_injection() const;
+  // With `previous` (the table of the config `changes` is relative to), only the changed
+  // sandboxes are compiled; the rest is shared with it.
+  std::shared_ptr<const secrets::InjectionTable> build_injection(
+      const secrets::InjectionTable* previous = nullptr) const;
   // The (sandbox, credential) pairs that have a placeholder: each sandbox with each credential
   // its rules name. For secrets::PlaceholderIndex.
   std::vector<std::pair<std::string, std::string>> placeholder_pairs() const;
+  // The credentials one sandbox's rules name (its own and its profile's), sorted, unique.
+  std::vector<std::string> credentials_of(const Sandbox& sandbox) const;
   // The variables sandgate-launch sets in sandbox `id`: each `env` name of each credential its
   // rules name, set to that credential's placeholder. Empty for an unknown sandbox.
   std::vector<PlaceholderEnv> placeholder_env(std::string_view id,

@@ -92,6 +92,36 @@ void apply_changes(Snapshot& snap, const config::Config& cfg, const Snapshot& pr
   for (const std::string& id : changes.added) add_identity(snap, *cfg.find_sandbox(id));
 }
 
+// The placeholders of cfg's sandboxes. With `previous` (cfg.changes is relative to its
+// config) and the same key, its index with only the changed sandboxes' placeholders computed
+// and the rest shared; otherwise computed whole.
+std::shared_ptr<const secrets::PlaceholderIndex> placeholders_for(const config::Config& cfg,
+                                                                  const Snapshot* previous) {
+  if (previous != nullptr && previous->placeholders) {
+    const auto key = secrets::PlaceholderKey::load_or_create(cfg.placeholder_key_file);
+    if (key == previous->placeholders->key()) {
+      auto index = std::make_shared<secrets::PlaceholderIndex>(*previous->placeholders);
+      for (const std::string& id : cfg.changes->removed) {
+        if (const config::Sandbox* old = previous->config->find_sandbox(id)) {
+          for (const std::string& name : previous->config->credentials_of(*old)) {
+            index->remove(id, name);
+          }
+        }
+      }
+      for (const std::string& id : cfg.changes->added) {
+        for (const std::string& name : cfg.credentials_of(*cfg.find_sandbox(id))) {
+          index->add(id, name);
+        }
+      }
+      return index->size() > 0 ? std::move(index) : nullptr;
+    }
+  }
+  const auto pairs = cfg.placeholder_pairs();
+  if (pairs.empty()) return nullptr;
+  return std::make_shared<const secrets::PlaceholderIndex>(
+      secrets::PlaceholderKey::load_or_create(cfg.placeholder_key_file), pairs);
+}
+
 }  // namespace
 
 std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Config> cfg,
@@ -105,12 +135,10 @@ std::shared_ptr<const Snapshot> make_snapshot(std::shared_ptr<const config::Conf
     for (const config::Sandbox& sb : cfg->sandboxes) add_identity(*snap, sb);
   }
   if (!cfg->credentials.empty()) {
-    snap->injection = cfg->build_injection();
-    const auto pairs = cfg->placeholder_pairs();
-    if (!pairs.empty()) {
-      const auto key = secrets::PlaceholderKey::load_or_create(cfg->placeholder_key_file);
-      snap->placeholders = std::make_shared<const secrets::PlaceholderIndex>(key, pairs);
-    }
+    // Only drop-ins changed: the credentials and profiles are `previous`'s.
+    const Snapshot* base = previous != nullptr && cfg->changes ? previous : nullptr;
+    snap->injection = cfg->build_injection(base != nullptr ? base->injection.get() : nullptr);
+    snap->placeholders = placeholders_for(*cfg, base);
   }
   snap->config = std::move(cfg);
   return snap;

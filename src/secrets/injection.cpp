@@ -1,6 +1,7 @@
 #include "secrets/injection.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "policy/path.hpp"
 #include "secrets/encoding.hpp"
@@ -94,14 +95,33 @@ bool InjectionRules::binds(std::string_view credential, const policy::Host& host
 }
 
 const InjectionRules* InjectionTable::for_sandbox(std::string_view id) const {
-  const auto it = sandboxes_.find(id);
-  return it == sandboxes_.end() ? nullptr : it->second.get();
+  const auto* rules = sandboxes_.find(id);
+  return rules == nullptr ? nullptr : rules->get();
+}
+
+std::size_t InjectionTable::distinct_rule_sets() const {
+  std::set<const InjectionRules*> distinct;
+  sandboxes_.for_each([&](const std::string&, const std::shared_ptr<const InjectionRules>& rules) {
+    distinct.insert(rules.get());
+  });
+  return distinct.size();
 }
 
 void InjectionTable::add(std::string id, std::shared_ptr<const InjectionRules> rules) {
   if (rules == nullptr || rules->empty()) return;
-  if (std::find(owned_.begin(), owned_.end(), rules) == owned_.end()) owned_.push_back(rules);
   sandboxes_.insert_or_assign(std::move(id), std::move(rules));
+}
+
+void InjectionTable::remove(std::string_view id) {
+  sandboxes_.erase(id);
+}
+
+std::shared_ptr<const InjectionRules> InjectionTable::profile_rules(
+    const std::string& profile, const std::vector<std::uint16_t>& ports,
+    const std::vector<InjectRule>& inherited) {
+  auto& rules = profiles_[{profile, ports}];
+  if (rules == nullptr) rules = std::make_shared<const InjectionRules>(inherited, ports);
+  return rules;
 }
 
 }  // namespace sandgate::secrets

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/sharded_map.hpp"
 #include "policy/host.hpp"
 #include "policy/host_pattern.hpp"
 #include "secrets/scope.hpp"
@@ -87,14 +88,24 @@ class InjectionTable {
  public:
   // The sandbox's rules; nullptr when it has none (or is unknown).
   const InjectionRules* for_sandbox(std::string_view id) const;
-  std::size_t distinct_rule_sets() const { return owned_.size(); }
+  // How many distinct compiled rule sets the sandboxes hold (tests; walks every sandbox).
+  std::size_t distinct_rule_sets() const;
 
-  // Building (config does it).
+  // Building (config does it). A copy shares every entry with the table it was copied from,
+  // so a reload that adds or removes one sandbox copies only what it changes.
   void add(std::string id, std::shared_ptr<const InjectionRules> rules);
+  void remove(std::string_view id);
+  // The compiled rules that sandboxes of `profile` with `ports` and no rules of their own
+  // share: compiled from `inherited` the first time, then the same object.
+  std::shared_ptr<const InjectionRules> profile_rules(const std::string& profile,
+                                                      const std::vector<std::uint16_t>& ports,
+                                                      const std::vector<InjectRule>& inherited);
 
  private:
-  std::map<std::string, std::shared_ptr<const InjectionRules>, std::less<>> sandboxes_;
-  std::vector<std::shared_ptr<const InjectionRules>> owned_;  // distinct sets
+  common::ShardedStringMap<std::shared_ptr<const InjectionRules>> sandboxes_;
+  std::map<std::pair<std::string, std::vector<std::uint16_t>>,
+           std::shared_ptr<const InjectionRules>>
+      profiles_;  // one entry per profile and port list in use
 };
 
 // Whether canonical `path` starts with `prefix` on a segment boundary (see path_prefixes).

@@ -1,6 +1,7 @@
 #include "secrets/placeholder.hpp"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
@@ -138,11 +139,24 @@ std::string PlaceholderKey::placeholder_for(std::string_view sandbox,
   return out;
 }
 
-PlaceholderIndex::PlaceholderIndex(const PlaceholderKey& key,
-                                   const std::vector<std::pair<std::string, std::string>>& pairs) {
-  for (const auto& [sandbox, credential] : pairs) {
-    owners_.emplace(key.placeholder_for(sandbox, credential), Owner{sandbox, credential});
-  }
+bool PlaceholderKey::operator==(const PlaceholderKey& other) const {
+  const std::string_view a = bytes_->view();
+  const std::string_view b = other.bytes_->view();
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+PlaceholderIndex::PlaceholderIndex(PlaceholderKey key,
+                                   const std::vector<std::pair<std::string, std::string>>& pairs)
+    : key_(std::move(key)) {
+  for (const auto& [sandbox, credential] : pairs) add(sandbox, credential);
+}
+
+void PlaceholderIndex::add(const std::string& sandbox, const std::string& credential) {
+  owners_.insert_or_assign(key_.placeholder_for(sandbox, credential), Owner{sandbox, credential});
+}
+
+void PlaceholderIndex::remove(std::string_view sandbox, std::string_view credential) {
+  owners_.erase(key_.placeholder_for(sandbox, credential));
 }
 
 std::vector<PlaceholderHit> PlaceholderIndex::find_all(std::string_view text) const {
@@ -158,9 +172,9 @@ std::vector<PlaceholderHit> PlaceholderIndex::find_all(std::string_view text) co
     PlaceholderHit hit;
     hit.offset = at;
     hit.text = text.substr(at, kPlaceholderLength);
-    if (const auto it = owners_.find(std::string(hit.text)); it != owners_.end()) {
-      hit.sandbox = &it->second.sandbox;
-      hit.credential = &it->second.credential;
+    if (const Owner* owner = owners_.find(hit.text)) {
+      hit.sandbox = &owner->sandbox;
+      hit.credential = &owner->credential;
     }
     hits.push_back(hit);
     at += kPlaceholderLength - 1;

@@ -14,10 +14,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/sharded_map.hpp"
 #include "secrets/secret_bytes.hpp"
 
 namespace sandgate::secrets {
@@ -44,6 +44,9 @@ class PlaceholderKey {
 
   std::string placeholder_for(std::string_view sandbox, std::string_view credential) const;
 
+  // Same bytes (compared in constant time).
+  bool operator==(const PlaceholderKey& other) const;
+
  private:
   explicit PlaceholderKey(std::shared_ptr<const SecretBytes> bytes) : bytes_(std::move(bytes)) {}
   std::shared_ptr<const SecretBytes> bytes_;
@@ -61,11 +64,18 @@ struct PlaceholderHit {
 };
 
 // Every placeholder of one config snapshot: (sandbox, credential) pairs, indexed by their
-// placeholder. Immutable; lookups take no lock.
+// placeholder. Immutable once published; lookups take no lock. A copy shares its entries with
+// the index it was copied from, so a reload that adds or removes one sandbox computes and
+// copies only that sandbox's placeholders.
 class PlaceholderIndex {
  public:
-  PlaceholderIndex(const PlaceholderKey& key,
+  PlaceholderIndex(PlaceholderKey key,
                    const std::vector<std::pair<std::string, std::string>>& pairs);
+
+  // The key the placeholders are computed with.
+  const PlaceholderKey& key() const { return key_; }
+  void add(const std::string& sandbox, const std::string& credential);
+  void remove(std::string_view sandbox, std::string_view credential);
 
   // The first placeholder-shaped substring of `text` ("sgph_" + 40 lowercase hex digits not
   // followed by another such digit), known or not; nullopt when there is none.
@@ -80,7 +90,8 @@ class PlaceholderIndex {
     std::string sandbox;
     std::string credential;
   };
-  std::unordered_map<std::string, Owner> owners_;  // placeholder -> owner
+  PlaceholderKey key_;
+  common::ShardedStringMap<Owner> owners_;  // placeholder -> owner
 };
 
 // Whether `text` contains "sgph_" at all: the proxy's cheap first test per header value.
