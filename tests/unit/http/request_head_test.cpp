@@ -533,10 +533,54 @@ TEST(StripHopByHop, WorksOnResponses) {
   EXPECT_EQ(res[bh::field::content_type], "text/plain");
 }
 
+// The same edits on a response whose fields live in a ResponseArena (as http_forward.cpp
+// relays them) leave the same fields, in the same order, as on Beast's default fields.
+TEST(StripHopByHop, SameOnArenaFields) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> rows = {
+      {{"Connection", "keep-alive"}, {"Content-Length", "100"}, {"Server", "nginx"}},
+      {{"Connection", "close, X-Next"}, {"X-Next", "1"}, {"X-Keep", "2"}},
+      {{"X-Before", "1"}, {"Connection", "x-before, x-after"}, {"X-After", "2"}, {"TE", "t"}},
+      {{"Connection", "connection, Host"}, {"Host", "h"}, {"Connection", "x-a"}, {"X-A", "1"}},
+      {{"Keep-Alive", "timeout=5"}, {"Proxy-Authenticate", "Basic"}, {"Upgrade", "h2c"}},
+      {},
+  };
+  for (const auto& row : rows) {
+    ResponseArena arena;
+    bh::response_header<ArenaFields> in_arena{ArenaFields::allocator_type(arena)};
+    bh::response_header<> plain;
+    for (const auto& [name, value] : row) {
+      in_arena.insert(name, value);
+      plain.insert(name, value);
+    }
+    strip_hop_by_hop(in_arena);
+    strip_hop_by_hop(plain);
+    std::vector<std::pair<std::string, std::string>> want;
+    std::vector<std::pair<std::string, std::string>> got;
+    for (const auto& f : plain) want.emplace_back(f.name_string(), f.value());
+    for (const auto& f : in_arena) got.emplace_back(f.name_string(), f.value());
+    EXPECT_EQ(got, want) << (row.empty() ? "" : row.front().second);
+    EXPECT_EQ(plain.count(bh::field::connection), 0u);
+  }
+}
+
+TEST(StripHopByHop, ConnectionNamingFieldsAroundIt) {
+  bh::response<bh::empty_body> res{bh::status::ok, 11};
+  res.insert("X-Before", "1");
+  res.insert(bh::field::connection, "X-Before, x-after, connection");
+  res.insert("X-After", "2");
+  res.insert(bh::field::connection, "X-Last");
+  res.insert("X-Kept", "3");
+  res.insert("X-Last", "4");
+  strip_hop_by_hop(res);
+  std::vector<std::string> left;
+  for (const auto& f : res) left.emplace_back(f.name_string());
+  EXPECT_EQ(left, (std::vector<std::string>{"X-Kept"}));
+}
+
 // What Beast's own serializer writes for a message's header (the body is empty).
-template <bool isRequest>
-std::string serialized_by_beast(bh::message<isRequest, bh::empty_body>& m) {
-  bh::serializer<isRequest, bh::empty_body> sr{m};
+template <bool isRequest, class Fields>
+std::string serialized_by_beast(bh::message<isRequest, bh::empty_body, Fields>& m) {
+  bh::serializer<isRequest, bh::empty_body, Fields> sr{m};
   std::string out;
   boost::system::error_code ec;
   while (!sr.is_done() && !ec) {
@@ -576,6 +620,21 @@ TEST(HeadText, IsWhatBeastsSerializerWritesForAResponse) {
     EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << status;  // reason from code
     res.reason("Custom Reason");
     EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << status;
+  }
+  // The same for a response whose fields live in an arena, past the arena's size too (the
+  // fields that no longer fit are on the heap).
+  for (const std::size_t fields : {0U, 3U, 60U}) {
+    ResponseArena arena;
+    bh::response<bh::empty_body, ArenaFields> res{
+        std::piecewise_construct, std::make_tuple(),
+        std::make_tuple(ArenaFields::allocator_type(arena))};
+    res.result(bh::status::not_found);
+    for (std::size_t i = 0; i < fields; ++i) {
+      res.insert("X-Field-" + std::to_string(i), std::string(i % 7 * 5, 'v'));
+    }
+    res.set(bh::field::content_length, "0");
+    EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << fields;
+    EXPECT_GT(arena.used(), 0u);
   }
   bh::response<bh::empty_body> bare;  // no fields at all
   bare.result(bh::status::ok);
