@@ -162,11 +162,12 @@ bool keep_alive(const beast_http::fields& f, unsigned version) {
 
 template <class Fields>
 void strip_fields(Fields& f) {
+  using beast_http::field;
   // Erasing the fields a Connection field names leaves that Connection field (and so the
   // token's view into its value) and the list order in place; "connection" itself goes with
   // the fixed names below.
   for (auto it = f.begin(); it != f.end(); ++it) {
-    if (it->name() != beast_http::field::connection) continue;
+    if (it->name() != field::connection) continue;
     for (const auto& token : beast_http::token_list(it->value())) {
       const std::string_view name(token.data(), token.size());
       if (iequals_ascii(name, "host") || iequals_ascii(name, "content-length") ||
@@ -176,10 +177,22 @@ void strip_fields(Fields& f) {
       f.erase(name);
     }
   }
-  using beast_http::field;
-  for (const field name : {field::connection, field::proxy_connection, field::keep_alive, field::te,
-                           field::upgrade, field::proxy_authorization, field::proxy_authenticate}) {
-    f.erase(name);
+  // The fixed hop-by-hop names in one pass over the fields (Beast knows each field's name as
+  // an enum: no lookup by name).
+  for (auto it = f.begin(); it != f.end();) {
+    switch (it->name()) {
+      case field::connection:
+      case field::proxy_connection:
+      case field::keep_alive:
+      case field::te:
+      case field::upgrade:
+      case field::proxy_authorization:
+      case field::proxy_authenticate:
+        it = f.erase(it);
+        break;
+      default:
+        ++it;
+    }
   }
 }
 

@@ -28,7 +28,8 @@ TEST(InlineArena, ServesFromTheBlockWhileItFits) {
   EXPECT_TRUE(aligned(b, 8));
   EXPECT_TRUE(aligned(c, 16));
   EXPECT_EQ(static_cast<std::byte*>(b) - static_cast<std::byte*>(a), 16);  // 10 rounded to 8
-  EXPECT_EQ(arena.used(), 48u);
+  EXPECT_EQ(static_cast<std::byte*>(c) - static_cast<std::byte*>(a), 48);  // 16 + 24 to 16
+  EXPECT_EQ(arena.used(), 64u);
 }
 
 TEST(InlineArena, GoesToTheHeapWhenFull) {
