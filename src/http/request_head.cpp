@@ -5,6 +5,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/rfc7230.hpp>
+#include <cstring>
 #include <limits>
 
 #include "common/ascii.hpp"
@@ -204,28 +205,41 @@ Result<std::size_t> find_head_end(std::string_view buffered, const HeadLimits& l
   const auto bare = [&] {
     return err(in_request_line ? Errc::malformed_request : Errc::invalid_header);
   };
-  for (std::size_t i = 0; i < buffered.size(); ++i) {
-    if (i >= limits.max_header_bytes) return err(Errc::headers_too_large);
-    const char c = buffered[i];
-    if (c == '\n') return bare();
-    if (c != '\r') {
-      if (in_request_line && i - line_start >= limits.max_request_line) {
-        return err(Errc::request_line_too_long);
-      }
-      continue;
+  // Line by line: memchr finds the next CR or LF; the bytes before it can only break a size
+  // limit, and the first one that does is computed, not searched for. The answer is the one a
+  // byte-by-byte scan gives: at each offset the head limit is checked first, then a bare LF,
+  // then the request line's limit (which a CR does not count against).
+  const char* const data = buffered.data();
+  const std::size_t size = buffered.size();
+  for (std::size_t i = 0; i < size;) {
+    std::size_t j = size;  // the next CR or LF
+    if (const void* cr = std::memchr(data + i, '\r', size - i)) {
+      j = static_cast<std::size_t>(static_cast<const char*>(cr) - data);
     }
-    if (i + 1 == buffered.size()) break;
-    if (buffered[i + 1] != '\n') return bare();
-    const bool empty_line = i == line_start;
+    if (const void* lf = std::memchr(data + i, '\n', j - i)) {
+      j = static_cast<std::size_t>(static_cast<const char*>(lf) - data);
+    }
+    std::size_t limit = limits.max_header_bytes;
+    if (in_request_line) limit = std::min(limit, line_start + limits.max_request_line);
+    if (const std::size_t first_over = std::max(i, limit); first_over < j) {
+      return err(first_over >= limits.max_header_bytes ? Errc::headers_too_large
+                                                       : Errc::request_line_too_long);
+    }
+    if (j == size) break;
+    if (j >= limits.max_header_bytes) return err(Errc::headers_too_large);
+    if (data[j] == '\n') return bare();
+    if (j + 1 == size) break;
+    if (data[j + 1] != '\n') return bare();
+    const bool empty_line = j == line_start;
     if (empty_line && !in_request_line) {
-      if (i + 2 > limits.max_header_bytes) return err(Errc::headers_too_large);
-      return i + 2;
+      if (j + 2 > limits.max_header_bytes) return err(Errc::headers_too_large);
+      return j + 2;
     }
     in_request_line = false;
-    line_start = i + 2;
-    ++i;
+    line_start = j + 2;
+    i = j + 2;
   }
-  if (buffered.size() >= limits.max_header_bytes) return err(Errc::headers_too_large);
+  if (size >= limits.max_header_bytes) return err(Errc::headers_too_large);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <optional>
 #include <ostream>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -424,6 +425,70 @@ TEST(FindHeadEnd, NeedsMoreAtEveryTruncationPoint) {
     }
     EXPECT_EQ(find_head_end(head, {}).value(), head.size());
     EXPECT_EQ(find_head_end(head + "body bytes\r\n\r\n", {}).value(), head.size());
+  }
+}
+
+// The byte-by-byte scan find_head_end replaced (until 2026-12-03), kept as the reference:
+// the line-by-line one must give the same answer for every input and limits.
+Result<std::size_t> find_head_end_bytewise(std::string_view buffered, const HeadLimits& limits) {
+  bool in_request_line = true;
+  std::size_t line_start = 0;
+  const auto bare = [&]() -> Result<std::size_t> {
+    return make_error_code(in_request_line ? Errc::malformed_request : Errc::invalid_header);
+  };
+  for (std::size_t i = 0; i < buffered.size(); ++i) {
+    if (i >= limits.max_header_bytes) return make_error_code(Errc::headers_too_large);
+    const char c = buffered[i];
+    if (c == '\n') return bare();
+    if (c != '\r') {
+      if (in_request_line && i - line_start >= limits.max_request_line) {
+        return make_error_code(Errc::request_line_too_long);
+      }
+      continue;
+    }
+    if (i + 1 == buffered.size()) break;
+    if (buffered[i + 1] != '\n') return bare();
+    const bool empty_line = i == line_start;
+    if (empty_line && !in_request_line) {
+      if (i + 2 > limits.max_header_bytes) return make_error_code(Errc::headers_too_large);
+      return i + 2;
+    }
+    in_request_line = false;
+    line_start = i + 2;
+    ++i;
+  }
+  if (buffered.size() >= limits.max_header_bytes) return make_error_code(Errc::headers_too_large);
+  return 0;
+}
+
+// Random heads made of a few kinds of pieces (plain bytes, CRLF, bare CR, bare LF, CRLFCRLF),
+// every prefix of each, under limits small enough to be hit anywhere.
+TEST(FindHeadEnd, SameAsTheBytewiseScan) {
+  std::mt19937 random(13);
+  const std::vector<std::string> pieces = {"a",  "GET / HTTP/1.1", "X: y", "\r\n",  "\r\n", "\r",
+                                           "\n", "\r\n\r\n",       " ",    "\r\r\n"};
+  for (int round = 0; round < 3000; ++round) {
+    std::string head;
+    const std::size_t count = random() % 12;
+    for (std::size_t k = 0; k < count; ++k) head += pieces[random() % pieces.size()];
+    const HeadLimits limits{1 + random() % 24, 1 + random() % 48};
+    for (std::size_t n = 0; n <= head.size(); ++n) {
+      const std::string_view prefix = std::string_view(head).substr(0, n);
+      const auto want = find_head_end_bytewise(prefix, limits);
+      const auto got = find_head_end(prefix, limits);
+      ASSERT_EQ(got.has_value(), want.has_value()) << testing::PrintToString(std::string(prefix));
+      if (want) {
+        ASSERT_EQ(*got, *want) << testing::PrintToString(std::string(prefix));
+      } else {
+        ASSERT_EQ(got.error(), want.error()) << testing::PrintToString(std::string(prefix));
+      }
+    }
+    const auto big = find_head_end(head, {});  // default limits too
+    const auto big_want = find_head_end_bytewise(head, {});
+    ASSERT_EQ(big.has_value(), big_want.has_value());
+    if (big_want) {
+      ASSERT_EQ(*big, *big_want);
+    }
   }
 }
 
