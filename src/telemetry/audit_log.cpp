@@ -217,8 +217,15 @@ bool is_ip_literal(std::string_view host) {
   return all_of(last, [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
+// A timestamp's text in a fixed buffer: no allocation per line.
+struct TimestampText {
+  std::array<char, 84> chars;  // the cached prefix (at most 79) and ".123Z"'s last four
+  std::size_t size = 0;
+  std::string_view view() const { return {chars.data(), size}; }
+};
+
 // RFC 3339 UTC with milliseconds: "2026-11-29T10:00:00.123Z".
-std::string format_timestamp(std::chrono::system_clock::time_point t) {
+TimestampText format_timestamp(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto secs = floor<seconds>(t);
   const auto millis = static_cast<int>(duration_cast<milliseconds>(t - secs).count());
@@ -234,11 +241,14 @@ std::string format_timestamp(std::chrono::system_clock::time_point t) {
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     cached_secs = secs;
   }
-  std::string out(cached.data());
-  out += static_cast<char>('0' + millis / 100);
-  out += static_cast<char>('0' + millis / 10 % 10);
-  out += static_cast<char>('0' + millis % 10);
-  out += 'Z';
+  TimestampText out;
+  const std::size_t n = std::strlen(cached.data());
+  std::memcpy(out.chars.data(), cached.data(), n);
+  out.chars[n] = static_cast<char>('0' + millis / 100);
+  out.chars[n + 1] = static_cast<char>('0' + millis / 10 % 10);
+  out.chars[n + 2] = static_cast<char>('0' + millis % 10);
+  out.chars[n + 3] = 'Z';
+  out.size = n + 4;
   return out;
 }
 
@@ -331,7 +341,7 @@ ShownHost shown_host(std::string_view host) {
 std::string format_audit_line(const AuditRecord& r) {
   JsonLine line;
   const auto now = std::chrono::system_clock::now();
-  line.str("@timestamp", format_timestamp(r.time == decltype(r.time){} ? now : r.time));
+  line.str("@timestamp", format_timestamp(r.time == decltype(r.time){} ? now : r.time).view());
   line.raw("ecs", R"({"version":"8.11.0"})");
 
   line.open("event");
