@@ -5,8 +5,8 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/rfc7230.hpp>
+#include <cstring>
 #include <limits>
-#include <vector>
 
 #include "common/ascii.hpp"
 
@@ -43,27 +43,40 @@ std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
   return v ? std::optional<std::uint64_t>(*v) : std::nullopt;
 }
 
-// A field line as it arrived, after the byte-level checks. Views into the head.
-struct RawField {
-  std::string_view name;
-  std::string_view value;  // OWS-trimmed
+// Message framing as sandgate reads it, decided before Beast sees the head so that the answer
+// does not depend on field order (Beast reports CL+TE differently depending on which came first).
+struct Framing {
+  bool chunked = false;
+  std::optional<std::uint64_t> content_length;
+  std::size_t host_fields = 0;
+};
+
+// What one pass over the field lines finds about framing: how many Content-Length and
+// Transfer-Encoding fields there are and the first value of each (views into the head).
+struct FramingFields {
+  std::size_t lengths = 0;
+  std::size_t encodings = 0;
+  std::string_view length;
+  std::string_view encoding;
+  std::size_t host_fields = 0;
 };
 
 // Splits a complete head into lines and checks the bytes Beast is lax about: obs-fold (Beast
-// unfolds it), and the field-name and field-value character sets.
-Result<std::vector<RawField>> scan_fields(std::string_view head, const HeadLimits& limits) {
+// unfolds it), and the field-name and field-value character sets. Collects the framing fields
+// on the way; nothing is allocated.
+Result<FramingFields> scan_fields(std::string_view head, const HeadLimits& limits) {
   const auto end = find_head_end(head, limits);
   if (!end) return end.error();
   if (*end == 0 || *end != head.size()) return err(Errc::malformed_request);  // partial/extra
   // find_head_end guarantees every CR and LF in head is part of a CRLF.
   std::size_t pos = head.find("\r\n") + 2;
   if (pos == 2) return err(Errc::malformed_request);  // leading empty line
-  std::vector<RawField> fields;
+  FramingFields out;
   for (;;) {
     const std::size_t eol = head.find("\r\n", pos);
     const std::string_view line = head.substr(pos, eol - pos);
     pos = eol + 2;
-    if (line.empty()) return fields;
+    if (line.empty()) return out;
     if (line.front() == ' ' || line.front() == '\t') return err(Errc::obs_fold);
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) return err(Errc::invalid_header);
@@ -73,36 +86,24 @@ Result<std::vector<RawField>> scan_fields(std::string_view head, const HeadLimit
         !std::all_of(value.begin(), value.end(), is_field_value_char)) {
       return err(Errc::invalid_header);
     }
-    fields.push_back({name, value});
+    if (iequals_ascii(name, "content-length") && out.lengths++ == 0) out.length = value;
+    if (iequals_ascii(name, "transfer-encoding") && out.encodings++ == 0) out.encoding = value;
+    if (iequals_ascii(name, "host")) ++out.host_fields;
   }
 }
 
-// Message framing as sandgate reads it, decided before Beast sees the head so that the answer
-// does not depend on field order (Beast reports CL+TE differently depending on which came first).
-struct Framing {
-  bool chunked = false;
-  std::optional<std::uint64_t> content_length;
-  std::size_t host_fields = 0;
-};
-
-Result<Framing> check_framing(const std::vector<RawField>& fields) {
-  std::vector<std::string_view> lengths;
-  std::vector<std::string_view> encodings;
+Result<Framing> check_framing(const FramingFields& fields) {
   Framing out;
-  for (const RawField& f : fields) {
-    if (iequals_ascii(f.name, "content-length")) lengths.push_back(f.value);
-    if (iequals_ascii(f.name, "transfer-encoding")) encodings.push_back(f.value);
-    if (iequals_ascii(f.name, "host")) ++out.host_fields;
-  }
-  if (!lengths.empty() && !encodings.empty()) return err(Errc::content_length_with_te);
+  out.host_fields = fields.host_fields;
+  if (fields.lengths > 0 && fields.encodings > 0) return err(Errc::content_length_with_te);
   // Repeated Content-Length is refused even when the values agree: RFC 9110 §8.6 allows
   // collapsing them, but every intermediary that does so differently is a smuggling vector.
-  if (lengths.size() > 1 ||
-      (lengths.size() == 1 && lengths[0].find(',') != std::string_view::npos)) {
+  if (fields.lengths > 1 ||
+      (fields.lengths == 1 && fields.length.find(',') != std::string_view::npos)) {
     return err(Errc::conflicting_length);
   }
-  if (lengths.size() == 1) {
-    const std::string_view v = lengths[0];
+  if (fields.lengths == 1) {
+    const std::string_view v = fields.length;
     if (v.empty() ||
         !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       return err(Errc::malformed_request);
@@ -119,10 +120,11 @@ Result<Framing> check_framing(const std::vector<RawField>& fields) {
   }
   // Only plain "chunked": a proxy that forwards "gzip, chunked" or "chunked, identity" relies on
   // the upstream agreeing on which coding frames the body.
-  if (encodings.size() > 1 || (encodings.size() == 1 && !iequals_ascii(encodings[0], "chunked"))) {
+  if (fields.encodings > 1 ||
+      (fields.encodings == 1 && !iequals_ascii(fields.encoding, "chunked"))) {
     return err(Errc::bad_transfer_encoding);
   }
-  out.chunked = encodings.size() == 1;
+  out.chunked = fields.encodings == 1;
   if (out.host_fields > 1) return err(Errc::invalid_header);
   return out;
 }
@@ -141,24 +143,58 @@ Errc from_beast(const boost::system::error_code& ec) {
   return Errc::malformed_request;
 }
 
-// The tokens of every Connection field, in order. Views into f.
-std::vector<std::string_view> connection_tokens(const beast_http::fields& f) {
-  std::vector<std::string_view> out;
+// Whether any Connection field holds the token `want`.
+template <class Fields>
+bool has_connection_token(const Fields& f, std::string_view want) {
   for (const auto& field : f) {
     if (field.name() != beast_http::field::connection) continue;
-    for (const auto& token : beast_http::token_list(field.value())) out.emplace_back(token);
+    for (const auto& token : beast_http::token_list(field.value())) {
+      if (iequals_ascii(token, want)) return true;
+    }
   }
-  return out;
-}
-
-bool has_token(const std::vector<std::string_view>& tokens, std::string_view want) {
-  return std::any_of(tokens.begin(), tokens.end(), [&](auto t) { return iequals_ascii(t, want); });
+  return false;
 }
 
 // Beast's message::keep_alive() reads only the first Connection field; this reads them all.
-bool keep_alive(const std::vector<std::string_view>& tokens, unsigned version) {
-  if (has_token(tokens, "close")) return false;
-  return version >= 11 || has_token(tokens, "keep-alive");
+bool keep_alive(const beast_http::fields& f, unsigned version) {
+  if (has_connection_token(f, "close")) return false;
+  return version >= 11 || has_connection_token(f, "keep-alive");
+}
+
+template <class Fields>
+void strip_fields(Fields& f) {
+  using beast_http::field;
+  // Erasing the fields a Connection field names leaves that Connection field (and so the
+  // token's view into its value) and the list order in place; "connection" itself goes with
+  // the fixed names below.
+  for (auto it = f.begin(); it != f.end(); ++it) {
+    if (it->name() != field::connection) continue;
+    for (const auto& token : beast_http::token_list(it->value())) {
+      const std::string_view name(token.data(), token.size());
+      if (iequals_ascii(name, "host") || iequals_ascii(name, "content-length") ||
+          iequals_ascii(name, "transfer-encoding") || iequals_ascii(name, "connection")) {
+        continue;
+      }
+      f.erase(name);
+    }
+  }
+  // The fixed hop-by-hop names in one pass over the fields (Beast knows each field's name as
+  // an enum: no lookup by name).
+  for (auto it = f.begin(); it != f.end();) {
+    switch (it->name()) {
+      case field::connection:
+      case field::proxy_connection:
+      case field::keep_alive:
+      case field::te:
+      case field::upgrade:
+      case field::proxy_authorization:
+      case field::proxy_authenticate:
+        it = f.erase(it);
+        break;
+      default:
+        ++it;
+    }
+  }
 }
 
 }  // namespace
@@ -169,28 +205,41 @@ Result<std::size_t> find_head_end(std::string_view buffered, const HeadLimits& l
   const auto bare = [&] {
     return err(in_request_line ? Errc::malformed_request : Errc::invalid_header);
   };
-  for (std::size_t i = 0; i < buffered.size(); ++i) {
-    if (i >= limits.max_header_bytes) return err(Errc::headers_too_large);
-    const char c = buffered[i];
-    if (c == '\n') return bare();
-    if (c != '\r') {
-      if (in_request_line && i - line_start >= limits.max_request_line) {
-        return err(Errc::request_line_too_long);
-      }
-      continue;
+  // Line by line: memchr finds the next CR or LF; the bytes before it can only break a size
+  // limit, and the first one that does is computed, not searched for. The answer is the one a
+  // byte-by-byte scan gives: at each offset the head limit is checked first, then a bare LF,
+  // then the request line's limit (which a CR does not count against).
+  const char* const data = buffered.data();
+  const std::size_t size = buffered.size();
+  for (std::size_t i = 0; i < size;) {
+    std::size_t j = size;  // the next CR or LF
+    if (const void* cr = std::memchr(data + i, '\r', size - i)) {
+      j = static_cast<std::size_t>(static_cast<const char*>(cr) - data);
     }
-    if (i + 1 == buffered.size()) break;
-    if (buffered[i + 1] != '\n') return bare();
-    const bool empty_line = i == line_start;
+    if (const void* lf = std::memchr(data + i, '\n', j - i)) {
+      j = static_cast<std::size_t>(static_cast<const char*>(lf) - data);
+    }
+    std::size_t limit = limits.max_header_bytes;
+    if (in_request_line) limit = std::min(limit, line_start + limits.max_request_line);
+    if (const std::size_t first_over = std::max(i, limit); first_over < j) {
+      return err(first_over >= limits.max_header_bytes ? Errc::headers_too_large
+                                                       : Errc::request_line_too_long);
+    }
+    if (j == size) break;
+    if (j >= limits.max_header_bytes) return err(Errc::headers_too_large);
+    if (data[j] == '\n') return bare();
+    if (j + 1 == size) break;
+    if (data[j + 1] != '\n') return bare();
+    const bool empty_line = j == line_start;
     if (empty_line && !in_request_line) {
-      if (i + 2 > limits.max_header_bytes) return err(Errc::headers_too_large);
-      return i + 2;
+      if (j + 2 > limits.max_header_bytes) return err(Errc::headers_too_large);
+      return j + 2;
     }
     in_request_line = false;
-    line_start = i + 2;
-    ++i;
+    line_start = j + 2;
+    i = j + 2;
   }
-  if (buffered.size() >= limits.max_header_bytes) return err(Errc::headers_too_large);
+  if (size >= limits.max_header_bytes) return err(Errc::headers_too_large);
   return 0;
 }
 
@@ -224,9 +273,8 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
   out.chunked = framing->chunked;
   out.content_length = framing->content_length;
   out.has_body = out.chunked || out.content_length.value_or(0) > 0;
-  const auto tokens = connection_tokens(msg);
-  out.keep_alive = keep_alive(tokens, version);
-  out.upgrade = msg.count(beast_http::field::upgrade) > 0 && has_token(tokens, "upgrade");
+  out.keep_alive = keep_alive(msg, version);
+  out.upgrade = msg.count(beast_http::field::upgrade) > 0 && has_connection_token(msg, "upgrade");
 
   const bool is_connect = msg.method() == beast_http::verb::connect;
   if (is_connect && out.has_body) return err(Errc::malformed_request);
@@ -275,20 +323,11 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
 }
 
 void strip_hop_by_hop(beast_http::fields& f) {
-  std::vector<std::string> named;  // copies: erasing invalidates views into f
-  for (const std::string_view token : connection_tokens(f)) named.emplace_back(token);
-  for (const std::string& name : named) {
-    if (iequals_ascii(name, "host") || iequals_ascii(name, "content-length") ||
-        iequals_ascii(name, "transfer-encoding")) {
-      continue;
-    }
-    f.erase(name);
-  }
-  using beast_http::field;
-  for (const field name : {field::connection, field::proxy_connection, field::keep_alive, field::te,
-                           field::upgrade, field::proxy_authorization, field::proxy_authenticate}) {
-    f.erase(name);
-  }
+  strip_fields(f);
+}
+
+void strip_hop_by_hop(ArenaFields& f) {
+  strip_fields(f);
 }
 
 namespace {
@@ -300,7 +339,16 @@ void append_version(std::string& out, unsigned version) {
   out += static_cast<char>('0' + version % 10);
 }
 
-void append_fields(std::string& out, const beast_http::fields& f) {
+// The bytes append_fields adds.
+template <class Fields>
+std::size_t fields_size(const Fields& f) {
+  std::size_t n = 2;
+  for (const auto& field : f) n += field.name_string().size() + field.value().size() + 4;
+  return n;
+}
+
+template <class Fields>
+void append_fields(std::string& out, const Fields& f) {
   for (const auto& field : f) {
     out += field.name_string();
     out += ": ";
@@ -310,11 +358,30 @@ void append_fields(std::string& out, const beast_http::fields& f) {
   out += "\r\n";
 }
 
+template <class Fields>
+std::string response_text(const beast_http::response_header<Fields>& h) {
+  const boost::beast::string_view reason =
+      h.reason().empty() ? beast_http::obsolete_reason(h.result()) : h.reason();
+  std::string out;
+  out.reserve(15 + reason.size() + fields_size(h));  // one allocation
+  append_version(out, h.version());
+  const unsigned code = h.result_int();
+  out += ' ';
+  out += static_cast<char>('0' + code / 100 % 10);
+  out += static_cast<char>('0' + code / 10 % 10);
+  out += static_cast<char>('0' + code % 10);
+  out += ' ';
+  out += reason;
+  out += "\r\n";
+  append_fields(out, h);
+  return out;
+}
+
 }  // namespace
 
 std::string head_text(const beast_http::request_header<>& h) {
   std::string out;
-  out.reserve(256);
+  out.reserve(h.method_string().size() + h.target().size() + 12 + fields_size(h));
   out += h.method_string();
   out += ' ';
   out += h.target();
@@ -326,20 +393,11 @@ std::string head_text(const beast_http::request_header<>& h) {
 }
 
 std::string head_text(const beast_http::response_header<>& h) {
-  std::string out;
-  out.reserve(256);
-  append_version(out, h.version());
-  const unsigned code = h.result_int();
-  out += ' ';
-  out += static_cast<char>('0' + code / 100 % 10);
-  out += static_cast<char>('0' + code / 10 % 10);
-  out += static_cast<char>('0' + code % 10);
-  out += ' ';
-  const boost::beast::string_view reason = h.reason();
-  out += reason.empty() ? beast_http::obsolete_reason(h.result()) : reason;
-  out += "\r\n";
-  append_fields(out, h);
-  return out;
+  return response_text(h);
+}
+
+std::string head_text(const beast_http::response_header<ArenaFields>& h) {
+  return response_text(h);
 }
 
 }  // namespace sandgate::http

@@ -2,6 +2,7 @@
 // fixed buffer in both directions (never buffered whole), hop-by-hop headers removed.
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -57,10 +58,10 @@ struct Relayed {
 // never reaches the client; lengths do not change). With `trip` (a request), the body is
 // scanned for placeholders as it goes (secrets::BodyTripwire): the last kHoldBack bytes of
 // each chunk wait in front of the next one until they are decided.
-template <bool isRequest, class In, class Out>
+template <bool isRequest, class Allocator, class In, class Out>
 asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buffer,
-                                       bhttp::parser<isRequest, bhttp::buffer_body>& p, Out& out,
-                                       std::uint64_t& bytes, Session& s,
+                                       bhttp::parser<isRequest, bhttp::buffer_body, Allocator>& p,
+                                       Out& out, std::uint64_t& bytes, Session& s,
                                        secrets::Redactor* redact = nullptr,
                                        secrets::BodyTripwire* trip = nullptr) {
   using Side = Relayed::Side;
@@ -68,7 +69,8 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
   // A message sent as it came (not re-framed as chunked) is written by hand: its header as one
   // piece, then the body bytes as they are. Beast's serializer frames the chunked ones.
   const bool plain = !p.get().chunked();
-  std::optional<bhttp::serializer<isRequest, bhttp::buffer_body>> sr;
+  std::optional<bhttp::serializer<isRequest, bhttp::buffer_body, bhttp::basic_fields<Allocator>>>
+      sr;
   std::string head;  // plain: the header, until it has gone out
   if (plain) {
     head = http::head_text(p.get().base());
@@ -96,6 +98,12 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
   // Only for a message with a body, and not zeroed: kHold bytes of room for what `trip` held
   // back, in front of the chunk read.
   constexpr std::size_t kHold = secrets::BodyTripwire::kHoldBack;
+  // A body of known length smaller than kBodyChunk gets a buffer of its size (a small
+  // response then costs a small allocation, not 16 KiB); the bytes and writes are the same.
+  const auto remaining = p.content_length_remaining();
+  const std::size_t room =
+      remaining ? static_cast<std::size_t>(std::min<std::uint64_t>(*remaining, kBodyChunk))
+                : kBodyChunk;
   std::unique_ptr<char[]> chunk;
   std::string released;             // what `redact` lets go of this chunk
   std::size_t held = 0;             // bytes `trip` held back, just in front of chunk + kHold
@@ -104,9 +112,9 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
     if (held_from != nullptr) std::memmove(chunk.get() + kHold - held, held_from, held);
     held_from = nullptr;
     if (!p.is_done()) {
-      if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kHold + kBodyChunk);
+      if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kHold + room);
       p.get().body().data = chunk.get() + kHold;
-      p.get().body().size = kBodyChunk;
+      p.get().body().size = room;
       auto [ec, n] = co_await bhttp::async_read_some(in, in_buffer, p, use_tuple);
       if (ec == bhttp::error::need_buffer) ec = {};
       if constexpr (isRequest) {
@@ -116,7 +124,7 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
         }
       }
       if (ec) co_return Relayed{Side::in, ec};
-      p.get().body().size = kBodyChunk - p.get().body().size;
+      p.get().body().size = room - p.get().body().size;
       char* data = chunk.get() + kHold;
       if (trip != nullptr) {
         data -= held;
@@ -164,7 +172,8 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
 }
 
 // Replaces every occurrence of a secret in the header's field values (same length).
-void redact_fields(secrets::Redactor& redactor, bhttp::fields& fields) {
+template <class Fields>
+void redact_fields(secrets::Redactor& redactor, Fields& fields) {
   std::vector<std::pair<std::string, std::string>> all;
   bool changed = false;
   for (const auto& f : fields) {
@@ -587,7 +596,11 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
   bool upstream_keep_alive = false;
   bool keep_alive = client_keep_alive;
   for (;;) {
-    bhttp::response_parser<bhttp::buffer_body> res_parser;
+    // The response's fields live in `arena` (no malloc per field); it outlives the parser.
+    http::ResponseArena arena;
+    using Allocator = http::ArenaFields::allocator_type;
+    bhttp::response_parser<bhttp::buffer_body, Allocator> res_parser(
+        std::piecewise_construct, std::make_tuple(), std::make_tuple(Allocator(arena)));
     res_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
     res_parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     if (method == "HEAD") res_parser.skip(true);

@@ -83,65 +83,113 @@ std::string_view clean(std::string_view s, std::string& scratch) {
 // fixed ASCII names; string values are cleaned, then escaped by Boost.JSON's serializer.
 class JsonLine {
  public:
+  // The text goes into out_ at len_, within out_'s size: out_ is sized ahead (an allowed
+  // request's line is about 600 bytes, so one allocation) and cut to len_ at the end, so a
+  // piece costs a bounds check and a copy rather than std::string's append bookkeeping.
   JsonLine() {
-    out_.reserve(512);
-    out_ += '{';
+    out_.resize(1024);
+    put("{");
   }
   void str(std::string_view k, std::string_view v) {
-    key(k);
     if (plain_ascii(v)) {  // the usual value: nothing to clean or escape
-      out_ += '"';
-      out_ += v;
-      out_ += '"';
+      room(k.size() + v.size() + 6);
+      key_in_room(k);
+      char* p = out_.data() + len_;
+      *p++ = '"';
+      if (!v.empty()) std::memcpy(p, v.data(), v.size());
+      p[v.size()] = '"';
+      len_ += v.size() + 2;
       return;
     }
+    key(k);
     sr_.reset(clean(v, scratch_));
     std::array<char, 256> buf;
-    while (!sr_.done()) out_ += sr_.read(buf.data(), buf.size());
+    while (!sr_.done()) put(sr_.read(buf.data(), buf.size()));
   }
   template <class Int>
   void num(std::string_view k, Int v) {
-    key(k);
-    std::array<char, 24> buf;
-    const auto end = std::to_chars(buf.data(), buf.data() + buf.size(), v).ptr;
-    out_.append(buf.data(), end);
+    room(k.size() + 4 + 24);
+    key_in_room(k);
+    char* p = out_.data() + len_;
+    len_ = static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - out_.data());
   }
   void raw(std::string_view k, std::string_view json_text) {  // a constant JSON value
     key(k);
-    out_ += json_text;
+    put(json_text);
   }
   void open(std::string_view k) {
     key(k);
-    out_ += '{';
+    put("{");
     first_ = true;
   }
   void close() {
-    out_ += '}';
+    put("}");
     first_ = false;
   }
   std::string finish() {
-    out_ += "}\n";
+    put("}\n");
+    out_.resize(len_);
     return std::move(out_);
   }
 
  private:
   // Printable ASCII without a quote or backslash, within the field limit: written as it is.
+  // Eight bytes at a time: a byte is plain when it is below 0x7F, not below 0x20, and
+  // neither '"' nor '\\' (the SWAR tests below flag exactly the bytes that are not).
   static bool plain_ascii(std::string_view v) {
     if (v.size() > kMaxAuditFieldBytes) return false;
-    return std::all_of(v.begin(), v.end(), [](char c) {
+    const auto plain = [](char c) {
       const auto b = static_cast<unsigned char>(c);
       return b >= 0x20U && b < 0x7FU && c != '"' && c != '\\';
-    });
+    };
+    std::size_t i = 0;
+    for (; i + 8 <= v.size(); i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, v.data() + i, 8);
+      constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+      constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+      // Whether any byte of x is below n (n <= 128), or is zero: exact for "any byte".
+      const auto has_less = [](std::uint64_t x, std::uint64_t n) {
+        return (x - kOnes * n) & ~x & kHigh;
+      };
+      const std::uint64_t bad = (w & kHigh) |                       // >= 0x80
+                                (((w & ~kHigh) + kOnes) & kHigh) |  // 0x7F (and 0xFF)
+                                has_less(w, 0x20) |                 // control
+                                has_less(w ^ (kOnes * '"'), 1) | has_less(w ^ (kOnes * '\\'), 1);
+      if (bad != 0) return false;
+    }
+    for (; i < v.size(); ++i) {
+      if (!plain(v[i])) return false;
+    }
+    return true;
+  }
+  void room(std::size_t n) {
+    if (len_ + n > out_.size()) out_.resize(std::max(out_.size() * 2, len_ + n));
+  }
+  void put(std::string_view s) {
+    room(s.size());
+    if (!s.empty()) std::memcpy(out_.data() + len_, s.data(), s.size());
+    len_ += s.size();
   }
   void key(std::string_view k) {
-    if (!first_) out_ += ',';
+    room(k.size() + 4);
+    key_in_room(k);
+  }
+  // ,"k": (no comma first in an object); needs k.size() + 4 bytes of room.
+  void key_in_room(std::string_view k) {
+    char* p = out_.data() + len_;
+    if (!first_) *p++ = ',';
     first_ = false;
-    out_ += '"';
-    out_ += k;
-    out_ += "\":";
+    *p++ = '"';
+    std::memcpy(p, k.data(), k.size());
+    p += k.size();
+    *p++ = '"';
+    *p++ = ':';
+    len_ = static_cast<std::size_t>(p - out_.data());
   }
 
   std::string out_;
+  std::size_t len_ = 0;
   std::string scratch_;
   json::serializer sr_;
   bool first_ = true;
@@ -169,8 +217,15 @@ bool is_ip_literal(std::string_view host) {
   return all_of(last, [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
+// A timestamp's text in a fixed buffer: no allocation per line.
+struct TimestampText {
+  std::array<char, 84> chars;  // the cached prefix (at most 79) and ".123Z"'s last four
+  std::size_t size = 0;
+  std::string_view view() const { return {chars.data(), size}; }
+};
+
 // RFC 3339 UTC with milliseconds: "2026-11-29T10:00:00.123Z".
-std::string format_timestamp(std::chrono::system_clock::time_point t) {
+TimestampText format_timestamp(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto secs = floor<seconds>(t);
   const auto millis = static_cast<int>(duration_cast<milliseconds>(t - secs).count());
@@ -186,11 +241,14 @@ std::string format_timestamp(std::chrono::system_clock::time_point t) {
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     cached_secs = secs;
   }
-  std::string out(cached.data());
-  out += static_cast<char>('0' + millis / 100);
-  out += static_cast<char>('0' + millis / 10 % 10);
-  out += static_cast<char>('0' + millis % 10);
-  out += 'Z';
+  TimestampText out;
+  const std::size_t n = std::strlen(cached.data());
+  std::memcpy(out.chars.data(), cached.data(), n);
+  out.chars[n] = static_cast<char>('0' + millis / 100);
+  out.chars[n + 1] = static_cast<char>('0' + millis / 10 % 10);
+  out.chars[n + 2] = static_cast<char>('0' + millis % 10);
+  out.chars[n + 3] = 'Z';
+  out.size = n + 4;
   return out;
 }
 
@@ -283,7 +341,7 @@ ShownHost shown_host(std::string_view host) {
 std::string format_audit_line(const AuditRecord& r) {
   JsonLine line;
   const auto now = std::chrono::system_clock::now();
-  line.str("@timestamp", format_timestamp(r.time == decltype(r.time){} ? now : r.time));
+  line.str("@timestamp", format_timestamp(r.time == decltype(r.time){} ? now : r.time).view());
   line.raw("ecs", R"({"version":"8.11.0"})");
 
   line.open("event");

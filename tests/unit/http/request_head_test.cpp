@@ -8,6 +8,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <optional>
 #include <ostream>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -427,6 +428,70 @@ TEST(FindHeadEnd, NeedsMoreAtEveryTruncationPoint) {
   }
 }
 
+// The byte-by-byte scan find_head_end replaced (until 2026-12-03), kept as the reference:
+// the line-by-line one must give the same answer for every input and limits.
+Result<std::size_t> find_head_end_bytewise(std::string_view buffered, const HeadLimits& limits) {
+  bool in_request_line = true;
+  std::size_t line_start = 0;
+  const auto bare = [&]() -> Result<std::size_t> {
+    return make_error_code(in_request_line ? Errc::malformed_request : Errc::invalid_header);
+  };
+  for (std::size_t i = 0; i < buffered.size(); ++i) {
+    if (i >= limits.max_header_bytes) return make_error_code(Errc::headers_too_large);
+    const char c = buffered[i];
+    if (c == '\n') return bare();
+    if (c != '\r') {
+      if (in_request_line && i - line_start >= limits.max_request_line) {
+        return make_error_code(Errc::request_line_too_long);
+      }
+      continue;
+    }
+    if (i + 1 == buffered.size()) break;
+    if (buffered[i + 1] != '\n') return bare();
+    const bool empty_line = i == line_start;
+    if (empty_line && !in_request_line) {
+      if (i + 2 > limits.max_header_bytes) return make_error_code(Errc::headers_too_large);
+      return i + 2;
+    }
+    in_request_line = false;
+    line_start = i + 2;
+    ++i;
+  }
+  if (buffered.size() >= limits.max_header_bytes) return make_error_code(Errc::headers_too_large);
+  return 0;
+}
+
+// Random heads made of a few kinds of pieces (plain bytes, CRLF, bare CR, bare LF, CRLFCRLF),
+// every prefix of each, under limits small enough to be hit anywhere.
+TEST(FindHeadEnd, SameAsTheBytewiseScan) {
+  std::mt19937 random(13);
+  const std::vector<std::string> pieces = {"a",  "GET / HTTP/1.1", "X: y", "\r\n",  "\r\n", "\r",
+                                           "\n", "\r\n\r\n",       " ",    "\r\r\n"};
+  for (int round = 0; round < 3000; ++round) {
+    std::string head;
+    const std::size_t count = random() % 12;
+    for (std::size_t k = 0; k < count; ++k) head += pieces[random() % pieces.size()];
+    const HeadLimits limits{1 + random() % 24, 1 + random() % 48};
+    for (std::size_t n = 0; n <= head.size(); ++n) {
+      const std::string_view prefix = std::string_view(head).substr(0, n);
+      const auto want = find_head_end_bytewise(prefix, limits);
+      const auto got = find_head_end(prefix, limits);
+      ASSERT_EQ(got.has_value(), want.has_value()) << testing::PrintToString(std::string(prefix));
+      if (want) {
+        ASSERT_EQ(*got, *want) << testing::PrintToString(std::string(prefix));
+      } else {
+        ASSERT_EQ(got.error(), want.error()) << testing::PrintToString(std::string(prefix));
+      }
+    }
+    const auto big = find_head_end(head, {});  // default limits too
+    const auto big_want = find_head_end_bytewise(head, {});
+    ASSERT_EQ(big.has_value(), big_want.has_value());
+    if (big_want) {
+      ASSERT_EQ(*big, *big_want);
+    }
+  }
+}
+
 struct EndRow {
   const char* name;
   std::string buffered;
@@ -533,10 +598,54 @@ TEST(StripHopByHop, WorksOnResponses) {
   EXPECT_EQ(res[bh::field::content_type], "text/plain");
 }
 
+// The same edits on a response whose fields live in a ResponseArena (as http_forward.cpp
+// relays them) leave the same fields, in the same order, as on Beast's default fields.
+TEST(StripHopByHop, SameOnArenaFields) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> rows = {
+      {{"Connection", "keep-alive"}, {"Content-Length", "100"}, {"Server", "nginx"}},
+      {{"Connection", "close, X-Next"}, {"X-Next", "1"}, {"X-Keep", "2"}},
+      {{"X-Before", "1"}, {"Connection", "x-before, x-after"}, {"X-After", "2"}, {"TE", "t"}},
+      {{"Connection", "connection, Host"}, {"Host", "h"}, {"Connection", "x-a"}, {"X-A", "1"}},
+      {{"Keep-Alive", "timeout=5"}, {"Proxy-Authenticate", "Basic"}, {"Upgrade", "h2c"}},
+      {},
+  };
+  for (const auto& row : rows) {
+    ResponseArena arena;
+    bh::response_header<ArenaFields> in_arena{ArenaFields::allocator_type(arena)};
+    bh::response_header<> plain;
+    for (const auto& [name, value] : row) {
+      in_arena.insert(name, value);
+      plain.insert(name, value);
+    }
+    strip_hop_by_hop(in_arena);
+    strip_hop_by_hop(plain);
+    std::vector<std::pair<std::string, std::string>> want;
+    std::vector<std::pair<std::string, std::string>> got;
+    for (const auto& f : plain) want.emplace_back(f.name_string(), f.value());
+    for (const auto& f : in_arena) got.emplace_back(f.name_string(), f.value());
+    EXPECT_EQ(got, want) << (row.empty() ? "" : row.front().second);
+    EXPECT_EQ(plain.count(bh::field::connection), 0u);
+  }
+}
+
+TEST(StripHopByHop, ConnectionNamingFieldsAroundIt) {
+  bh::response<bh::empty_body> res{bh::status::ok, 11};
+  res.insert("X-Before", "1");
+  res.insert(bh::field::connection, "X-Before, x-after, connection");
+  res.insert("X-After", "2");
+  res.insert(bh::field::connection, "X-Last");
+  res.insert("X-Kept", "3");
+  res.insert("X-Last", "4");
+  strip_hop_by_hop(res);
+  std::vector<std::string> left;
+  for (const auto& f : res) left.emplace_back(f.name_string());
+  EXPECT_EQ(left, (std::vector<std::string>{"X-Kept"}));
+}
+
 // What Beast's own serializer writes for a message's header (the body is empty).
-template <bool isRequest>
-std::string serialized_by_beast(bh::message<isRequest, bh::empty_body>& m) {
-  bh::serializer<isRequest, bh::empty_body> sr{m};
+template <bool isRequest, class Fields>
+std::string serialized_by_beast(bh::message<isRequest, bh::empty_body, Fields>& m) {
+  bh::serializer<isRequest, bh::empty_body, Fields> sr{m};
   std::string out;
   boost::system::error_code ec;
   while (!sr.is_done() && !ec) {
@@ -576,6 +685,21 @@ TEST(HeadText, IsWhatBeastsSerializerWritesForAResponse) {
     EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << status;  // reason from code
     res.reason("Custom Reason");
     EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << status;
+  }
+  // The same for a response whose fields live in an arena, past the arena's size too (the
+  // fields that no longer fit are on the heap).
+  for (const std::size_t fields : {0U, 3U, 60U}) {
+    ResponseArena arena;
+    bh::response<bh::empty_body, ArenaFields> res{
+        std::piecewise_construct, std::make_tuple(),
+        std::make_tuple(ArenaFields::allocator_type(arena))};
+    res.result(bh::status::not_found);
+    for (std::size_t i = 0; i < fields; ++i) {
+      res.insert("X-Field-" + std::to_string(i), std::string(i % 7 * 5, 'v'));
+    }
+    res.set(bh::field::content_length, "0");
+    EXPECT_EQ(head_text(res.base()), serialized_by_beast(res)) << fields;
+    EXPECT_GT(arena.used(), 0u);
   }
   bh::response<bh::empty_body> bare;  // no fields at all
   bare.result(bh::status::ok);

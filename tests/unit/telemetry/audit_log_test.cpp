@@ -228,6 +228,88 @@ TEST(FormatAuditLine, EscapesHostileCharacters) {
   }
 }
 
+// The exact text of two lines, as the line writer produced it before it wrote by hand
+// (2026-12-03): an allowed request and a denial with every optional field, one value
+// escaped by the serializer.
+TEST(FormatAuditLine, ExactText) {
+  AuditRecord r;
+  r.event = "http_request";
+  r.outcome = "success";
+  r.sandbox_id = "bench";
+  r.source_ip = "127.0.0.1";
+  r.source_port = 36716;
+  r.protocol = "http";
+  r.host = "127.0.0.1";
+  r.port = 18080;
+  r.destination_ip = "127.0.0.1";
+  r.rule = "sandboxes.bench.allow_cidrs:127.0.0.1/32";
+  r.method = "GET";
+  r.url_path = "/small?q=1";
+  r.http_version = "1.1";
+  r.http_status = 200;
+  r.ended = Ended::completed;
+  r.bytes_up = 46;
+  r.bytes_down = 353;
+  r.duration = std::chrono::nanoseconds(5678617);
+  r.time = std::chrono::sys_days{std::chrono::year{2026} / 12 / 3} + 14h + 42min + 43s + 817ms;
+  EXPECT_EQ(
+      format_audit_line(r),
+      R"({"@timestamp":"2026-12-03T14:42:43.817Z","ecs":{"version":"8.11.0"},"event":{"code":"http_request","kind":"event","category":["network"],"type":["allowed"],"outcome":"success","duration":5678617},"labels":{"sandbox_id":"bench","termination":"completed"},"source":{"ip":"127.0.0.1","port":36716,"bytes":46},"destination":{"address":"127.0.0.1","ip":"127.0.0.1","port":18080,"bytes":353},"network":{"protocol":"http"},"rule":{"name":"sandboxes.bench.allow_cidrs:127.0.0.1/32"},"http":{"version":"1.1","request":{"method":"GET"},"response":{"status_code":200}},"url":{"path":"/small"}})"
+      "\n");
+  AuditRecord d;
+  d.event = "SANDBOX_NETWORK_DENIED";
+  d.outcome = "failure";
+  d.sandbox_id = "agent-1";
+  d.source_ip = "::1";
+  d.source_port = 5555;
+  d.protocol = "connect";
+  d.host = "api.example.com";
+  d.port = 443;
+  d.reason = "no_matching_rule";
+  d.rule = "default-deny";
+  d.suggestion = "allow = [\"api.example.com\"]";
+  d.would_deny = "x";
+  d.credential_name = "gh";
+  d.credential_fingerprint = "0123456789ab";
+  d.redactions = 2;
+  d.tls_sni = "api.example.com";
+  d.url_scheme = "https";
+  d.original_destination = "10.0.0.1:443";
+  d.suppressed_lines = 7;
+  d.phase = Phase::headers;
+  d.ended = Ended::timeout;
+  d.http_status = 403;
+  d.time = std::chrono::sys_days{std::chrono::year{2026} / 12 / 3} + 1h + 2min + 3s + 4ms;
+  EXPECT_EQ(
+      format_audit_line(d),
+      R"({"@timestamp":"2026-12-03T01:02:03.004Z","ecs":{"version":"8.11.0"},"event":{"code":"SANDBOX_NETWORK_DENIED","kind":"event","category":["network"],"type":["denied"],"outcome":"failure","reason":"no_matching_rule"},"labels":{"sandbox_id":"agent-1","original_destination":"10.0.0.1:443","suppressed_lines":7,"termination":"timeout","termination_phase":"headers","would_deny":"x","suggestion":"allow = [\"api.example.com\"]","redactions":2},"source":{"ip":"::1","port":5555,"bytes":0},"destination":{"address":"api.example.com","domain":"api.example.com","port":443,"bytes":0},"network":{"protocol":"connect"},"rule":{"name":"default-deny"},"credential":{"name":"gh","fingerprint":"0123456789ab"},"http":{"response":{"status_code":403}},"url":{"scheme":"https"},"tls":{"client":{"server_name":"api.example.com"}}})"
+      "\n");
+}
+
+// Every byte value at every position of values of 7 to 17 bytes (the plain-ASCII test reads
+// eight bytes at a time, then the tail): the line parses, and the value comes back as it was
+// (ASCII, escaped where JSON needs it) or with the byte replaced (not UTF-8 on its own).
+TEST(FormatAuditLine, EveryByteAtEveryPosition) {
+  for (std::size_t size = 7; size <= 17; ++size) {
+    for (std::size_t at = 0; at < size; ++at) {
+      for (unsigned b = 0; b < 256; ++b) {
+        std::string value(size, 'a');
+        value[at] = static_cast<char>(b);
+        AuditRecord r;
+        r.reason = value;
+        const std::string line = format_audit_line(r);
+        const json::value v = parse_line(line);
+        std::string want = value;
+        if (b >= 0x80) want.replace(at, 1, "\xEF\xBF\xBD");
+        ASSERT_EQ(v.at_pointer("/event/reason").as_string(), want) << size << " " << at << " " << b;
+        const bool raw = b >= 0x20 && b <= 0x7F && b != '"' && b != '\\';  // as JSON has it
+        EXPECT_EQ(line.find("\"reason\":\"" + value + "\"") != std::string::npos, raw)
+            << size << " " << at << " " << b;
+      }
+    }
+  }
+}
+
 TEST(FormatAuditLine, TruncatesLongFields) {
   const std::string long_ascii(5000, 'a');
   std::string long_utf8;
