@@ -105,7 +105,7 @@ class InjectionTable {
   common::ShardedStringMap<std::shared_ptr<const InjectionRules>> sandboxes_;
   std::map<std::pair<std::string, std::vector<std::uint16_t>>,
            std::shared_ptr<const InjectionRules>>
-      profiles_;  // one entry per profile and port list in use
+      profiles_;  // per profile and port list seen since the last whole build
 };
 
 // Whether canonical `path` starts with `prefix` on a segment boundary (see path_prefixes).
