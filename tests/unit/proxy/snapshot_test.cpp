@@ -55,7 +55,9 @@ void expect_same_credentials(const Snapshot& a, const Snapshot& b, const config:
   ASSERT_TRUE(a.injection && b.injection);
   EXPECT_EQ(a.injection->distinct_rule_sets(), b.injection->distinct_rule_sets());
   ASSERT_EQ(a.placeholders == nullptr, b.placeholders == nullptr);
-  if (a.placeholders) EXPECT_EQ(a.placeholders->size(), b.placeholders->size());
+  if (a.placeholders) {
+    EXPECT_EQ(a.placeholders->size(), b.placeholders->size());
+  }
   const policy::Host github = policy::normalize_host("github.com");
   const policy::Host npm = policy::normalize_host("registry.npmjs.org");
   for (const config::Sandbox& sandbox : cfg.sandboxes) {
