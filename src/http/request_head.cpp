@@ -17,17 +17,17 @@ namespace beast_http = boost::beast::http;
 namespace {
 
 // RFC 9110 §5.6.2 tchar.
-bool is_tchar(char c) {
+constexpr ByteSet kTchar([](char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
   return kSymbols.find(c) != std::string_view::npos;
-}
+});
 
 // RFC 9110 §5.5 field-value bytes: VCHAR, SP, HTAB and obs-text. No NUL, no other control.
-bool is_field_value_char(char c) {
+constexpr ByteSet kFieldValueChar([](char c) {
   const auto u = static_cast<unsigned char>(c);
   return u == '\t' || (u >= 0x20 && u != 0x7f);
-}
+});
 
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -82,8 +82,7 @@ Result<FramingFields> scan_fields(std::string_view head, const HeadLimits& limit
     if (colon == std::string_view::npos || colon == 0) return err(Errc::invalid_header);
     const std::string_view name = line.substr(0, colon);
     const std::string_view value = trim_ows(line.substr(colon + 1));
-    if (!std::all_of(name.begin(), name.end(), is_tchar) ||
-        !std::all_of(value.begin(), value.end(), is_field_value_char)) {
+    if (!kTchar.all_of(name) || !kFieldValueChar.all_of(value)) {
       return err(Errc::invalid_header);
     }
     if (iequals_ascii(name, "content-length") && out.lengths++ == 0) out.length = value;

@@ -8,9 +8,6 @@ namespace sandgate::http {
 
 namespace {
 
-bool is_alpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -20,11 +17,11 @@ bool is_hex(char c) {
 
 // RFC 3986 unreserved / sub-delims / ":" / "@" / "/" / "?" / "%", plus the characters
 // WHATWG-URL clients leave unescaped in paths and queries (see the header).
-bool is_target_char(char c) {
-  if (is_alpha(c) || is_digit(c)) return true;
+constexpr ByteSet kTargetChar([](char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   constexpr std::string_view kAllowed = "-._~!$&'()*+,;=:@/?%[]{}|^`";
   return kAllowed.find(c) != std::string_view::npos;
-}
+});
 
 bool has_valid_escapes(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -52,7 +49,7 @@ Result<RequestTarget> parse_request_target(std::string_view target, bool is_conn
   // A fragment is never sent (RFC 9110 §7.1); one here means the client and some upstream
   // could disagree about where the path ends.
   if (target.find('#') != std::string_view::npos) return fail(Errc::malformed_request);
-  if (!std::all_of(target.begin(), target.end(), is_target_char) || !has_valid_escapes(target)) {
+  if (!kTargetChar.all_of(target) || !has_valid_escapes(target)) {
     return fail(Errc::malformed_request);
   }
 

@@ -125,12 +125,16 @@ void append_hex(std::string& out, unsigned value) {
 }
 
 std::string v4_text(const std::uint8_t* b) {
-  std::string out;
+  char buf[16];  // "255.255.255.255": within std::string's inline buffer, no allocation
+  std::size_t n = 0;
   for (int i = 0; i < 4; ++i) {
-    if (i > 0) out += '.';
-    out += std::to_string(b[i]);
+    if (i > 0) buf[n++] = '.';
+    const unsigned v = b[i];
+    if (v >= 100) buf[n++] = static_cast<char>('0' + v / 100);
+    if (v >= 10) buf[n++] = static_cast<char>('0' + v / 10 % 10);
+    buf[n++] = static_cast<char>('0' + v % 10);
   }
-  return out;
+  return std::string(buf, n);
 }
 
 // RFC 5952: lowercase, no leading zeros, the longest run (first on a tie) of two or more zero

@@ -189,6 +189,28 @@ UpstreamConn::UpstreamConn(tcp::socket s, std::string auth, const policy::IpAddr
 
 UpstreamConn::~UpstreamConn() = default;
 
+namespace {
+
+// An authenticated CONNECT: decided, then refused or opened. A coroutine of its own, so that
+// the connection's (serve_explicit's) frame stays small enough for Asio's per-thread cache to
+// recycle it.
+asio::awaitable<void> serve_connect(Session& s, const http::RequestHead& head) {
+  const policy::Host host = policy::normalize_host(head.host);
+  policy::StreamFacts facts;
+  facts.mode = policy::EntryMode::connect;
+  facts.sandbox = &s.sandbox;
+  facts.authority = &host;
+  facts.port = head.port;
+  const policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
+  if (v.action == policy::StreamAction::refuse) {
+    co_await s.deny(facts.mode, v.shown, head.port, v.decision, &host);
+  } else {
+    co_await open_stream(s, v, head.port, {});
+  }
+}
+
+}  // namespace
+
 asio::awaitable<void> serve_explicit(tcp::socket socket, tcp::endpoint peer, WorkerDeps deps) {
   const auto session = std::make_shared<Session>(std::move(socket), peer, std::move(deps));
   Session& s = *session;
@@ -230,18 +252,7 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, tcp::endpoint peer, Wor
     s.request_method = s.request_path = {};  // forward_request names the request it forwards
 
     if (is_connect) {
-      const policy::Host host = policy::normalize_host(head->host);
-      policy::StreamFacts facts;
-      facts.mode = mode;
-      facts.sandbox = &s.sandbox;
-      facts.authority = &host;
-      facts.port = head->port;
-      const policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
-      if (v.action == policy::StreamAction::refuse) {
-        co_await s.deny(mode, v.shown, head->port, v.decision, &host);
-      } else {
-        co_await open_stream(s, v, head->port, {});
-      }
+      co_await serve_connect(s, *head);
       co_return;
     }
     if (!co_await forward_request(s, *head, head->port)) co_return;

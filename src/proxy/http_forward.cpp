@@ -68,14 +68,17 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
   const auto idle = s.limits().idle_timeout;
   // A message sent as it came (not re-framed as chunked) is written by hand: its header as one
   // piece, then the body bytes as they are. Beast's serializer frames the chunked ones.
+  // The serializer (400 bytes) is on the heap, and only for those: in this coroutine's frame
+  // it would take the frame past what Asio's per-thread cache recycles (about 1 KiB).
   const bool plain = !p.get().chunked();
-  std::optional<bhttp::serializer<isRequest, bhttp::buffer_body, bhttp::basic_fields<Allocator>>>
-      sr;
+  using Serializer =
+      bhttp::serializer<isRequest, bhttp::buffer_body, bhttp::basic_fields<Allocator>>;
+  std::unique_ptr<Serializer> sr;
   std::string head;  // plain: the header, until it has gone out
   if (plain) {
     head = http::head_text(p.get().base());
   } else {
-    sr.emplace(p.get());
+    sr = std::make_unique<Serializer>(p.get());
   }
   // The header goes out at once when no body bytes are at hand yet (a streamed response must
   // not wait for its first chunk); otherwise it goes out together with them, in one write.
@@ -363,14 +366,17 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   if (request.token != nullptr) s.request_fingerprint = request.token->fingerprint;
   // The body is scanned for placeholders on its way out, like the head was (a request with
   // no body never needs it).
-  std::optional<secrets::BodyTripwire> trip;
+  // On the heap, like other rare state here: this frame stays small enough for Asio's
+  // per-thread cache to recycle.
+  std::unique_ptr<secrets::BodyTripwire> trip;
   if (s.snap->placeholders && !head.parser->is_done()) {
-    trip.emplace(*s.snap->placeholders,
-                 s.snap->injection ? s.snap->injection->for_sandbox(s.sandbox) : nullptr, s.sandbox,
-                 host, request.port, request.intercepted != nullptr);
+    trip = std::make_unique<secrets::BodyTripwire>(
+        *s.snap->placeholders,
+        s.snap->injection ? s.snap->injection->for_sandbox(s.sandbox) : nullptr, s.sandbox, host,
+        request.port, request.intercepted != nullptr);
   }
   co_return co_await handle_http(s, head, host, request.port, &result.decision,
-                                 &request.secret_forms, trip ? &*trip : nullptr);
+                                 &request.secret_forms, trip.get());
 }
 
 asio::awaitable<void> linger_close(Session& s) {

@@ -1,6 +1,7 @@
 #include "proxy/request_filter.hpp"
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "common/ascii.hpp"
@@ -75,59 +76,76 @@ std::string basic_credentials(const boost::beast::http::fields& fields) {
 // rules. A credential goes only on a request inside a stream sandgate intercepted, whose
 // authority the decision already held to the intercepted name (misdirected otherwise), over
 // sandgate's own upstream TLS, which always verifies the destination's certificate.
+// The checks are plain functions and only an injection waits in a coroutine of its own, so the
+// frame every request pays for stays small (Asio's per-thread cache recycles frames up to
+// about 1 KiB; a larger one is a malloc and a free per request).
 class CredentialFilter final : public RequestFilter {
  public:
   boost::asio::awaitable<FilterResult> on_request(const Session& s,
                                                   ProxiedRequest& r) const override {
+    if (!s.snap->injection) co_return FilterResult{};
+    if (std::optional<FilterResult> refused = placeholder_refusal(s, r)) co_return *refused;
+    const secrets::InjectRule* rule = rule_for(s, r);
+    if (rule == nullptr) co_return FilterResult{};
+    co_return co_await inject(s, r, *rule);
+  }
+
+ private:
+  // The tripwire: a refusal when the request carries a placeholder where it may not go.
+  static std::optional<FilterResult> placeholder_refusal(const Session& s,
+                                                         const ProxiedRequest& r) {
     const Snapshot& snap = *s.snap;
-    if (!snap.injection) co_return FilterResult{};
-    const secrets::InjectionRules* rules = snap.injection->for_sandbox(s.sandbox);
-    const bool intercepted = r.intercepted != nullptr;
-    const std::string basic =
-        snap.placeholders && r.fields != nullptr ? basic_credentials(*r.fields) : std::string();
-    if (snap.placeholders && r.fields != nullptr &&
-        (may_carry_placeholder(r) || secrets::may_contain_placeholder(basic))) {
-      // Rare (some text holds "sgph_"): only then are the texts collected.
-      std::vector<std::string_view> texts = {r.path, basic};
-      for (const auto& f : *r.fields) texts.push_back(f.value());
-      const secrets::PlaceholderCheck check = secrets::check_placeholders(
-          *snap.placeholders, rules, s.sandbox, *r.host, r.port, intercepted, texts);
-      if (!check.allowed) {
-        FilterResult out;
-        out.next = false;
-        out.denial.reason = policy::Reason::placeholder_misuse;
-        // A git client is answered the way git prints it (as for a git rule's refusal).
-        const policy::CanonicalPath path = policy::canonicalize_path(r.path);
-        out.denial.git = policy::recognize_git(r.method, path.path, path.query);
-        if (!check.credential.empty()) out.denial.rule = "credentials." + check.credential;
-        co_return out;
-      }
-    }
-    if (rules == nullptr || !intercepted || r.fields == nullptr) co_return FilterResult{};
+    if (!snap.placeholders || r.fields == nullptr) return std::nullopt;
+    const std::string basic = basic_credentials(*r.fields);
+    if (!may_carry_placeholder(r) && !secrets::may_contain_placeholder(basic)) return std::nullopt;
+    // Rare (some text holds "sgph_"): only then are the texts collected.
+    std::vector<std::string_view> texts = {r.path, basic};
+    for (const auto& f : *r.fields) texts.push_back(f.value());
+    const secrets::PlaceholderCheck check =
+        secrets::check_placeholders(*snap.placeholders, snap.injection->for_sandbox(s.sandbox),
+                                    s.sandbox, *r.host, r.port, r.intercepted != nullptr, texts);
+    if (check.allowed) return std::nullopt;
+    FilterResult out;
+    out.next = false;
+    out.denial.reason = policy::Reason::placeholder_misuse;
+    // A git client is answered the way git prints it (as for a git rule's refusal).
+    const policy::CanonicalPath path = policy::canonicalize_path(r.path);
+    out.denial.git = policy::recognize_git(r.method, path.path, path.query);
+    if (!check.credential.empty()) out.denial.rule = "credentials." + check.credential;
+    return out;
+  }
+
+  // The inject rule this request matches, if any.
+  static const secrets::InjectRule* rule_for(const Session& s, const ProxiedRequest& r) {
+    const secrets::InjectionRules* rules = s.snap->injection->for_sandbox(s.sandbox);
+    if (rules == nullptr || r.intercepted == nullptr || r.fields == nullptr) return nullptr;
     // After an upgrade (WebSocket) the bytes are no longer HTTP messages sandgate scans for
     // the token on their way back: such requests never carry one.
-    if (r.fields->count(boost::beast::http::field::upgrade) != 0) co_return FilterResult{};
-    const secrets::InjectRule* rule = rules->match(*r.host, r.port, r.path);
-    if (rule == nullptr) co_return FilterResult{};
-    secrets::TokenResult got = co_await s.deps.shared->credentials->get(
-        rule->credential, rule->scope, s.limits().connect_timeout);
-    r.credential = rule->credential;  // named by the request's lines, also the 503's
+    if (r.fields->count(boost::beast::http::field::upgrade) != 0) return nullptr;
+    return rules->match(*r.host, r.port, r.path);
+  }
+
+  static boost::asio::awaitable<FilterResult> inject(const Session& s, ProxiedRequest& r,
+                                                     const secrets::InjectRule& rule) {
+    secrets::TokenResult got = co_await s.deps.shared->credentials->get(rule.credential, rule.scope,
+                                                                        s.limits().connect_timeout);
+    r.credential = rule.credential;  // named by the request's lines, also the 503's
     if (!got.ok()) {
       FilterResult out;
       out.next = false;
       out.error = Errc::credential_unavailable;
       out.retryable = got.error->retryable;
-      out.message = "credential " + rule->credential + ": " + got.error->message;
+      out.message = "credential " + rule.credential + ": " + got.error->message;
       co_return out;
     }
-    secrets::Injection injection = secrets::apply(*rule, got.token->value.view());
+    secrets::Injection injection = secrets::apply(rule, got.token->value.view());
     r.fields->erase(injection.name);
     r.fields->insert(injection.name, injection.value);
     secrets::cleanse(injection.value);
     // The response is scanned for the token on its way back (THREATS 22): ask for it
     // uncompressed, so that what is scanned is what the sandbox reads.
     r.fields->set(boost::beast::http::field::accept_encoding, "identity");
-    r.injected = rule;
+    r.injected = &rule;
     r.token = std::move(got.token);
     r.secret_forms = std::move(injection.secret_forms);
     co_return FilterResult{};

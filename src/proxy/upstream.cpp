@@ -77,59 +77,84 @@ bool is_local_exhaustion(const boost::system::error_code& ec) {
          || ec == asio::error::no_memory;                             // ENOMEM
 }
 
+namespace {
+
+// Whether the policy lets `out` dial the literal `host`; a refusal is noted in `out`.
+// Policy::decide checked the literal without the host's live addresses.
+bool admit_literal(const WorkerDeps& deps, const Snapshot& snap, std::string_view sandbox,
+                   const policy::Host& host, std::uint16_t port, Dialed& out) {
+  const auto host_addresses = deps.shared->host_addresses.load(std::memory_order_acquire);
+  policy::Decision d = snap.policy->check_address(sandbox, host.address, port, *host_addresses);
+  if (d.allowed) return true;
+  out.error = Errc::network_denied;
+  out.denial = std::move(d);
+  out.denied_host = host;
+  out.address = host.address;
+  return false;
+}
+
+// The addresses of the name `host` that the policy lets this dial try, all judged against one
+// view of the host's addresses. None: `out.error` says why (a failed lookup, or the refusal of
+// the first address refused).
+asio::awaitable<std::vector<policy::IpAddress>> resolve_allowed(const WorkerDeps& deps,
+                                                                const Snapshot& snap,
+                                                                std::string_view sandbox,
+                                                                const policy::Host& host,
+                                                                std::uint16_t port, Dialed& out) {
+  telemetry::Metrics& metrics = *deps.shared->metrics;
+  const auto host_addresses = deps.shared->host_addresses.load(std::memory_order_acquire);
+  std::vector<policy::IpAddress> candidates;
+  const auto start = std::chrono::steady_clock::now();
+  auto answer = co_await deps.resolver->resolve(host.name);
+  if (!answer) {
+    metrics.dns_lookup(telemetry::DnsResult::failed);
+    out.error = answer.error() == make_error_code(Errc::upstream_timeout)
+                    ? Errc::upstream_timeout
+                    : Errc::upstream_dns_failed;
+    co_return candidates;
+  }
+  if (answer->from_cache) {
+    metrics.dns_lookup(telemetry::DnsResult::cache_hit);
+  } else {
+    metrics.dns_lookup(telemetry::DnsResult::ok);
+    metrics.dns_lookup_duration(std::chrono::steady_clock::now() - start);
+  }
+  for (const policy::IpAddress& a : answer->addresses) {
+    policy::Decision d = snap.policy->check_address(sandbox, a, port, *host_addresses);
+    if (d.allowed) {
+      candidates.push_back(a);
+    } else if (out.error == Errc::ok) {
+      out.error = Errc::network_denied;  // remembered; cleared if any address passes
+      out.denial = std::move(d);
+      out.denied_host.kind = policy::Host::Kind::address;
+      out.denied_host.address = a;
+    }
+  }
+  if (candidates.empty()) {
+    if (out.error == Errc::ok) out.error = Errc::upstream_dns_failed;
+  } else {
+    out.error = Errc::ok;
+  }
+  co_return candidates;
+}
+
+}  // namespace
+
+// The address checks and the lookup are helpers of their own (a plain function and a
+// coroutine), so that this frame, which every dial pays for, stays small enough for Asio's
+// per-thread cache to recycle.
 asio::awaitable<Dialed> dial_checked(const WorkerDeps& deps, const Snapshot& snap,
                                      std::string_view sandbox, const policy::Host& host,
                                      std::uint16_t port) {
   Dialed out(co_await asio::this_coro::executor);
   telemetry::Metrics& metrics = *deps.shared->metrics;
-
-  // One set for the whole dial: every candidate is judged against the same view of the host.
-  const auto host_addresses = deps.shared->host_addresses.load(std::memory_order_acquire);
-
   std::vector<policy::IpAddress> candidates;
   if (host.is_address()) {
-    // Policy::decide checked the literal without the host's live addresses.
-    policy::Decision d = snap.policy->check_address(sandbox, host.address, port, *host_addresses);
-    if (!d.allowed) {
-      out.error = Errc::network_denied;
-      out.denial = std::move(d);
-      out.denied_host = host;
-      out.address = host.address;
-      co_return out;
-    }
+    if (!admit_literal(deps, snap, sandbox, host, port, out)) co_return out;
     candidates.push_back(host.address);
   } else {
-    const auto start = std::chrono::steady_clock::now();
-    auto answer = co_await deps.resolver->resolve(host.name);
-    if (!answer) {
-      metrics.dns_lookup(telemetry::DnsResult::failed);
-      out.error = answer.error() == make_error_code(Errc::upstream_timeout)
-                      ? Errc::upstream_timeout
-                      : Errc::upstream_dns_failed;
-      co_return out;
-    }
-    if (answer->from_cache) {
-      metrics.dns_lookup(telemetry::DnsResult::cache_hit);
-    } else {
-      metrics.dns_lookup(telemetry::DnsResult::ok);
-      metrics.dns_lookup_duration(std::chrono::steady_clock::now() - start);
-    }
-    for (const policy::IpAddress& a : answer->addresses) {
-      policy::Decision d = snap.policy->check_address(sandbox, a, port, *host_addresses);
-      if (d.allowed) {
-        candidates.push_back(a);
-      } else if (out.error == Errc::ok) {
-        out.error = Errc::network_denied;  // remembered; cleared if any address passes
-        out.denial = std::move(d);
-        out.denied_host.kind = policy::Host::Kind::address;
-        out.denied_host.address = a;
-      }
-    }
-    if (candidates.empty()) {
-      if (out.error == Errc::ok) out.error = Errc::upstream_dns_failed;
-      co_return out;
-    }
-    out.error = Errc::ok;
+    candidates = co_await resolve_allowed(deps, snap, sandbox, host, port, out);
+    if (candidates.empty()) co_return out;
   }
 
   // The connect phase has a budget of its own, shared by at most kMaxDialAttempts addresses,
