@@ -16,7 +16,9 @@ audit log on (config like config/bench.toml, S1-S4 part) against a small origin 
 process. Kernel time is not in these counts: use the harness (bench/proxy/run.sh) for CPU.
 """
 import argparse
+import base64
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,8 +27,6 @@ import sys
 import tempfile
 import threading
 import time
-import base64
-import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
