@@ -197,6 +197,14 @@ def measure(binary, scenario, count, n, origin_port, work, shim):
     raise RuntimeError("no totals in the callgrind output")
 
 
+def keep(into, work, binary, scenario, count, n):
+    """Copies the callgrind output of the run just measured into `into` (--keep)."""
+    if into and count == "instructions":
+        os.makedirs(into, exist_ok=True)
+        name = f"{os.path.basename(binary)}-{scenario}-{n}.callgrind"
+        shutil.copy(os.path.join(work, f"{count}.out"), os.path.join(into, name))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", action="append",
@@ -206,6 +214,9 @@ def main():
     ap.add_argument("--sizes", action="store_true",
                     help="with allocs: also the aligned allocations per operation by size "
                          "(Asio's recycling cache missing: coroutine frames, handlers)")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="with instructions: keep callgrind's outputs in DIR, one per run "
+                         "(callgrind_annotate DIR/NAME-S2-1300.callgrind)")
     ap.add_argument("--n1", type=int, default=300)
     ap.add_argument("--n2", type=int, default=1300)
     args = ap.parse_args()
@@ -232,7 +243,9 @@ def main():
             for scenario in scenarios:
                 for count in counts:
                     a, a_sizes = measure(binary, scenario, count, args.n1, origin_port, work, shim)
+                    keep(args.keep, work, binary, scenario, count, args.n1)
                     b, b_sizes = measure(binary, scenario, count, args.n2, origin_port, work, shim)
+                    keep(args.keep, work, binary, scenario, count, args.n2)
                     ops = args.n2 - args.n1
                     name = binary if len(binary) <= 40 else "..." + binary[-37:]
                     print(f"{name:40} {scenario:8} {count:12} {(b - a) / ops:,.1f}", flush=True)

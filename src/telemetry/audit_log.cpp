@@ -83,16 +83,21 @@ std::string_view clean(std::string_view s, std::string& scratch) {
 // fixed ASCII names; string values are cleaned, then escaped by Boost.JSON's serializer.
 class JsonLine {
  public:
-  // The text goes into out_ at len_, within out_'s size: out_ is sized ahead (an allowed
-  // request's line is about 600 bytes, so one allocation) and cut to len_ at the end, so a
-  // piece costs a bounds check and a copy rather than std::string's append bookkeeping.
-  JsonLine() {
-    out_.resize(1024);
+  // The text goes into out_ at len_, within out_'s size, so a piece costs a bounds check and
+  // a copy rather than std::string's append bookkeeping. One JsonLine per thread is reused
+  // line after line (see format_line()): out_ keeps its size (at least 1 KiB; an allowed
+  // request's line is about 600 bytes), so a line allocates nothing.
+  JsonLine() { out_.resize(1024); }
+  void start() {
+    len_ = 0;
+    first_ = true;
     put("{");
   }
-  void str(std::string_view k, std::string_view v) {
+  // Keys are string literals, so their copies have a constant size the compiler inlines.
+  template <std::size_t N>
+  void str(const char (&k)[N], std::string_view v) {
     if (plain_ascii(v)) {  // the usual value: nothing to clean or escape
-      room(k.size() + v.size() + 6);
+      room(N + v.size() + 5);
       key_in_room(k);
       char* p = out_.data() + len_;
       *p++ = '"';
@@ -102,22 +107,22 @@ class JsonLine {
       return;
     }
     key(k);
-    sr_.reset(clean(v, scratch_));
-    std::array<char, 256> buf;
-    while (!sr_.done()) put(sr_.read(buf.data(), buf.size()));
+    escaped(v);
   }
-  template <class Int>
-  void num(std::string_view k, Int v) {
-    room(k.size() + 4 + 24);
+  template <std::size_t N, class Int>
+  void num(const char (&k)[N], Int v) {
+    room(N + 3 + 24);
     key_in_room(k);
     char* p = out_.data() + len_;
     len_ = static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - out_.data());
   }
-  void raw(std::string_view k, std::string_view json_text) {  // a constant JSON value
+  template <std::size_t N>
+  void raw(const char (&k)[N], std::string_view json_text) {  // a constant JSON value
     key(k);
     put(json_text);
   }
-  void open(std::string_view k) {
+  template <std::size_t N>
+  void open(const char (&k)[N]) {
     key(k);
     put("{");
     first_ = true;
@@ -126,10 +131,10 @@ class JsonLine {
     put("}");
     first_ = false;
   }
-  std::string finish() {
+  // The line, valid until the next start() on this object.
+  std::string_view finish() {
     put("}\n");
-    out_.resize(len_);
-    return std::move(out_);
+    return {out_.data(), len_};
   }
 
  private:
@@ -171,18 +176,26 @@ class JsonLine {
     if (!s.empty()) std::memcpy(out_.data() + len_, s.data(), s.size());
     len_ += s.size();
   }
-  void key(std::string_view k) {
-    room(k.size() + 4);
+  // A value that needs cleaning or escaping (rare), through Boost.JSON's serializer.
+  void escaped(std::string_view v) {
+    sr_.reset(clean(v, scratch_));
+    std::array<char, 256> buf;
+    while (!sr_.done()) put(sr_.read(buf.data(), buf.size()));
+  }
+  template <std::size_t N>
+  void key(const char (&k)[N]) {
+    room(N + 3);
     key_in_room(k);
   }
-  // ,"k": (no comma first in an object); needs k.size() + 4 bytes of room.
-  void key_in_room(std::string_view k) {
+  // ,"k": (no comma first in an object); needs N + 3 bytes of room.
+  template <std::size_t N>
+  void key_in_room(const char (&k)[N]) {
     char* p = out_.data() + len_;
     if (!first_) *p++ = ',';
     first_ = false;
     *p++ = '"';
-    std::memcpy(p, k.data(), k.size());
-    p += k.size();
+    std::memcpy(p, k, N - 1);
+    p += N - 1;
     *p++ = '"';
     *p++ = ':';
     len_ = static_cast<std::size_t>(p - out_.data());
@@ -338,8 +351,19 @@ ShownHost shown_host(std::string_view host) {
   return out;
 }
 
-std::string format_audit_line(const AuditRecord& r) {
-  JsonLine line;
+namespace {
+
+// shown_host(host).text, copied into `storage` only when it has to be shortened.
+std::string_view shown(std::string_view host, ShownHost& storage) {
+  if (host.size() <= kMaxShownHostBytes) return host;
+  storage = shown_host(host);
+  return storage.text;
+}
+
+// Formats r into this thread's JsonLine; the view is valid until the thread's next call.
+std::string_view format_line(const AuditRecord& r) {
+  thread_local JsonLine line;
+  line.start();
   const auto now = std::chrono::system_clock::now();
   line.str("@timestamp", format_timestamp(r.time == decltype(r.time){} ? now : r.time).view());
   line.raw("ecs", R"({"version":"8.11.0"})");
@@ -354,19 +378,20 @@ std::string format_audit_line(const AuditRecord& r) {
   if (r.duration.count() > 0) line.num("duration", r.duration.count());
   line.close();
 
-  const ShownHost host = shown_host(r.host);
+  ShownHost shortened;
+  const std::string_view host = shown(r.host, shortened);
   if (!r.sandbox_id.empty() || !r.original_destination.empty() || r.suppressed_lines != 0 ||
-      host.shortened || r.ended != Ended::unset || !r.would_deny.empty() || !r.suggestion.empty() ||
-      r.redactions != 0) {
+      shortened.shortened || r.ended != Ended::unset || !r.would_deny.empty() ||
+      !r.suggestion.empty() || r.redactions != 0) {
     line.open("labels");
     if (!r.sandbox_id.empty()) line.str("sandbox_id", r.sandbox_id);
     if (!r.original_destination.empty()) {
       line.str("original_destination", r.original_destination);
     }
     if (r.suppressed_lines != 0) line.num("suppressed_lines", r.suppressed_lines);
-    if (host.shortened) {
+    if (shortened.shortened) {
       line.raw("host_shortened", "true");
-      line.num("host_bytes", host.original_bytes);
+      line.num("host_bytes", shortened.original_bytes);
     }
     if (r.ended != Ended::unset) line.str("termination", ended_name(r.ended));
     if (r.phase != Phase::unset) line.str("termination_phase", phase_name(r.phase));
@@ -384,8 +409,8 @@ std::string format_audit_line(const AuditRecord& r) {
 
   line.open("destination");
   if (!r.host.empty()) {
-    line.str("address", host.text);
-    if (!is_ip_literal(r.host)) line.str("domain", host.text);
+    line.str("address", host);
+    if (!is_ip_literal(r.host)) line.str("domain", host);
   }
   if (!r.destination_ip.empty()) line.str("ip", r.destination_ip);
   if (r.port != 0) line.num("port", r.port);
@@ -433,11 +458,18 @@ std::string format_audit_line(const AuditRecord& r) {
   if (!r.tls_sni.empty()) {
     line.open("tls");
     line.open("client");
-    line.str("server_name", shown_host(r.tls_sni).text);  // "…" marks a shortened one
+    ShownHost sni;
+    line.str("server_name", shown(r.tls_sni, sni));  // "…" marks a shortened one
     line.close();
     line.close();
   }
   return line.finish();
+}
+
+}  // namespace
+
+std::string format_audit_line(const AuditRecord& r) {
+  return std::string(format_line(r));
 }
 
 namespace {
@@ -530,16 +562,17 @@ void AuditLog::adopt(int fd, bool owned) {
 void AuditLog::write(const AuditRecord& r) noexcept {
   if (sink_ == Sink::off) return;
   try {
-    std::string line = format_audit_line(r);
+    const std::string_view line = format_line(r);
     bool was_empty = false;
     {
       const std::lock_guard lock(mutex_);
-      if (queue_.size() >= max_queued_) {
+      if (queued_lines_ >= max_queued_) {
         failures_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      was_empty = queue_.empty();
-      queue_.push_back(std::move(line));
+      was_empty = queued_lines_ == 0 && reopens_.empty();
+      queue_.append(line);
+      ++queued_lines_;
       ++enqueued_;
     }
     if (was_empty) wake_.notify_one();  // otherwise the writer is already due to drain it
@@ -552,10 +585,9 @@ void AuditLog::reopen() noexcept {
   if (sink_ != Sink::file) return;
   try {
     {
-      // An empty entry is the reopen marker (lines always end in '\n'): lines queued
-      // before this call still go to the old file, later ones to the new one.
+      // Lines queued before this call still go to the old file, later ones to the new one.
       const std::lock_guard lock(mutex_);
-      queue_.emplace_back();
+      reopens_.push_back(queue_.size());
       ++enqueued_;
     }
     wake_.notify_one();
@@ -597,53 +629,67 @@ void AuditLog::run() {
   sigaddset(&pipe_signal, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
 
+  // The writer's side of the queue: swapped with queue_, so the two buffers keep their
+  // capacity and trade places batch after batch.
+  std::string batch;
+  std::vector<std::size_t> batch_reopens;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stop_ and nothing left to write
+    wake_.wait(lock, [&] { return stop_ || queued_lines_ != 0 || !reopens_.empty(); });
+    if (queued_lines_ == 0 && reopens_.empty()) return;  // stop_ and nothing left to write
     // Let a burst gather for a moment, so one wake-up and one write(2) carry many lines.
     // Producers signal only an empty queue, so meanwhile they make no futex call either.
     wake_.wait_for(lock, kGatherTime, [&] { return stop_; });
-    std::deque<std::string> batch;
+    batch.clear();
+    batch_reopens.clear();
     batch.swap(queue_);
+    batch_reopens.swap(reopens_);
+    const std::uint64_t entries = queued_lines_ + batch_reopens.size();
+    queued_lines_ = 0;
     lock.unlock();
-    // Lines are gathered into few write(2) calls (each holds whole lines only), which costs
-    // far less than one call per line when traffic is heavy.
-    std::string chunk;
-    std::uint64_t chunk_lines = 0;
-    auto flush_chunk = [&] {
-      if (chunk_lines > 0) {
-        const std::uint64_t lost = write_lines(chunk, chunk_lines);
-        if (lost > 0) failures_.fetch_add(lost, std::memory_order_relaxed);
-      }
-      chunk.clear();
-      chunk_lines = 0;
-    };
-    for (const std::string& entry : batch) {
-      if (entry.empty()) {
-        flush_chunk();
-        reopen_file();
-        continue;
-      }
-      if (chunk.size() + entry.size() > kMaxWriteBytes) flush_chunk();
-      chunk += entry;
-      ++chunk_lines;
+    std::size_t from = 0;
+    for (const std::size_t at : batch_reopens) {
+      write_batch(std::string_view(batch).substr(from, at - from));
+      reopen_file();
+      from = at;
     }
-    flush_chunk();
+    write_batch(std::string_view(batch).substr(from));
+    // A burst's buffer is not kept for ever: 16,384 queued lines are about 10 MiB.
+    if (batch.capacity() > kMaxWriteBytes * 4) batch = std::string();
     lock.lock();
-    written_ += batch.size();
+    written_ += entries;
     drained_.notify_all();
   }
 }
 
-// Writes `lines` whole lines; returns how many of them did not reach the sink. Lines hold no
-// raw '\n' (JSON escapes it), so the '\n's in what was written count the lines it completed.
-std::uint64_t AuditLog::write_lines(std::string_view chunk, std::uint64_t lines) {
+// Writes whole lines in few write(2) calls of at most kMaxWriteBytes each (a single longer
+// line goes alone), which costs far less than one call per line when traffic is heavy.
+void AuditLog::write_batch(std::string_view lines) {
+  while (!lines.empty()) {
+    std::size_t end = lines.size();
+    if (end > kMaxWriteBytes) {
+      end = lines.rfind('\n', kMaxWriteBytes - 1);
+      if (end == std::string_view::npos) end = lines.find('\n', kMaxWriteBytes);
+      ++end;  // every line ends in '\n'
+    }
+    if (const std::uint64_t lost = write_lines(lines.substr(0, end)); lost > 0) {
+      failures_.fetch_add(lost, std::memory_order_relaxed);
+    }
+    lines.remove_prefix(end);
+  }
+}
+
+// Writes a chunk of whole lines; returns how many of them did not reach the sink. Lines hold
+// no raw '\n' (JSON escapes it), so the '\n's count lines, which is done only on a failure.
+std::uint64_t AuditLog::write_lines(std::string_view chunk) {
+  const auto lines_in = [](std::string_view text) {
+    return static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n'));
+  };
   if (torn_) {
     std::size_t done = 0;
     if (const int error = write_all("\n", done); error != 0) {
-      note_failure(error, lines);
-      return lines;
+      note_failure(error, lines_in(chunk));
+      return lines_in(chunk);
     }
     torn_ = false;
   }
@@ -654,11 +700,10 @@ std::uint64_t AuditLog::write_lines(std::string_view chunk, std::uint64_t lines)
     return 0;
   }
   const std::size_t whole = done == 0 ? 0 : chunk.rfind('\n', done - 1) + 1;
-  const auto written =
-      static_cast<std::uint64_t>(std::count(chunk.begin(), chunk.begin() + whole, '\n'));
   if (done > whole) cut_fragment(done - whole);
-  note_failure(error, lines - written);
-  return lines - written;
+  const std::uint64_t lost = lines_in(chunk.substr(whole));
+  note_failure(error, lost);
+  return lost;
 }
 
 // Writes data from `done` on until all of it is written or the sink fails; returns 0 or the

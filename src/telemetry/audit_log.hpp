@@ -5,12 +5,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace sandgate::telemetry {
 
@@ -191,7 +191,8 @@ class AuditLog {
   enum class Kind { regular, nonblocking, polled };
 
   void run();
-  std::uint64_t write_lines(std::string_view chunk, std::uint64_t lines);
+  void write_batch(std::string_view lines);
+  std::uint64_t write_lines(std::string_view chunk);
   int write_all(std::string_view data, std::size_t& done);
   bool wait_writable();
   void cut_fragment(std::size_t fragment_bytes);
@@ -221,9 +222,13 @@ class AuditLog {
   mutable std::mutex mutex_;
   std::condition_variable wake_;     // writer: work queued or stop requested
   std::condition_variable drained_;  // flush(): a batch finished
-  std::deque<std::string> queue_;    // lines; an empty entry asks for a reopen
-  std::uint64_t enqueued_ = 0;       // entries ever accepted into queue_
-  std::uint64_t written_ = 0;        // entries ever taken out of queue_ and handled
+  // The queue: whole lines back to back, appended by write() (no allocation per line once
+  // the buffer has grown) and swapped out whole by the writer, which writes from it directly.
+  std::string queue_;
+  std::size_t queued_lines_ = 0;
+  std::vector<std::size_t> reopens_;  // offsets in queue_ at which reopen() was called
+  std::uint64_t enqueued_ = 0;        // lines and reopens ever accepted into the queue
+  std::uint64_t written_ = 0;         // lines and reopens ever taken out of it and handled
   bool stop_ = false;
   std::thread writer_;  // last: started after everything above is initialised
 };

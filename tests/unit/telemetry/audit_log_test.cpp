@@ -571,6 +571,46 @@ TEST(AuditLog, FlushUntilGivesUpOnAStalledReaderAndCountsEveryLineItDropped) {
   ::close(fds[0]);
 }
 
+// Every string field full of control characters, each escaped to six bytes: a line longer
+// than one write(2) of gathered lines (kMaxWriteBytes) may take.
+AuditRecord huge_record(const std::string& filler) {
+  AuditRecord r = denied_record();
+  for (std::string_view* field :
+       {&r.reason, &r.sandbox_id, &r.rule, &r.method, &r.url_path, &r.would_deny, &r.suggestion,
+        &r.original_destination, &r.credential_name, &r.credential_fingerprint, &r.tls_sni,
+        &r.source_ip, &r.protocol, &r.destination_ip, &r.http_version, &r.url_scheme}) {
+    *field = filler;
+  }
+  return r;
+}
+
+TEST(AuditLog, LineLongerThanOneWriteGoesWholeBetweenItsNeighbours) {
+  AuditRecord first = denied_record();
+  first.sandbox_id = "before";
+  AuditRecord last = denied_record();
+  last.sandbox_id = "after";
+  const std::string last_text = format_audit_line(last);  // before any long line
+  const std::string filler(kMaxAuditFieldBytes, '\x01');
+  const AuditRecord huge = huge_record(filler);
+  ASSERT_GT(format_audit_line(huge).size(), AuditLog::kMaxWriteBytes);
+  const TempDir dir;
+  const fs::path path = dir.path() / "audit.log";
+  {
+    AuditLog log(path.string());
+    log.write(first);
+    log.write(huge);
+    log.write(last);
+    log.flush();
+    EXPECT_EQ(log.write_failures(), 0U);
+  }
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(parse_line(lines[0]).at_pointer("/labels/sandbox_id"), "before");
+  EXPECT_EQ(parse_line(lines[1]).at_pointer("/url/path").as_string(), filler);
+  // Lines are formatted in one buffer per thread: a short line after a long one is itself.
+  EXPECT_EQ(lines[2], last_text);
+}
+
 TEST(AuditLog, ConcurrentWritesGiveWholeLines) {
   const TempDir dir;
   const fs::path path = dir.path() / "audit.log";
