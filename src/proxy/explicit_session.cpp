@@ -8,6 +8,7 @@
 
 #include "http/request_head.hpp"
 #include "proxy/auth.hpp"
+#include "proxy/send_now.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -180,7 +181,12 @@ asio::awaitable<boost::system::error_code> Session::write_client(std::string_vie
     auto [ec, n] = co_await asio::async_write(tls->stream, asio::buffer(bytes), use_tuple);
     co_return ec;
   }
-  auto [ec, n] = co_await asio::async_write(client, asio::buffer(bytes), use_tuple);
+  boost::system::error_code ec;
+  const std::size_t n = send_now(client, asio::buffer(bytes), ec);
+  if (!ec && n < bytes.size()) {
+    std::tie(ec, std::ignore) =
+        co_await asio::async_write(client, asio::buffer(bytes.substr(n)), use_tuple);
+  }
   co_return ec;
 }
 

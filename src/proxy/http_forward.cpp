@@ -20,6 +20,7 @@
 #include "policy/path.hpp"
 #include "proxy/interception.hpp"
 #include "proxy/request_filter.hpp"
+#include "proxy/send_now.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream.hpp"
@@ -89,7 +90,13 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
     boost::system::error_code ec;
     std::size_t n = 0;
     if (plain) {
-      std::tie(ec, n) = co_await asio::async_write(out, asio::buffer(head), use_tuple);
+      n = send_now_if_plain(out, asio::buffer(head), ec);
+      if (!ec && n < head.size()) {
+        std::size_t rest = 0;
+        std::tie(ec, rest) = co_await asio::async_write(
+            out, asio::buffer(head.data() + n, head.size() - n), use_tuple);
+        n += rest;
+      }
     } else {
       std::tie(ec, n) = co_await bhttp::async_write_header(out, *sr, use_tuple);
     }
@@ -154,10 +161,17 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
       p.get().body().more = false;
     }
     if (plain) {
-      const std::array<asio::const_buffer, 2> pieces{
+      std::array<asio::const_buffer, 2> pieces{
           asio::buffer(head), asio::buffer(p.get().body().data, p.get().body().size)};
-      if (asio::buffer_size(pieces) > 0) {
-        auto [ec, n] = co_await asio::async_write(out, pieces, use_tuple);
+      if (const std::size_t size = asio::buffer_size(pieces); size > 0) {
+        boost::system::error_code ec;
+        std::size_t n = send_now_if_plain(out, pieces, ec);
+        if (!ec && n < size) {
+          consume(pieces, n);
+          std::size_t rest = 0;
+          std::tie(ec, rest) = co_await asio::async_write(out, pieces, use_tuple);
+          n += rest;
+        }
         if (ec) co_return Relayed{Side::out, ec};
         head.clear();
         bytes += n;
