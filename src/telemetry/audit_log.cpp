@@ -570,7 +570,7 @@ void AuditLog::write(const AuditRecord& r) noexcept {
         failures_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      was_empty = queued_lines_ == 0 && reopens_.empty();
+      was_empty = queue_empty();
       queue_.append(line);
       ++queued_lines_;
       ++enqueued_;
@@ -635,8 +635,8 @@ void AuditLog::run() {
   std::vector<std::size_t> batch_reopens;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || queued_lines_ != 0 || !reopens_.empty(); });
-    if (queued_lines_ == 0 && reopens_.empty()) return;  // stop_ and nothing left to write
+    wake_.wait(lock, [&] { return stop_ || !queue_empty(); });
+    if (queue_empty()) return;  // stop_ and nothing left to write
     // Let a burst gather for a moment, so one wake-up and one write(2) carry many lines.
     // Producers signal only an empty queue, so meanwhile they make no futex call either.
     wake_.wait_for(lock, kGatherTime, [&] { return stop_; });
@@ -688,8 +688,9 @@ std::uint64_t AuditLog::write_lines(std::string_view chunk) {
   if (torn_) {
     std::size_t done = 0;
     if (const int error = write_all("\n", done); error != 0) {
-      note_failure(error, lines_in(chunk));
-      return lines_in(chunk);
+      const std::uint64_t lost = lines_in(chunk);
+      note_failure(error, lost);
+      return lost;
     }
     torn_ = false;
   }

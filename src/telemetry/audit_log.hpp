@@ -227,8 +227,10 @@ class AuditLog {
   std::string queue_;
   std::size_t queued_lines_ = 0;
   std::vector<std::size_t> reopens_;  // offsets in queue_ at which reopen() was called
-  std::uint64_t enqueued_ = 0;        // lines and reopens ever accepted into the queue
-  std::uint64_t written_ = 0;         // lines and reopens ever taken out of it and handled
+  // No line and no reopen waits (with mutex_ held).
+  bool queue_empty() const { return queued_lines_ == 0 && reopens_.empty(); }
+  std::uint64_t enqueued_ = 0;  // lines and reopens ever accepted into the queue
+  std::uint64_t written_ = 0;   // lines and reopens ever taken out of it and handled
   bool stop_ = false;
   std::thread writer_;  // last: started after everything above is initialised
 };
