@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """percall.py - what one S2 request or one S3 tunnel costs the daemon, in counts that do not
-depend on how loaded the machine is: heap allocations (an LD_PRELOAD shim, alloc_count.c) and
-user-space instructions (valgrind's callgrind, all threads).
+depend on how loaded the machine is: heap allocations (an LD_PRELOAD shim, alloc_count.c),
+user-space instructions (valgrind's callgrind, all threads) and, on request, system calls
+(strace -f -c, each one listed).
 
   bench/proxy/percall.py                        # both scenarios, both counts, release binary
   bench/proxy/percall.py --bin OLD --bin NEW    # A/B: the same counts for two binaries
   bench/proxy/percall.py --scenario S3 --count allocs
+  bench/proxy/percall.py --scenario S3 --count syscalls
 
 S2 is the harness's forward request (an absolute-form GET of 100 bytes with
 Proxy-Authorization, one keep-alive connection, one request at a time); S3 its tunnel
@@ -170,6 +172,8 @@ def measure(binary, scenario, count, n, origin_port, work, shim):
     if count == "allocs":
         env["LD_PRELOAD"] = shim
         env["ALLOC_COUNT_FILE"] = out
+    elif count == "syscalls":
+        cmd = ["strace", "-f", "-c", "-o", out] + cmd
     else:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + cmd
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
@@ -179,7 +183,11 @@ def measure(binary, scenario, count, n, origin_port, work, shim):
         SCENARIOS[scenario](port, origin_port, n)
         time.sleep(0.2)  # the audit writer's burst
     finally:
-        proc.send_signal(signal.SIGTERM)
+        target = proc.pid
+        if count == "syscalls":  # the daemon, not strace, gets the signal
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                target = int(f.read().split()[0])
+        os.kill(target, signal.SIGTERM)
         proc.wait(timeout=120)
     if count == "allocs":
         with open(out) as f:
@@ -190,6 +198,17 @@ def measure(binary, scenario, count, n, origin_port, work, shim):
                 _, size, n = line.split()
                 sizes[int(size)] = int(n)
         return int(lines[0]), sizes
+    if count == "syscalls":
+        # strace -c's table: % time, seconds, usecs/call, calls, [errors,] syscall.
+        calls = {}
+        with open(out) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 5 and fields[0][0].isdigit() and fields[-1] != "total":
+                    calls[fields[-1]] = int(fields[3])
+                    if len(fields) == 6 and int(fields[4]) > 0:
+                        calls[fields[-1] + " (failed)"] = int(fields[4])
+        return sum(n for k, n in calls.items() if "(" not in k), calls
     with open(out) as f:
         for line in f:
             if line.startswith("summary:") or line.startswith("totals:"):
@@ -210,7 +229,10 @@ def main():
     ap.add_argument("--bin", action="append",
                     help="daemon binary (repeat for an A/B; default build/release)")
     ap.add_argument("--scenario", choices=["S2", "S3", "both"], default="both")
-    ap.add_argument("--count", choices=["allocs", "instructions", "both"], default="both")
+    ap.add_argument("--count", choices=["allocs", "instructions", "syscalls", "both"],
+                    default="both",
+                    help="both: allocs and instructions; syscalls (strace -f -c) also lists "
+                         "each system call per operation")
     ap.add_argument("--sizes", action="store_true",
                     help="with allocs: also the aligned allocations per operation by size "
                          "(Asio's recycling cache missing: coroutine frames, handlers)")
@@ -225,6 +247,8 @@ def main():
     counts = ["allocs", "instructions"] if args.count == "both" else [args.count]
     if "instructions" in counts and not shutil.which("valgrind"):
         sys.exit("percall.py: valgrind not found (apt-get install valgrind)")
+    if "syscalls" in counts and not shutil.which("strace"):
+        sys.exit("percall.py: strace not found (apt-get install strace)")
 
     work = tempfile.mkdtemp(prefix="sg-percall-")
     shim = os.path.join(work, "alloc_count.so")
@@ -249,7 +273,12 @@ def main():
                     ops = args.n2 - args.n1
                     name = binary if len(binary) <= 40 else "..." + binary[-37:]
                     print(f"{name:40} {scenario:8} {count:12} {(b - a) / ops:,.1f}", flush=True)
-                    if args.sizes:
+                    if count == "syscalls":
+                        for call in sorted(set(a_sizes) | set(b_sizes)):
+                            per = (b_sizes.get(call, 0) - a_sizes.get(call, 0)) / ops
+                            if per >= 0.05:
+                                print(f"{'':40} {'':8} {'  ' + call:12} {per:.2f}")
+                    elif args.sizes:
                         for size in sorted(set(a_sizes) | set(b_sizes)):
                             per = (b_sizes.get(size, 0) - a_sizes.get(size, 0)) / ops
                             if per >= 0.05:

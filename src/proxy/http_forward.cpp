@@ -19,6 +19,7 @@
 #include "http/request_head.hpp"
 #include "policy/path.hpp"
 #include "proxy/interception.hpp"
+#include "proxy/read_message.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/send_now.hpp"
 #include "proxy/session.hpp"
@@ -125,7 +126,7 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
       if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kHold + room);
       p.get().body().data = chunk.get() + kHold;
       p.get().body().size = room;
-      auto [ec, n] = co_await bhttp::async_read_some(in, in_buffer, p, use_tuple);
+      auto ec = co_await read_some_into(in, in_buffer, p);
       if (ec == bhttp::error::need_buffer) ec = {};
       if constexpr (isRequest) {
         // Checked before the last chunk goes out, so the destination never sees the request end.
@@ -624,8 +625,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     res_parser.header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
     res_parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     if (method == "HEAD") res_parser.skip(true);
-    auto [ec, n] = co_await bhttp::async_read_header(upstream, up.buffer, res_parser, use_tuple);
-    if (ec) {
+    if (const auto ec = co_await read_header_into(upstream, up.buffer, res_parser)) {
       const telemetry::Ended ended = ended_by(s, false, ec);
       if (ended == telemetry::Ended::shutdown) {
         report(Errc::ok, {}, ended, telemetry::Phase::headers);

@@ -28,6 +28,7 @@
 #include "h2/h1_fields.hpp"
 #include "http/request_head.hpp"
 #include "proxy/interception.hpp"
+#include "proxy/read_message.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
@@ -377,8 +378,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     parser->header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     if (head.method == "HEAD") parser->skip(true);
-    auto [ec, n] = co_await bhttp::async_read_header(stream, up->buffer, *parser, use_tuple);
-    if (ec) {
+    if (co_await read_header_into(stream, up->buffer, *parser)) {
       const std::string shown = host.display();
       co_await s.fail(policy::EntryMode::http, Errc::upstream_protocol_error, shown,
                       s.intercepted_port, {}, telemetry::Phase::headers, &responder);
@@ -398,7 +398,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   while (!p.is_done()) {
     res.body().data = buf.data();
     res.body().size = buf.size();
-    auto [ec, n] = co_await bhttp::async_read_some(stream, up->buffer, p, use_tuple);
+    auto ec = co_await read_some_into(stream, up->buffer, p);
     if (ec == bhttp::error::need_buffer) ec = {};
     if (ec) {
       ex.reset();
