@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proxy/handler_memory.hpp"
+#include "proxy/send_now.hpp"
 
 namespace sandgate::proxy {
 
@@ -55,24 +56,6 @@ class Pipe {
 
 bool would_block() {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-}
-
-// Sends as much of [data, data + size) as the socket takes without waiting. Returns the
-// bytes sent, or -1 on an error other than would-block.
-ssize_t send_now(int fd, const void* data, std::size_t size) {
-  std::size_t sent = 0;
-  while (sent < size) {
-    const ssize_t m =
-        ::send(fd, static_cast<const char*>(data) + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (m > 0) {
-      sent += static_cast<std::size_t>(m);
-    } else if (m < 0 && would_block()) {
-      break;
-    } else {
-      return -1;
-    }
-  }
-  return static_cast<ssize_t>(sent);
 }
 
 // Both directions of one tunnel. Every callback runs on the session's worker and holds a
@@ -254,10 +237,10 @@ class Relay : public std::enable_shared_from_this<Relay> {
   // Sends the first `count` pending bytes upstream, then goes on watching (a gate) or relaying.
   void forward(std::size_t count) {
     if (stopping()) return finish(up_);
-    const ssize_t m =
-        send_now(up_.to->native_handle(), pending_.data() + pending_sent_, count - pending_sent_);
-    if (m < 0) return fail_on(up_, up_.to);
-    pending_sent_ += static_cast<std::size_t>(m);
+    boost::system::error_code send_ec;
+    pending_sent_ += send_now(
+        *up_.to, asio::buffer(pending_.data() + pending_sent_, count - pending_sent_), send_ec);
+    if (send_ec) return fail_on(up_, up_.to);
     if (pending_sent_ < count) {
       up_.to->async_wait(tcp::socket::wait_write,
                          [this, self = shared_from_this(), count](boost::system::error_code ec) {
@@ -311,9 +294,9 @@ class Relay : public std::enable_shared_from_this<Relay> {
       watchdog_.arm(idle_);
       const auto got = static_cast<std::size_t>(n);
       if (&d == &up_) saw_client_bytes(buf.data(), got);
-      const ssize_t m = send_now(d.to->native_handle(), buf.data(), got);
-      if (m < 0) return fail_on(d, d.to);
-      const auto sent = static_cast<std::size_t>(m);
+      boost::system::error_code ec;
+      const std::size_t sent = send_now(*d.to, asio::buffer(buf.data(), got), ec);
+      if (ec) return fail_on(d, d.to);
       d.bytes += sent;
       if (sent == got && got < buf.size()) return wait_readable(d);
       if (sent == got && copies(d)) continue;  // a full buffer went out: read on
