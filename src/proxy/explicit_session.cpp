@@ -126,7 +126,7 @@ Session::Session(tcp::socket s, const tcp::endpoint& peer, WorkerDeps d)
       snap(deps.shared->current()),
       watchdog(std::make_shared<Watchdog>(client.get_executor())),
       client_port(peer.port()),
-      client_ip(peer.address().to_string()),
+      client_ip(address_text(peer.address())),
       pending(deps.shared->connections, client_ip, limits().max_unauthenticated_connections,
               limits().max_unauthenticated_per_source) {
   // TCP_NODELAY came with the socket from its listener (server.cpp). Non-blocking once, here:

@@ -149,6 +149,10 @@ policy::IpAddress to_policy(const asio::ip::address& a) {
   return policy::IpAddress::v6(a.to_v6().to_bytes());
 }
 
+std::string address_text(const asio::ip::address& a) {
+  return a.is_v4() ? to_policy(a).to_string() : a.to_string();
+}
+
 asio::ip::address to_asio(const policy::IpAddress& a) {
   if (a.is_v4()) return asio::ip::address_v4(a.v4_value());
   return asio::ip::address_v6(a.bytes);

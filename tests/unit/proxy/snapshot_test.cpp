@@ -137,5 +137,16 @@ TEST(Snapshot, AReloadOfDropInsKeepsCredentialsAsAWholeBuild) {
   EXPECT_FALSE(hit->known());  // a removed sandbox's placeholder is no longer anyone's
 }
 
+// The client's address in the audit line and the per-source limits: Asio's text, made
+// without inet_ntop for IPv4.
+TEST(AddressText, IsAsiosText) {
+  for (const char* text : {"0.0.0.0", "127.0.0.1", "10.2.30.255", "255.255.255.255", "1.0.10.100",
+                           "::1", "fe80::1", "2001:db8::8:800:200c:417a", "::ffff:192.0.2.1"}) {
+    const auto address = boost::asio::ip::make_address(text);
+    EXPECT_EQ(address_text(address), address.to_string()) << text;
+    EXPECT_EQ(address_text(address), text);
+  }
+}
+
 }  // namespace
 }  // namespace sandgate::proxy
