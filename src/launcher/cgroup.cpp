@@ -215,11 +215,13 @@ CgroupEvents read_cgroup_events(const std::vector<std::string>& dirs) {
   return events;
 }
 
-int signal_cgroup(const std::vector<std::string>& dirs, int sig) {
+int signal_cgroup(const std::vector<std::string>& dirs, int sig,
+                  const std::function<bool(pid_t)>& only) {
   int signalled = 0;
   for (const std::string& dir : dirs) {
     for (const long pid : procs_of(dir)) {
-      if (pid > 1 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), sig) == 0) ++signalled;
+      if (pid <= 1 || pid == ::getpid() || (only && !only(static_cast<pid_t>(pid)))) continue;
+      if (::kill(static_cast<pid_t>(pid), sig) == 0) ++signalled;
     }
   }
   return signalled;

@@ -12,7 +12,10 @@
 // own cgroup of the memory and pids hierarchies (/proc/self/cgroup), so whatever limits the
 // launcher runs under hold for the sandbox too.
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,8 +68,10 @@ struct CgroupEvents {
 };
 CgroupEvents read_cgroup_events(const std::vector<std::string>& dirs);
 
-// Sends `sig` to every process in the directories (one pass). Returns how many it signalled.
-int signal_cgroup(const std::vector<std::string>& dirs, int sig);
+// Sends `sig` to every process in the directories (one pass), or to those `only` picks.
+// Returns how many it signalled.
+int signal_cgroup(const std::vector<std::string>& dirs, int sig,
+                  const std::function<bool(pid_t)>& only = nullptr);
 // Whether any process is left in them.
 bool cgroup_populated(const std::vector<std::string>& dirs);
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "launcher/admin_client.hpp"
 #include "launcher/cgroup.hpp"
@@ -150,9 +151,16 @@ SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state
     deadline = Deadline{std::chrono::steady_clock::now() + *o.timeout, o.kill_after,
                         [&command, &cgroups, whole_netns, netns](int sig) {
                           if (command > 1) ::kill(-command, sig);  // its process group
-                          signal_cgroup(cgroups, sig);
-                          if (whole_netns) signal_processes_in_netns(netns, sig);
-                          if (!whole_netns && command > 1) signal_session(command, sig);
+                          // Each process gets `sig` once: a second TERM would run a trap
+                          // again. The group's got it above.
+                          std::set<pid_t> sent;
+                          const auto first = [&](pid_t pid) {
+                            if (command > 1 && ::getpgid(pid) == command) return false;
+                            return sent.insert(pid).second;
+                          };
+                          signal_cgroup(cgroups, sig, first);
+                          if (whole_netns) signal_processes_in_netns(netns, sig, first);
+                          if (!whole_netns && command > 1) signal_session(command, sig, first);
                         },
                         [&command, &cgroups, whole_netns, netns] {
                           return cgroup_populated(cgroups) ||

@@ -266,15 +266,17 @@ int kill_session(long sid) {
   return kill_until_none([sid](pid_t pid) { return session_of(pid) == sid; });
 }
 
-int signal_processes_in_netns(const std::string& netns_path, int sig) {
+int signal_processes_in_netns(const std::string& netns_path, int sig,
+                              const std::function<bool(pid_t)>& only) {
   struct stat target {};
   if (::stat(netns_path.c_str(), &target) != 0) return 0;
-  return signal_once([&target](pid_t pid) { return in_netns(pid, target); }, sig);
+  return signal_once([&](pid_t pid) { return in_netns(pid, target) && (!only || only(pid)); }, sig);
 }
 
-int signal_session(long sid, int sig) {
+int signal_session(long sid, int sig, const std::function<bool(pid_t)>& only) {
   if (sid <= 1) return 0;
-  return signal_once([sid](pid_t pid) { return session_of(pid) == sid; }, sig);
+  return signal_once([&](pid_t pid) { return session_of(pid) == sid && (!only || only(pid)); },
+                     sig);
 }
 
 }  // namespace sandgate::launcher

@@ -3,6 +3,9 @@
 // Thin wrappers over the tools and system calls the launcher uses: `ip`, `nft`, `nsenter`,
 // capabilities, and writing sysctls inside another network namespace.
 
+#include <sys/types.h>
+
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -105,9 +108,11 @@ int kill_processes_in_netns(const std::string& netns_path);
 int kill_session(long sid);
 
 // One pass of `sig` to every process in the namespace (as kill_processes_in_netns picks them)
-// or in session `sid`; sig 0 only counts them. Returns how many it signalled.
-int signal_processes_in_netns(const std::string& netns_path, int sig);
-int signal_session(long sid, int sig);
+// or in session `sid`, or to those of them `only` picks; sig 0 only counts them. Returns how
+// many it signalled.
+int signal_processes_in_netns(const std::string& netns_path, int sig,
+                              const std::function<bool(pid_t)>& only = nullptr);
+int signal_session(long sid, int sig, const std::function<bool(pid_t)>& only = nullptr);
 
 }  // namespace sandgate::launcher
 

@@ -67,14 +67,16 @@ std::vector<std::string> cgroup_dirs_named(const std::string& name) {
 
 // The command and a child of it that ignores SIGTERM: at the deadline the command gets TERM
 // (its trap records it and it exits 3), the child survives TERM and gets the KILL when the
-// grace period ends. The launcher exits 124.
+// grace period ends. The launcher exits 124. The command gets TERM once although it is in the
+// process group, the cgroup and the namespace the launcher signals: its trap takes a moment,
+// within which a second TERM would run it again.
 TEST_F(LauncherOutcomes, TimeoutStopsTheCommandAndItsChildrenWith124) {
   start_daemon();
   const std::string sb = id("timeout");
   const std::string status = dir_.file("status.json");
   const std::string script =
       "d=\"$0\"; sh -c 'trap \"\" TERM; echo $$ > \"$0/stubborn\"; exec sleep 300' \"$d\" & "
-      "sleep 300 & trap 'echo term >> \"$d/log\"; exit 3' TERM; "
+      "sleep 300 & trap 'echo term >> \"$d/log\"; sleep 0.3; exit 3' TERM; "
       "until [ -s \"$d/stubborn\" ]; do sleep 0.05; done; echo ready > \"$d/ready\"; wait";
   const auto began = Clock::now();
   const auto r = launch({"run", "--sandbox", sb, "--timeout", "1500ms", "--kill-after", "1s",
