@@ -54,7 +54,12 @@ struct Listener {
 };
 
 struct Worker {
-  std::unique_ptr<asio::io_context> ioc = std::make_unique<asio::io_context>(1);
+  // One thread runs it, and every other thread only posts to it (reload, shutdown, the
+  // credential store's answers): no other thread starts, cancels or closes an operation on
+  // its sockets. So the reactor's per-descriptor locks go (UNSAFE_IO, about 2.5 % of an S3
+  // tunnel's instructions); the scheduler's and the timers' locks, which posts need, stay.
+  std::unique_ptr<asio::io_context> ioc =
+      std::make_unique<asio::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
   SessionRegistry sessions;
   std::vector<Listener> acceptors;
   std::vector<std::unique_ptr<tcp::acceptor>> dns_tcp;
