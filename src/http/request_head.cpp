@@ -273,7 +273,8 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
   out.content_length = framing->content_length;
   out.has_body = out.chunked || out.content_length.value_or(0) > 0;
   out.keep_alive = keep_alive(msg, version);
-  out.upgrade = msg.count(beast_http::field::upgrade) > 0 && has_connection_token(msg, "upgrade");
+  out.upgrade = first_field(msg, beast_http::field::upgrade) != msg.end() &&
+                has_connection_token(msg, "upgrade");
 
   const bool is_connect = msg.method() == beast_http::verb::connect;
   if (is_connect && out.has_body) return err(Errc::malformed_request);
@@ -285,7 +286,7 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
   if (framing->host_fields == 0) {
     if (version == 11) return err(Errc::invalid_header);
   } else {
-    host_field = parse_authority(msg[beast_http::field::host]);
+    host_field = parse_authority(first_value(msg, beast_http::field::host));
     if (!host_field) return err(Errc::invalid_header);
   }
 

@@ -238,10 +238,10 @@ asio::awaitable<void> serve_explicit(tcp::socket socket, tcp::endpoint peer, Wor
       s.request_method = method;
       s.request_path = head->path_and_query;
     }
-    const auto auth_field = head->msg()[boost::beast::http::field::proxy_authorization];
-    const AuthResult auth =
-        authenticate(*s.snap, std::string_view(auth_field.data(), auth_field.size()), s.sandbox,
-                     is_connect ? nullptr : &s.auth_memo);  // a CONNECT asks only once
+    const AuthResult auth = authenticate(
+        *s.snap, http::first_value(head->msg(), boost::beast::http::field::proxy_authorization),
+        s.sandbox,
+        is_connect ? nullptr : &s.auth_memo);  // a CONNECT asks only once
     s.deps.shared->metrics->proxy_auth(auth.outcome);
     if (!auth.ok()) {
       co_await s.refuse_auth(mode, auth, head->host, head->port);

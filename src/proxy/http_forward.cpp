@@ -346,7 +346,7 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
     request.scheme = "https";
     request.intercepted = &*s.intercepted;
     request.intercepted_port = s.intercepted_port;
-    const auto written = policy::parse_authority(head.msg()[bhttp::field::host]);
+    const auto written = policy::parse_authority(http::first_value(head.msg(), bhttp::field::host));
     request.port = written && written->port ? *written->port : s.intercepted_port;
     if (head.form == http::RequestHead::Form::absolute) request.port = head.port;
   }
@@ -492,13 +492,14 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
   const std::string& origin_target = head.path_and_query;
   const std::string_view path_only =
       std::string_view(origin_target).substr(0, origin_target.find('?'));
-  const bool expect_continue = iequals_ascii(req[bhttp::field::expect], "100-continue");
+  const bool expect_continue =
+      iequals_ascii(http::first_value(req, bhttp::field::expect), "100-continue");
   const bool request_chunked = req.chunked();
   // A WebSocket upgrade inside an intercepted stream is decided like any request and, once
   // the destination agrees (101), relayed as the new protocol. Any other upgrade (h2c above
   // all: a second protocol the filters would not see) never reaches the destination.
   const bool websocket = s.tls && head.upgrade && client_version == 11 &&
-                         iequals_ascii(req[bhttp::field::upgrade], "websocket");
+                         iequals_ascii(http::first_value(req, bhttp::field::upgrade), "websocket");
   http::strip_hop_by_hop(req.base());
   req.erase(bhttp::field::expect);
   req.set(bhttp::field::host, authority);
@@ -670,7 +671,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     }
     const bool interim = status >= 100 && status < 200;
     const bool eof_delimited =
-        !interim && !res_parser.is_done() && !res.has_content_length() && !res.chunked();
+        !interim && !res_parser.is_done() && !res_parser.content_length() && !res.chunked();
     const bool was_chunked = res.chunked();
     http::strip_hop_by_hop(res.base());
     if (was_chunked || eof_delimited) {

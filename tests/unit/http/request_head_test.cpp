@@ -707,5 +707,37 @@ TEST(HeadText, IsWhatBeastsSerializerWritesForAResponse) {
   EXPECT_EQ(head_text(bare.base()), serialized_by_beast(bare));
 }
 
+// first_value answers what Beast's operator[] does (the first field of that name, in the order
+// they came), for a name that is absent, once, repeated, spelled in other cases or empty, on
+// request fields and on a response's arena fields.
+TEST(FirstValue, IsWhatBeastsLookupReturns) {
+  const bh::field names[] = {bh::field::host, bh::field::proxy_authorization, bh::field::expect,
+                             bh::field::upgrade, bh::field::content_length};
+  const std::vector<std::vector<std::pair<std::string, std::string>>> heads = {
+      {},
+      {{"Host", "a.example"}},
+      {{"X-One", "1"}, {"proxy-authorization", "Basic first"}, {"Accept", "*/*"}},
+      {{"Proxy-Authorization", "Basic first"}, {"PROXY-AUTHORIZATION", "Basic second"}},
+      {{"Upgrade", ""}, {"Upgrade", "websocket"}, {"Expect", "100-continue"}},
+      {{"Content-Length", "5"}, {"Host", "b"}, {"hOsT", "c"}, {"Content-Length", "6"}},
+  };
+  for (const auto& fields : heads) {
+    bh::fields f;
+    ResponseArena arena;
+    ArenaFields af{ArenaFields::allocator_type(arena)};
+    for (const auto& [name, value] : fields) {
+      f.insert(name, value);
+      af.insert(name, value);
+    }
+    for (const bh::field name : names) {
+      SCOPED_TRACE(std::string(bh::to_string(name)) + " among " + std::to_string(fields.size()));
+      const auto want = f[name];
+      EXPECT_EQ(first_value(f, name), std::string_view(want.data(), want.size()));
+      EXPECT_EQ(first_value(af, name), std::string_view(want.data(), want.size()));
+      EXPECT_EQ(first_field(f, name) != f.end(), f.count(name) > 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sandgate::http
