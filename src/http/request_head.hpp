@@ -92,6 +92,7 @@ using ArenaFields =
 // found by walking the fields in order, each of which knows its name as an enum. Beast's own
 // lookup searches its index with a case-insensitive comparison of names, which cost ~800
 // instructions for a Proxy-Authorization lookup in a head of a few fields (S2, issue 13).
+// `name` is a known field: every field Beast does not know has the name field::unknown.
 template <class Fields>
 typename Fields::const_iterator first_field(const Fields& f, boost::beast::http::field name) {
   return std::find_if(f.begin(), f.end(), [name](const auto& e) { return e.name() == name; });
