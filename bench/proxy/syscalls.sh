@@ -44,7 +44,10 @@ fail() { echo "syscalls.sh: $*" >&2; exit 2; }
 for tool in perf wrk nginx; do command -v $tool >/dev/null || fail "$tool not found"; done
 [ -f "$run/nginx/nginx.conf" ] && [ -x "$run/bin/tunnelbench" ] ||
     fail "no harness run in $run (run bench/proxy/run.sh once, or set PEERS_RUN_DIR)"
-[ "$haproxy" = 0 ] || [ -f "$run/haproxy/haproxy.cfg" ] || fail "no $run/haproxy/haproxy.cfg"
+if [ "$haproxy" = 1 ]; then
+    command -v haproxy >/dev/null || fail "haproxy not found (or --no-haproxy)"
+    [ -f "$run/haproxy/haproxy.cfg" ] || fail "no $run/haproxy/haproxy.cfg"
+fi
 auth=$(printf bench:bench | base64)
 calls=(recvfrom sendmsg sendto writev write read epoll_wait epoll_ctl accept accept4 socket
        connect shutdown close ioctl fcntl getsockopt setsockopt futex timerfd_settime getpid)
