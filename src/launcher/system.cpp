@@ -244,11 +244,12 @@ bool in_netns(pid_t pid, const struct stat& target) {
          ns.st_dev == target.st_dev && ns.st_ino == target.st_ino;
 }
 
+// `sig` to every process `select` picks and `only` (when given) lets through.
 template <class Select>
-int signal_once(Select select, int sig) {
+int signal_once(Select select, int sig, const std::function<bool(pid_t)>& only) {
   int signalled = 0;
   for (const pid_t pid : all_pids()) {
-    if (select(pid) && ::kill(pid, sig) == 0) ++signalled;
+    if (select(pid) && (!only || only(pid)) && ::kill(pid, sig) == 0) ++signalled;
   }
   return signalled;
 }
@@ -270,13 +271,12 @@ int signal_processes_in_netns(const std::string& netns_path, int sig,
                               const std::function<bool(pid_t)>& only) {
   struct stat target {};
   if (::stat(netns_path.c_str(), &target) != 0) return 0;
-  return signal_once([&](pid_t pid) { return in_netns(pid, target) && (!only || only(pid)); }, sig);
+  return signal_once([&target](pid_t pid) { return in_netns(pid, target); }, sig, only);
 }
 
 int signal_session(long sid, int sig, const std::function<bool(pid_t)>& only) {
   if (sid <= 1) return 0;
-  return signal_once([&](pid_t pid) { return session_of(pid) == sid && (!only || only(pid)); },
-                     sig);
+  return signal_once([sid](pid_t pid) { return session_of(pid) == sid; }, sig, only);
 }
 
 }  // namespace sandgate::launcher
