@@ -74,6 +74,10 @@ Child spawn(const std::vector<std::string>& command) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  // Nothing else of the daemon's: Asio opens sockets without O_CLOEXEC, so the helper would
+  // otherwise hold every sandbox's connections and the listeners, and one that leaves a
+  // process behind would keep them open after the daemon closed them.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group, so a timeout kills whatever the helper started too; default

@@ -2,6 +2,7 @@
 // endpoint on loopback (its own CA), exec with real scripts, static with a real file.
 #include "secrets/store.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -11,6 +12,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -483,6 +485,31 @@ TEST_F(ExecStore, NonZeroExitIsRetryableAndItsStderrLoggedBounded) {
   EXPECT_NE(log.find("vault sealed"), std::string::npos);
   EXPECT_NE(log.find("[truncated]"), std::string::npos);
   EXPECT_LT(log.size(), 4096u);
+}
+
+// The daemon holds every sandbox's connections and its listeners, and Asio opens them without
+// O_CLOEXEC. A helper that inherited them could answer on a listener or keep a connection open
+// after the daemon closed it (a helper that leaves a process behind, as credential caches do).
+TEST_F(ExecStore, TheHelperInheritsNoDescriptorOfTheDaemon) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor listener(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket client(io);
+  client.connect(listener.local_endpoint());
+  asio::ip::tcp::socket accepted = listener.accept();
+  std::string fds;
+  for (const int fd :
+       {listener.native_handle(), client.native_handle(), accepted.native_handle()}) {
+    ASSERT_EQ(::fcntl(fd, F_SETFD, 0), 0);  // inheritable, as Asio (1.81) opens them
+    fds += " " + std::to_string(fd);
+  }
+  use_script("for fd in" + fds +
+             "; do [ -e /proc/$$/fd/$fd ] && echo \"inherited descriptor $fd\" >&2; done\n"
+             "ls /proc/$$/fd | tr '\\n' ' ' >&2\n"
+             "echo '{\"token\": \"t0k3n-abc\"}'\n");
+  const TokenResult r = get(*store_, "vault");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  const std::string log = log_text();
+  EXPECT_EQ(log.find("inherited descriptor"), std::string::npos) << log;
 }
 
 // ---------------------------------------------------------------------------------------------
