@@ -118,7 +118,7 @@ std::optional<std::pair<int, int>> open_pty(const TerminalPlan& plan, std::strin
 }
 
 // In the forked child: a new session (no controlling terminal), the pty slave as its
-// controlling terminal and on the planned fds, then the command.
+// controlling terminal and on the planned fds, no other descriptor, then the command.
 [[noreturn]] void start_child(const TerminalPlan& plan, int slave, char* const* argv,
                               char* const* envp, const std::function<std::string()>& enter) {
   if (::setsid() < 0) child_fail("setsid");
@@ -138,6 +138,10 @@ std::optional<std::pair<int, int>> open_pty(const TerminalPlan& plan, std::strin
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Only 0-2 go in. A socket keeps the network namespace it was made in, so a descriptor the
+  // launcher inherited from whoever started it (an agent runner's connection, a host service's
+  // socket) would be a way out that no route or nft rule of the sandbox sees.
+  ::closefrom(3);
   ::execvpe(argv[0], argv, envp);
   const std::string message =
       std::string("sandgate-launch: cannot start ") + argv[0] + ": " + std::strerror(errno) + "\n";

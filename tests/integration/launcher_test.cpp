@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -750,6 +751,63 @@ TEST_F(Launcher, HostUnixSocketsUnderRunAreOutOfReach) {
       "connected\n");
   EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
   ::close(listener);
+  expect_nothing_left(sb);
+}
+
+// THREATS 8 (a socket around the proxy), by a door no route or nft rule sees: a socket keeps
+// the network namespace it was made in. Whatever the launcher inherited from whoever started it
+// (an agent runner's connection to its host, a socket to a host service) must not reach the
+// command. Here: a TCP connection in the test's own namespace, inheritable, given to the
+// launcher as descriptor 7.
+TEST_F(Launcher, CommandInheritsNoDescriptorButItsOwnThree) {
+  start_daemon();
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int outside = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(outside, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  const int far_end = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  ASSERT_GE(far_end, 0);
+  // The sandbox's command tries the descriptor as a socket and says how far it got.
+  const std::string send_out =
+      "import socket\ntry:\n  socket.socket(fileno=7).sendall(b'out')\n  print('sent')\n"
+      "except OSError as e: print(e.strerror)\n";
+  // Descriptor 7 without O_CLOEXEC in the launcher, which the wrapper then runs.
+  const std::vector<std::string> give_7 = {
+      "python3", "-c",
+      "import os, sys\nos.dup2(int(sys.argv[1]), 7)\nos.execvp(sys.argv[2], sys.argv[2:])\n",
+      std::to_string(outside)};
+  const auto fd_flags = ::fcntl(outside, F_GETFD);
+  ASSERT_EQ(::fcntl(outside, F_SETFD, 0), 0);  // through run_command's fork to the wrapper
+  const std::string sb = id("exec");
+  ASSERT_EQ(launch({"up", "--sandbox", sb}).exit_code, 0);
+  struct Row {
+    std::string name;
+    std::vector<std::string> args;
+  };
+  const Row rows[] = {
+      {"run", {"run", "--sandbox", id("run"), "--", "python3", "-c", send_out}},
+      {"run --user nobody",
+       {"run", "--sandbox", id("run"), "--user", "nobody", "--", "python3", "-c", send_out}},
+      {"exec", {"exec", "--sandbox", sb, "--", "python3", "-c", send_out}},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    const auto r = launch(row.args, give_7);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.substr(0, r.out.find_first_of("\r\n")), "Bad file descriptor") << r.out;
+  }
+  ::fcntl(outside, F_SETFD, fd_flags);
+  char byte = 0;
+  EXPECT_EQ(::recv(far_end, &byte, 1, 0), -1) << "a byte from inside the sandbox arrived outside";
+  EXPECT_EQ(launch({"down", "--sandbox", sb}).exit_code, 0);
+  for (const int fd : {far_end, outside, listener}) ::close(fd);
   expect_nothing_left(sb);
 }
 
