@@ -207,7 +207,10 @@ std::optional<PathGlob> PathGlob::parse(std::string_view text, std::string* erro
   return glob;
 }
 
-std::optional<PathGlob> PathGlob::parse_repo(std::string_view text, std::string* error) {
+namespace {
+
+// One pass of parse_repo: lowered, without a ".git" suffix and trailing slashes, parsed.
+std::optional<PathGlob> parse_repo_once(std::string_view text, std::string* error) {
   std::string lowered(text);
   std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) {
     return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
@@ -220,7 +223,18 @@ std::optional<PathGlob> PathGlob::parse_repo(std::string_view text, std::string*
     return std::nullopt;
   }
   while (lowered.size() > 1 && lowered.back() == '/') lowered.pop_back();
-  return parse(lowered, error);
+  return PathGlob::parse(lowered, error);
+}
+
+}  // namespace
+
+// Twice: the first pass decodes escapes, after its lowering and ".git" step, so "%57" or
+// "%2Egit" would be an upper-case letter or a ".git" in its text, and that text would parse to
+// another repository the next time. The second pass sees them decoded.
+std::optional<PathGlob> PathGlob::parse_repo(std::string_view text, std::string* error) {
+  const auto first = parse_repo_once(text, error);
+  if (!first) return std::nullopt;
+  return parse_repo_once(first->text(), error);
 }
 
 bool PathGlob::matches(std::string_view path) const {

@@ -406,6 +406,26 @@ TEST(RepoPattern, ParsesHostAndRepositoryGlob) {
   }
 }
 
+// Escapes are decoded before the lowering and the ".git" step, so a pattern's text names the
+// repository it matches and parses back to itself (path_fuzz found "%54" and "%2e" not to).
+TEST(RepoPattern, EscapesAreDecodedBeforeLoweringAndTheGitSuffix) {
+  const std::pair<const char*, const char*> rows[] = {
+      {"github.com/acme/%57idget", "github.com/acme/widget"},
+      {"github.com/Acme/Widget%2Egit", "github.com/acme/widget"},
+      {"github.com/acme/widget.gi%54", "github.com/acme/widget"},
+  };
+  for (const auto& [text, expected] : rows) {
+    const auto p = parse_repo_pattern(text);
+    ASSERT_TRUE(p) << text;
+    EXPECT_EQ(p->to_string(), expected) << text;
+    const auto again = parse_repo_pattern(p->to_string());
+    ASSERT_TRUE(again) << text;
+    EXPECT_EQ(again->to_string(), expected) << text;
+  }
+  // path_fuzz's input: its last segment decodes to "..giT", which is "." without the suffix.
+  EXPECT_FALSE(parse_repo_pattern("50.e-es.e./..gi%2e-es.e./..gi%54"));
+}
+
 TEST(RuleMethod, MustBeAnUppercaseToken) {
   for (const char* good : {"GET", "PROPFIND", "M-SEARCH", "X_1"}) {
     EXPECT_TRUE(valid_rule_method(good)) << good;
