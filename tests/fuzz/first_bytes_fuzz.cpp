@@ -2,8 +2,8 @@
 // checks what the sessions rely on: a decision never changes when more bytes arrive (every
 // prefix of the input is undecided or decided the same way), nothing stays undecided past
 // the classifier's bound, and every head the strict parser accepts is recognised as HTTP (or
-// as a proxy request for the absolute and authority forms): a lenient server reads at least
-// what the strict one does.
+// as a proxy request for the absolute and authority forms and CONNECT in any case): a lenient
+// server reads at least what the strict one does.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
