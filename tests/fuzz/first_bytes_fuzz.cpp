@@ -4,12 +4,12 @@
 // the classifier's bound, and every head the strict parser accepts is recognised as HTTP (or
 // as a proxy request for the absolute and authority forms and CONNECT in any case): a lenient
 // server reads at least what the strict one does.
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <string_view>
 
+#include "common/ascii.hpp"
 #include "http/request_head.hpp"
 #include "proxy/first_bytes.hpp"
 
@@ -25,12 +25,6 @@ void check(bool ok) {
 bool same(const FirstBytes& a, const FirstBytes& b) {
   return a.kind == b.kind && a.skipped == b.skipped && a.hello.sni == b.hello.sni &&
          a.hello.alpn == b.hello.alpn && a.hello.has_ech == b.hello.has_ech;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [&](char x, char y) { return lower(x) == lower(y); });
 }
 
 // RFC 9110 tchar: what a method is made of.
@@ -79,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       // CONNECT in any case is a proxy request to the classifier, as a lenient server reads
       // it, where the strict parser takes "cOnNeCt /x" for an unknown method in origin form.
       const std::string_view line = text.substr(text.find_first_not_of("\r\n"));
-      const bool connect = iequals(line.substr(0, line.find(' ')), "CONNECT");
+      const bool connect = sandgate::iequals_ascii(line.substr(0, line.find(' ')), "CONNECT");
       check(r.kind == (proxy_form || connect ? StreamStart::proxy_request : StreamStart::http));
     }
   }
