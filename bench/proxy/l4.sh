@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# bench/proxy/l4.sh - S3 like for like: proxy CPU per tunnel of haproxy's L4 relay, of
+# sandgate's transparent listener (the way a sandbox wired by sandgate-launch reaches it: no
+# CONNECT) and of sandgate's CONNECT, side by side (bench/README.md, "S3 without the CONNECT").
+#
+#   bench/proxy/l4.sh                                  # build/release, 3 reps of 8 s
+#   bench/proxy/l4.sh --bin /tmp/sg-old --reps 5 --seconds 10 --conc 64
+#
+# The harness's S3 compares sandgate's CONNECT with haproxy's L4 relay, to which the client
+# sends no CONNECT at all. Here all three run at once on loopback, in a network namespace of
+# the script's own, beside the harness's nginx origin, and tunnelbench (from a harness run)
+# loads one at a time:
+#   haproxy      tunnelbench --raw to the harness's L4 relay (`listen l4_http`), which dials
+#                the origin
+#   transparent  tunnelbench --raw to the origin itself, as uid nobody; an nftables rule for
+#                that uid redirects it to sandgate's transparent listener, which knows the
+#                sandbox by its source address, checks the first bytes (Host) and dials the
+#                origin
+#   connect      tunnelbench with CONNECT to sandgate's explicit listener (the harness's S3)
+# Each rep measures the three one after the other, in an order that rotates with the rep.
+# Proxy CPU is the target's user + system time from /proc (all its threads) over the tunnels
+# tunnelbench completed. The nat rule makes conntrack follow every connection of the
+# namespace, for all three alike. Removes its namespace when done; nothing leaves it. Needs
+# root, ip, nft, haproxy, nginx.
+# Exit status: 0 done, 2 setup failure.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+run=${PEERS_RUN_DIR:-/tmp/peers-run-sandgate}
+bin=$root/build/release/src/app/sandgate
+reps=3
+seconds=8
+conc=64
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bin) bin=$2; shift 2 ;;
+        --reps) reps=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --conc) conc=$2; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "l4.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+fail() { echo "l4.sh: $*" >&2; exit 2; }
+for tool in ip nft haproxy nginx; do command -v $tool >/dev/null || fail "$tool not found"; done
+[ -x "$bin" ] || fail "no binary at $bin"
+[ -f "$run/nginx/nginx.conf" ] && [ -x "$run/bin/tunnelbench" ] ||
+    fail "no harness run in $run (run bench/proxy/run.sh once, or set PEERS_RUN_DIR)"
+
+ns=sgl4-$$
+work=$(mktemp -d /tmp/sg-l4.XXXXXX)
+cleanup() {
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+    sleep 0.3
+    ip netns del "$ns" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+# Client sockets reuse TIME_WAIT ports: a rep opens tens of thousands of connections.
+ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="10000 65000"
+nobody=$(id -u nobody)
+ip netns exec "$ns" nft -f - <<EOF
+table ip sgl4 {
+    chain out {
+        type nat hook output priority -100;
+        meta skuid $nobody ip daddr 127.0.0.1 tcp dport 18080 redirect to :13300
+    }
+}
+EOF
+
+mkdir -p "$run/nginx/tmp"
+ip netns exec "$ns" nginx -c "$run/nginx/nginx.conf" -p "$run/nginx/" </dev/null >"$work/nginx.log" 2>&1 &
+
+# The harness's haproxy L4 relay (its conf/haproxy.cfg's `listen l4_http`).
+cat >"$work/haproxy.cfg" <<EOF
+global
+    maxconn 9000
+    log stdout format raw local0
+defaults
+    log global
+    maxconn 9000
+    timeout connect 5s
+    timeout client 600s
+    timeout server 600s
+listen l4_http
+    mode tcp
+    option tcplog
+    bind 127.0.0.1:18081 backlog 4096
+    server origin 127.0.0.1:18080
+EOF
+ip netns exec "$ns" haproxy -f "$work/haproxy.cfg" </dev/null >"$work/haproxy.log" 2>&1 &
+
+# config/bench.toml's S1-S4 part, with a transparent listener and the client's address.
+cat >"$work/sandgate.toml" <<EOF
+workers = 0
+sandboxes_dir = ""
+[listeners]
+explicit = ["127.0.0.1:13200"]
+transparent = ["127.0.0.1:13300"]
+[limits]
+max_connections = 20000
+max_connections_per_sandbox = 20000
+max_unauthenticated_per_source = 1024
+[log]
+audit = "$work/audit.log"
+[sandboxes.bench]
+token = "bench"
+sources = ["127.0.0.1"]
+ports = [18080]
+allow_cidrs = ["127.0.0.1/32"]
+EOF
+ip netns exec "$ns" "$bin" --config "$work/sandgate.toml" </dev/null >"$work/sandgate.log" 2>&1 &
+
+wait_port() {
+    for _ in $(seq 100); do
+        ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "nothing listens on 127.0.0.1:$1 ($(cat "$work"/*.log))"
+}
+for port in 18080 18081 13200 13300; do wait_port $port; done
+in_ns() { ip netns pids "$ns" | xargs -r ps -o pid=,comm= -p | awk -v c="$1" '$2 == c { print $1 }' | tail -1; }
+pid_haproxy=$(in_ns haproxy)
+pid_sandgate=$(in_ns sandgate)
+[ -n "$pid_haproxy" ] && [ -n "$pid_sandgate" ] || fail "a target did not start ($(cat "$work"/*.log))"
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+auth=$(printf bench:bench | base64)
+# measure NAME SECONDS: one load on one target; prints "NAME ok cpu_us_per_tunnel rate p99_us".
+measure() {
+    local name=$1 dur=$2 pid user=root args
+    case $name in
+        haproxy) pid=$pid_haproxy args=(--raw --proxy 127.0.0.1:18081) ;;
+        transparent) pid=$pid_sandgate user=nobody args=(--raw --proxy 127.0.0.1:18080) ;;
+        connect) pid=$pid_sandgate args=(--proxy 127.0.0.1:13200 --proxy-auth "$auth") ;;
+    esac
+    local t0 t1 out ok rate p99
+    t0=$(cpu_ticks "$pid")
+    out=$(ip netns exec "$ns" runuser -u "$user" -- "$run/bin/tunnelbench" "${args[@]}" \
+        --target 127.0.0.1:18080 --concurrency "$conc" --duration "$dur" 2>&1) ||
+        fail "$name: tunnelbench failed: $out"
+    t1=$(cpu_ticks "$pid")
+    ok=$(grep -o 'ok=[0-9]*' <<<"$out" | cut -d= -f2)
+    rate=$(grep -o 'rate=[0-9.]*' <<<"$out" | cut -d= -f2)
+    p99=$(grep -o 'p99_us=[0-9]*' <<<"$out" | cut -d= -f2)
+    [ -n "$ok" ] && [ "$ok" -gt 0 ] || fail "$name completed nothing: $out"
+    grep -q 'err_[a-z_]*=[1-9]' <<<"$out" && echo "l4.sh: $name had errors: $out" >&2
+    awk -v n="$name" -v ok="$ok" -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v r="$rate" -v p="$p99" \
+        'BEGIN { printf "%s %d %.1f %.0f %s\n", n, ok, t * 1e6 / hz / ok, r, p }'
+}
+
+targets=(haproxy transparent connect)
+for t in "${targets[@]}"; do measure "$t" 1 >/dev/null; done   # each path once before the reps
+results=()
+for rep in $(seq "$reps"); do
+    for i in 0 1 2; do
+        t=${targets[$(((i + rep - 1) % 3))]}
+        results+=("$rep $(measure "$t" "$seconds")")
+        echo "l4.sh: rep $rep: ${results[-1]}" >&2
+    done
+done
+if grep -q SANDBOX_NETWORK_DENIED "$work/audit.log"; then
+    fail "sandgate refused tunnels: $(grep -m3 SANDBOX_NETWORK_DENIED "$work/audit.log")"
+fi
+
+# Per target: median proxy CPU per tunnel (each rep's in brackets), the median over reps of
+# its ratio to haproxy's in the same rep, median tunnels/s and p99 latency.
+printf '%s\n' "${results[@]}" | awk '
+    { rep = $1; nm = $2; cpu[nm, rep] = $4; rate[nm, rep] = $5; p99[nm, rep] = $6
+      if (!(nm in seen)) { seen[nm] = 1; names[++n] = nm }
+      if (rep > reps) reps = rep }
+    function median(a, nm,   i, j, k, t, v) {
+        for (i = 1; i <= reps; i++) v[i] = a[nm, i] + 0
+        for (i = 1; i <= reps; i++) for (j = i + 1; j <= reps; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+        return reps % 2 ? v[(reps + 1) / 2] : (v[reps / 2] + v[reps / 2 + 1]) / 2
+    }
+    END {
+        printf "%-12s %30s %10s %10s %8s\n", "target", "proxy CPU us/tunnel (reps)", "x haproxy", "tunnels/s", "p99 us"
+        for (i = 1; i <= n; i++) {
+            nm = names[i]; line = ""
+            for (r = 1; r <= reps; r++) {
+                line = line sprintf("%s%.0f", r > 1 ? "," : "", cpu[nm, r])
+                ratio[nm, r] = cpu[nm, r] / cpu["haproxy", r]
+            }
+            printf "%-12s %8.1f %21s %10.2f %10.0f %8.0f\n", nm, median(cpu, nm), "(" line ")",
+                median(ratio, nm), median(rate, nm), median(p99, nm)
+        }
+    }'
