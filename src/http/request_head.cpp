@@ -379,6 +379,13 @@ std::string response_text(const beast_http::response_header<Fields>& h) {
 
 }  // namespace
 
+bool idempotent_method(std::string_view method) {
+  for (const std::string_view m : {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}) {
+    if (method == m) return true;
+  }
+  return false;
+}
+
 std::string head_text(const beast_http::request_header<>& h) {
   std::string out;
   out.reserve(h.method_string().size() + h.target().size() + 12 + fields_size(h));

@@ -115,6 +115,11 @@ std::string_view first_value(const Fields& f, boost::beast::http::field name) {
 void strip_hop_by_hop(boost::beast::http::fields& f);
 void strip_hop_by_hop(ArenaFields& f);
 
+// Whether a request with this method may be sent again after a connection broke before its
+// response: GET, HEAD, OPTIONS, TRACE, PUT and DELETE (RFC 9110 9.2.2). Methods are
+// case-sensitive; any other, POST and PATCH above all, may have been acted on once already.
+bool idempotent_method(std::string_view method);
+
 // A message header as one piece of text, byte for byte what Beast's serializer writes for it
 // (start line, the fields in order, the empty line), so a message that is not re-framed goes
 // out in one contiguous write instead of one buffer per field.

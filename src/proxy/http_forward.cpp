@@ -208,7 +208,7 @@ void redact_fields(secrets::Redactor& redactor, Fields& fields) {
 telemetry::Ended ended_by(const Session& s, bool client, const boost::system::error_code& ec) {
   using telemetry::Ended;
   if (s.aborted) return Ended::shutdown;
-  if (s.watchdog->expired()) return Ended::timeout;
+  if (s.watchdog->expired() || ec == asio::error::timed_out) return Ended::timeout;
   if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe) {
     return client ? Ended::client_reset : Ended::upstream_reset;
   }
@@ -272,6 +272,22 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                secrets::BodyTripwire* trip);
 
 }  // namespace
+
+UpstreamFault upstream_fault(const Session& s, const boost::system::error_code& ec,
+                             std::string_view method) {
+  using telemetry::Ended;
+  UpstreamFault out;
+  out.ended = ended_by(s, false, ec);
+  if (out.ended == Ended::timeout) {
+    out.code = Errc::upstream_timeout;
+  } else if (out.ended == Ended::malformed) {
+    out.code = Errc::upstream_protocol_error;
+  } else {
+    out.retryable = http::idempotent_method(method);
+    out.message = "the destination closed the connection before it answered";
+  }
+  return out;
+}
 
 bool upstream_reusable(UpstreamConn& up) {
   if (up.buffer.size() != 0) return false;
@@ -561,7 +577,8 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
   // Ends the exchange before any response byte went to the client: the line, then the error
   // response when the client is still there to read it.
   const auto refuse_now = [&](Errc code, std::string_view reason, telemetry::Ended ended,
-                              telemetry::Phase phase, std::string_view message = {}) {
+                              telemetry::Phase phase, std::string_view message = {},
+                              std::optional<bool> retryable = {}) {
     status = static_cast<int>(http_status(code));
     report(code, reason, ended, phase);
     s.upstream.reset();
@@ -571,6 +588,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     info.host = shown;
     info.port = port;
     info.message = message;
+    info.retryable = retryable;
     return error_response(info);
   };
 
@@ -598,13 +616,17 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     const bool client_side = e.side == Relayed::Side::in;
     const telemetry::Ended ended = ended_by(s, client_side, e.ec);
     using telemetry::Ended;
-    if (ended == Ended::malformed || (!client_side && ended != Ended::shutdown)) {
-      // A body sandgate cannot frame (the client is told, 400), or the destination broke off.
-      const Errc code = ended == Ended::malformed ? Errc::malformed_request
-                        : ended == Ended::timeout ? Errc::upstream_timeout
-                                                  : Errc::upstream_connect_failed;
-      const std::string response =
-          refuse_now(code, "request_truncated", ended, telemetry::Phase::request);
+    if (ended == Ended::malformed && client_side) {
+      // A body sandgate cannot frame: the client is told (400).
+      const std::string response = refuse_now(Errc::malformed_request, "request_truncated", ended,
+                                              telemetry::Phase::request);
+      s.watchdog->arm(s.limits().header_timeout);
+      co_await s.write_client(response);
+    } else if (!client_side && ended != Ended::shutdown) {
+      // The destination broke off while it took the request.
+      const UpstreamFault f = upstream_fault(s, e.ec, method);
+      const std::string response = refuse_now(f.code, "request_truncated", ended,
+                                              telemetry::Phase::request, f.message, f.retryable);
       s.watchdog->arm(s.limits().header_timeout);
       co_await s.write_client(response);
     } else {
@@ -627,15 +649,13 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     res_parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     if (method == "HEAD") res_parser.skip(true);
     if (const auto ec = co_await read_header_into(upstream, up.buffer, res_parser)) {
-      const telemetry::Ended ended = ended_by(s, false, ec);
-      if (ended == telemetry::Ended::shutdown) {
-        report(Errc::ok, {}, ended, telemetry::Phase::headers);
+      const UpstreamFault f = upstream_fault(s, ec, method);
+      if (f.ended == telemetry::Ended::shutdown) {
+        report(Errc::ok, {}, f.ended, telemetry::Phase::headers);
         co_return false;
       }
-      const Errc code = ended == telemetry::Ended::timeout     ? Errc::upstream_timeout
-                        : ended == telemetry::Ended::malformed ? Errc::upstream_protocol_error
-                                                               : Errc::upstream_connect_failed;
-      const std::string response = refuse_now(code, {}, ended, telemetry::Phase::headers);
+      const std::string response =
+          refuse_now(f.code, {}, f.ended, telemetry::Phase::headers, f.message, f.retryable);
       s.watchdog->arm(s.limits().header_timeout);
       co_await s.write_client(response);
       co_return false;

@@ -372,16 +372,25 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     }
   }
 
+  // The response head is awaited under a deadline of this stream's own, so a destination that
+  // never answers ends this stream with a 504 (as over HTTP/1.1), not the client's connection
+  // and its other streams: the session's deadline is pushed past the stream's.
+  using namespace asio::experimental::awaitable_operators;
+  asio::steady_timer deadline(stream.get_executor(), s.limits().idle_timeout);
+  s.watchdog->arm(s.limits().idle_timeout + s.limits().header_timeout);
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
   for (;;) {  // 1xx interim responses are dropped: the HTTP/2 side cannot send them
     parser.emplace();
     parser->header_limit(static_cast<std::uint32_t>(s.limits().max_header_bytes));
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     if (head.method == "HEAD") parser->skip(true);
-    if (co_await read_header_into(stream, up->buffer, *parser)) {
+    const auto read =
+        co_await (read_header_into(stream, up->buffer, *parser) || deadline.async_wait(use_tuple));
+    if (const auto ec = read.index() == 0 ? std::get<0>(read) : asio::error::timed_out) {
       const std::string shown = host.display();
-      co_await s.fail(policy::EntryMode::http, Errc::upstream_protocol_error, shown,
-                      s.intercepted_port, {}, telemetry::Phase::headers, &responder);
+      const UpstreamFault f = upstream_fault(s, ec, head.method);
+      co_await s.fail(policy::EntryMode::http, f.code, shown, s.intercepted_port, f.message,
+                      telemetry::Phase::headers, &responder, f.retryable);
       moved.reported = true;
       co_return;
     }

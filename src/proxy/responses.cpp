@@ -91,7 +91,8 @@ Reply git_refusal_reply(std::string_view service, const ErrorInfo& info) {
   if (!info.reason.empty()) message += " (" + std::string(info.reason);
   if (!info.rule.empty()) message += ", rule " + std::string(info.rule);
   if (!info.reason.empty()) message += ")";
-  message += retryable(info.code) ? "; retry later" : "; retrying will not help";
+  message +=
+      info.retryable.value_or(retryable(info.code)) ? "; retry later" : "; retrying will not help";
   if (!info.suggestion.empty()) message += "; to allow it: " + std::string(info.suggestion);
   // One pkt-line: four hex digits of length (themselves included), then the payload.
   // ASCII in one line, bounded: nothing a config or a request holds can break the framing.

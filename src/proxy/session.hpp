@@ -222,6 +222,21 @@ std::string upstream_authority(const Session& s, const policy::Host& host, std::
 // ticket): only a close or an error rules the connection out.
 bool upstream_reusable(UpstreamConn& up);
 
+// What a client is told when the destination failed an exchange after the request went out
+// and before the response's head came back: UPSTREAM_TIMEOUT when the watchdog ended it,
+// UPSTREAM_PROTOCOL_ERROR for a response sandgate cannot frame, else UPSTREAM_CONNECT_FAILED
+// (the destination closed or reset the connection), retryable only for an idempotent method:
+// the destination may have acted on the request. `ended` says what ended it (shutdown: the
+// daemon is stopping, and nobody is told).
+struct UpstreamFault {
+  Errc code = Errc::upstream_connect_failed;
+  telemetry::Ended ended = telemetry::Ended::upstream_close;
+  std::optional<bool> retryable;  // set for UPSTREAM_CONNECT_FAILED
+  std::string_view message;
+};
+UpstreamFault upstream_fault(const Session& s, const boost::system::error_code& ec,
+                             std::string_view method);
+
 // The target the destination is sent: for a host with request rules, the canonical path its
 // rules matched (dot-segments, unreserved escapes resolved; the query as sent), so that it
 // never reads another spelling differently; else `target` as sent.

@@ -489,6 +489,61 @@ TEST_F(ProxyIntercept, Http2UploadIsStreamedToAnHttp11Origin) {
   EXPECT_TRUE(requests[0].body == body) << requests[0].body.size();
 }
 
+// An HTTP/2 client is told what an HTTP/1.1 origin did as an HTTP/1.1 client would be: one
+// that closed without answering is UPSTREAM_CONNECT_FAILED, retryable only for an idempotent
+// method (it may have acted on a POST), and one that never answers is UPSTREAM_TIMEOUT on that
+// stream once `idle_timeout_ms` (3 s here) has passed, while the connection serves on.
+TEST_F(ProxyIntercept, Http2ClientsAreToldWhyTheHttp11OriginGaveNoResponse) {
+  origin_.set_handler([](const RecordedRequest& r) {
+    if (r.target == "/closed") return OriginReply::close_now();
+    if (r.target == "/silent") return OriginReply::silence();
+    return OriginReply::with_length(200, "ok");
+  });
+  struct Row {
+    std::vector<std::string> args;
+    int status;
+    std::string code;
+    bool retryable;
+  };
+  const std::vector<Row> rows = {
+      {{url("api.test", "/closed")}, 502, "UPSTREAM_CONNECT_FAILED", true},
+      {{"-d", "hi", url("api.test", "/closed")}, 502, "UPSTREAM_CONNECT_FAILED", false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.args.back() + " " + std::to_string(row.args.size()));
+    std::vector<std::string> args = {"--http2", "-x", proxy(), "--cacert", ca_.cert()};
+    args.insert(args.end(), row.args.begin(), row.args.end());
+    const std::size_t lines_before = daemon_->audit_lines().size();
+    const auto r = run_curl(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.http_code, row.status) << r.body;
+    const auto body = parse_object(r.body);
+    ASSERT_TRUE(body) << r.body;
+    EXPECT_EQ(json_string(*body, "code"), row.code);
+    const auto* retryable = json_at(*body, "retryable");
+    ASSERT_NE(retryable, nullptr);
+    EXPECT_EQ(retryable->as_bool(), row.retryable) << r.body;
+    const auto line = daemon_->wait_audit(
+        [&](const boost::json::object& l) { return json_string(l, "event.code") == row.code; },
+        std::chrono::milliseconds(3000), lines_before);
+    ASSERT_TRUE(line);
+    EXPECT_EQ(json_string(*line, "http.request.method"), row.args.size() == 1 ? "GET" : "POST");
+    EXPECT_EQ(json_string(*line, "url.path"), "/closed");
+  }
+  // The silent one, then another request on the same connection (no new connect).
+  const auto r =
+      run_command({"curl", "-q", "-sS", "--noproxy", "", "--http2", "-x", proxy(), "--cacert",
+                   ca_.cert(), "-w", "%{http_code} %{num_connects}\n", "-o", "/dev/null",
+                   url("api.test", "/silent"), "-o", "/dev/null", url("api.test", "/after")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "504 1\n200 0\n") << r.err;
+  const auto line = daemon_->wait_audit_code("UPSTREAM_TIMEOUT");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "url.path"), "/silent");
+  EXPECT_EQ(json_string(*line, "labels.termination"), "timeout");
+  EXPECT_EQ(origin_.request_count(), 4u);
+}
+
 TEST_F(ProxyIntercept, Http2CoalescingOntoTheInterceptedConnectionIs421) {
   // HTTP/2 connection coalescing: a second :authority on the same connection.
   const auto r = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "-H",

@@ -65,16 +65,20 @@ allow_cidrs = ["127.0.0.0/8"]
     return host + ":" + std::to_string(origin_.port());
   }
 
-  // One request (GET or CONNECT) that must fail with `code`; returns the elapsed time.
+  // One request (GET or CONNECT, or a POST of two bytes) that must fail with `code`; returns
+  // the elapsed time.
   std::chrono::steady_clock::duration expect_failure(const std::string& authority, bool connect,
                                                      int status, const std::string& code,
-                                                     bool retryable) {
-    SCOPED_TRACE((connect ? "CONNECT " : "GET ") + authority);
+                                                     bool retryable, bool post = false) {
+    SCOPED_TRACE((connect ? "CONNECT " : post ? "POST " : "GET ") + authority);
     const std::size_t lines_before = daemon_->audit_lines().size();
     const auto start = std::chrono::steady_clock::now();
     RawClient c(daemon_->explicit_port());
-    EXPECT_TRUE(c.send(connect ? proxy_connect(authority, kId, kToken)
-                               : proxy_get(authority, "/x", kId, kToken)));
+    std::string request =
+        connect ? proxy_connect(authority, kId, kToken)
+                : proxy_get(authority, "/x", kId, kToken, post ? "Content-Length: 2\r\n" : "");
+    if (post) request = "POST" + request.substr(3) + "hi";
+    EXPECT_TRUE(c.send(request));
     const auto r = c.read_response(5000ms, connect ? ResponseTo::connect : ResponseTo::other);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     if (!r) {
@@ -161,11 +165,17 @@ TEST_F(ProxyUpstream, OriginResponseWithBothFramingHeadersIsAProtocolError) {
   expect_failure(at("origin.test"), false, 502, "UPSTREAM_PROTOCOL_ERROR", false);
 }
 
+// The destination may have acted on a request it closed on without answering: only an
+// idempotent one is retryable (RFC 9110 9.2.2).
 TEST_F(ProxyUpstream, OriginClosingWithoutAResponseIs502UpstreamConnectFailed) {
   origin_.set_handler([](const RecordedRequest& r) {
     return r.target == "/x" ? OriginReply::close_now() : OriginReply::with_length(200, "ok");
   });
   expect_failure(at("origin.test"), false, 502, "UPSTREAM_CONNECT_FAILED", true);
+  expect_failure(at("origin.test"), false, 502, "UPSTREAM_CONNECT_FAILED", false, true);
+  ASSERT_EQ(origin_.request_count(), 4u);  // each failure, then GoodRequestSucceeds' request
+  EXPECT_EQ(origin_.requests()[2].method, "POST");
+  EXPECT_EQ(origin_.requests()[2].body, "hi");
 }
 
 TEST_F(ProxyUpstream, UnrequestedProtocolSwitchIs502UpstreamProtocolError) {

@@ -739,5 +739,14 @@ TEST(FirstValue, IsWhatBeastsLookupReturns) {
   }
 }
 
+TEST(IdempotentMethod, IsRfc9110sListAndCaseSensitive) {
+  for (const char* m : {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}) {
+    EXPECT_TRUE(idempotent_method(m)) << m;
+  }
+  for (const char* m : {"POST", "PATCH", "CONNECT", "get", "Put", "", "GETX", "PROPFIND"}) {
+    EXPECT_FALSE(idempotent_method(m)) << m;
+  }
+}
+
 }  // namespace
 }  // namespace sandgate::http
