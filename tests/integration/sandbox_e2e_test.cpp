@@ -466,7 +466,7 @@ TEST_F(SandboxE2e, Threat27HttpTheSnifferMissedIsStillDecidedOnItsHost) {
 // of it is relayed: on a server-first port (its banner arrives first) and on 443 alike.
 TEST_F(SandboxE2e, Threat27LateClientHelloIsChecked) {
   const auto r = run_in("late-tls", "web",
-                        send_script({"origin.test 22 600 hello:blocked.test",
+                        send_script({"origin.test 22 banner hello:blocked.test",
                                      "origin.test 443 600 hello:blocked.test",
                                      "origin.test 443 600 hello:origin.test"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;

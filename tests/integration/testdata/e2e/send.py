@@ -5,6 +5,9 @@ PAYLOAD, and prints what came back until the peer closed or 3 s passed.
 
   send.py HOST PORT DELAY_MS PAYLOAD
 
+DELAY_MS "banner" waits instead for the server's first bytes (up to 5 s), as an ssh client does;
+they start the reply.
+
 PAYLOAD is text with \\r and \\n escapes, or "hello:SNI" for a TLS ClientHello naming SNI.
 Output: "reply=<repr of the bytes>" then "end=closed|reset|timeout".
 """
@@ -26,15 +29,18 @@ def client_hello(sni):
 
 
 def main():
-    host, port, delay_ms, payload = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    host, port, delay, payload = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     if payload.startswith("hello:"):
         data = client_hello(payload[len("hello:"):])
     else:
         data = payload.replace("\\r", "\r").replace("\\n", "\n").encode()
     sock = socket.create_connection((host, port), timeout=5)
-    time.sleep(delay_ms / 1000)
-    sock.settimeout(3)
     reply, end = b"", "closed"
+    if delay == "banner":
+        reply = sock.recv(65536)
+    else:
+        time.sleep(int(delay) / 1000)
+    sock.settimeout(3)
     try:
         sock.sendall(data)
         while True:
