@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/eventually.hpp"
@@ -220,16 +221,31 @@ pid_t thread_named(pid_t pid, const std::string& name) {
 }
 
 // One thread of the daemon held still (ptrace stops only the thread it is attached to), as a
-// worker stuck in a blocking call would be; released on destruction.
+// worker stuck in a blocking call would be; released on destruction. It is stopped only while
+// it waits in epoll_wait, holding none of its loop's locks: a thread stopped at any other
+// instruction may hold its scheduler's mutex or the allocator's, which the daemon's other
+// threads then block on, and no heartbeat could run (no real stuck worker stops there).
 class StoppedThread {
  public:
   explicit StoppedThread(pid_t tid) : tid_(tid) {
-    if (::ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0 ||
-        ::ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
+    if (::ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) {
       throw std::runtime_error("cannot ptrace thread " + std::to_string(tid_));
     }
-    int status = 0;
-    ::waitpid(tid_, &status, __WALL);
+    for (int attempt = 0; attempt < 500; ++attempt) {
+      int status = 0;
+      if (::ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0 ||
+          ::waitpid(tid_, &status, __WALL) != tid_) {
+        break;
+      }
+      // The system call it was in (x86-64 epoll_wait, epoll_pwait, epoll_pwait2), or -1.
+      const std::string call = read_file("/proc/" + std::to_string(tid_) + "/syscall");
+      const std::string nr = call.substr(0, call.find(' '));
+      if (nr == "232" || nr == "281" || nr == "441") return;
+      ::ptrace(PTRACE_CONT, tid_, nullptr, nullptr);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    release();
+    throw std::runtime_error("thread " + std::to_string(tid_) + " never stopped in epoll_wait");
   }
   ~StoppedThread() { release(); }
   void release() {
