@@ -390,7 +390,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
       const std::string shown = host.display();
       const UpstreamFault f = upstream_fault(s, ec, head.method);
       co_await s.fail(policy::EntryMode::http, f.code, shown, s.intercepted_port, f.message,
-                      telemetry::Phase::headers, &responder, f.retryable);
+                      telemetry::Phase::headers, &responder, f.retryable, f.ended);
       moved.reported = true;
       co_return;
     }

@@ -180,7 +180,8 @@ std::string Session::placed_suggestion(const policy::Decision& d, const policy::
 }
 
 void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view host,
-                             std::uint16_t port, int status, telemetry::Phase phase) {
+                             std::uint16_t port, int status, telemetry::Phase phase,
+                             telemetry::Ended ended) {
   telemetry::AuditRecord r = record(mode);
   r.event = code_name(code);
   r.outcome = "failure";
@@ -191,6 +192,7 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
     using telemetry::Ended;
     r.phase = phase;
     r.ended = aborted                                   ? Ended::shutdown
+              : ended != Ended::unset                   ? ended
               : code == Errc::upstream_timeout          ? Ended::timeout
               : code == Errc::upstream_connect_failed   ? Ended::upstream_reset
               : code == Errc::local_resources_exhausted ? Ended::resources
@@ -204,14 +206,14 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
 asio::awaitable<void> Session::fail(policy::EntryMode mode, Errc code, std::string_view host,
                                     std::uint16_t port, std::string_view message,
                                     telemetry::Phase phase, Responder* to,
-                                    std::optional<bool> retryable) {
+                                    std::optional<bool> retryable, telemetry::Ended ended) {
   if (to != nullptr) to->name_request(*this);
   if (!speaks_http(mode)) {
-    record_failure(mode, code, host, port, 0, phase);
+    record_failure(mode, code, host, port, 0, phase, ended);
     reset_client();
     co_return;
   }
-  record_failure(mode, code, host, port, static_cast<int>(http_status(code)), phase);
+  record_failure(mode, code, host, port, static_cast<int>(http_status(code)), phase, ended);
 
   ErrorInfo info;
   info.code = code;

@@ -144,8 +144,10 @@ struct Session : std::enable_shared_from_this<Session> {
   // Audit line and metrics of a failure with its own code; `status`: the HTTP status sent, if
   // any (0: none, e.g. a stream that is reset).
   // `phase`: where an exchange past the decision ended (connect for a failed dial).
+  // `ended`: what ended it, when the caller knows; else it follows from the code.
   void record_failure(policy::EntryMode mode, Errc code, std::string_view host, std::uint16_t port,
-                      int status = 0, telemetry::Phase phase = telemetry::Phase::unset);
+                      int status = 0, telemetry::Phase phase = telemetry::Phase::unset,
+                      telemetry::Ended ended = telemetry::Ended::unset);
   // Audit line and metrics of a finished tunnel (CONNECT or transparent): bytes each way, what
   // ended it, duration, the address dialled. `denial`: the tunnel's gate refused it.
   void record_tunnel(policy::EntryMode mode, std::string_view host, std::uint16_t port,
@@ -168,7 +170,8 @@ struct Session : std::enable_shared_from_this<Session> {
   asio::awaitable<void> fail(policy::EntryMode mode, Errc code, std::string_view host = {},
                              std::uint16_t port = 0, std::string_view message = {},
                              telemetry::Phase phase = telemetry::Phase::unset,
-                             Responder* to = nullptr, std::optional<bool> retryable = {});
+                             Responder* to = nullptr, std::optional<bool> retryable = {},
+                             telemetry::Ended ended = telemetry::Ended::unset);
   // The reporter of a request whose Proxy-Authorization did not prove an identity
   // (authenticate()): the PROXY_AUTH_REQUIRED line with the outcome as event.reason (the
   // challenge, no_credentials, with outcome "unknown": it is not a failure), the metrics

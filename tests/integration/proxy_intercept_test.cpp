@@ -529,6 +529,7 @@ TEST_F(ProxyIntercept, Http2ClientsAreToldWhyTheHttp11OriginGaveNoResponse) {
     ASSERT_TRUE(line);
     EXPECT_EQ(json_string(*line, "http.request.method"), row.args.size() == 1 ? "GET" : "POST");
     EXPECT_EQ(json_string(*line, "url.path"), "/closed");
+    EXPECT_EQ(json_string(*line, "labels.termination"), "upstream_close");
   }
   // The silent one, then another request on the same connection (no new connect).
   const auto r =
