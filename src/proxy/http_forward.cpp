@@ -625,7 +625,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     } else if (!client_side && ended != Ended::shutdown) {
       // The destination broke off while it took the request.
       const UpstreamFault f = upstream_fault(s, e.ec, method);
-      const std::string response = refuse_now(f.code, "request_truncated", ended,
+      const std::string response = refuse_now(f.code, "request_truncated", f.ended,
                                               telemetry::Phase::request, f.message, f.retryable);
       s.watchdog->arm(s.limits().header_timeout);
       co_await s.write_client(response);
