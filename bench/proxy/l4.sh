@@ -175,7 +175,7 @@ printf '%s\n' "${results[@]}" | awk '
     { rep = $1; nm = $2; cpu[nm, rep] = $4; rate[nm, rep] = $5; p99[nm, rep] = $6
       if (!(nm in seen)) { seen[nm] = 1; names[++n] = nm }
       if (rep > reps) reps = rep }
-    function median(a, nm,   i, j, k, t, v) {
+    function median(a, nm,   i, j, t, v) {
         for (i = 1; i <= reps; i++) v[i] = a[nm, i] + 0
         for (i = 1; i <= reps; i++) for (j = i + 1; j <= reps; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
         return reps % 2 ? v[(reps + 1) / 2] : (v[reps / 2] + v[reps / 2 + 1]) / 2
