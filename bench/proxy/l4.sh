@@ -95,6 +95,7 @@ listen l4_http
     server origin 127.0.0.1:18080
 EOF
 ip netns exec "$ns" haproxy -f "$work/haproxy.cfg" </dev/null >"$work/haproxy.log" 2>&1 &
+pid_haproxy=$!   # `ip netns exec` execs the command: the same process
 
 # config/bench.toml's S1-S4 part, with a transparent listener and the client's address.
 cat >"$work/sandgate.toml" <<EOF
@@ -116,6 +117,7 @@ ports = [18080]
 allow_cidrs = ["127.0.0.1/32"]
 EOF
 ip netns exec "$ns" "$bin" --config "$work/sandgate.toml" </dev/null >"$work/sandgate.log" 2>&1 &
+pid_sandgate=$!
 
 wait_port() {
     for _ in $(seq 100); do
@@ -125,10 +127,9 @@ wait_port() {
     fail "nothing listens on 127.0.0.1:$1 ($(cat "$work"/*.log))"
 }
 for port in 18080 18081 13200 13300; do wait_port $port; done
-in_ns() { ip netns pids "$ns" | xargs -r ps -o pid=,comm= -p | awk -v c="$1" '$2 == c { print $1 }' | tail -1; }
-pid_haproxy=$(in_ns haproxy)
-pid_sandgate=$(in_ns sandgate)
-[ -n "$pid_haproxy" ] && [ -n "$pid_sandgate" ] || fail "a target did not start ($(cat "$work"/*.log))"
+for pid in $pid_haproxy $pid_sandgate; do
+    kill -0 "$pid" 2>/dev/null || fail "a target did not start ($(cat "$work"/*.log))"
+done
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 auth=$(printf bench:bench | base64)
