@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 
 #include "common/ascii.hpp"
 #include "http/request_head.hpp"
@@ -60,10 +61,14 @@ struct Relayed {
 // never reaches the client; lengths do not change). With `trip` (a request), the body is
 // scanned for placeholders as it goes (secrets::BodyTripwire): the last kHoldBack bytes of
 // each chunk wait in front of the next one until they are decided.
+// `last`: `out` is shut down for sending right after this message. Its last piece is then sent
+// with MSG_MORE (plain sockets, unchunked messages), so the shutdown's FIN leaves in the same
+// segment: the receiver gets the end of the message and of the connection at once, and a
+// segment and its acknowledgement are saved (bench/README.md, "Segments per exchange").
 template <bool isRequest, class Allocator, class In, class Out>
 asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buffer,
                                        bhttp::parser<isRequest, bhttp::buffer_body, Allocator>& p,
-                                       Out& out, std::uint64_t& bytes, Session& s,
+                                       Out& out, std::uint64_t& bytes, Session& s, bool last,
                                        secrets::Redactor* redact = nullptr,
                                        secrets::BodyTripwire* trip = nullptr) {
   using Side = Relayed::Side;
@@ -166,7 +171,7 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
           asio::buffer(head), asio::buffer(p.get().body().data, p.get().body().size)};
       if (const std::size_t size = asio::buffer_size(pieces); size > 0) {
         boost::system::error_code ec;
-        std::size_t n = send_now_if_plain(out, pieces, ec);
+        std::size_t n = send_now_if_plain(out, pieces, ec, last && p.is_done() ? MSG_MORE : 0);
         if (!ec && n < size) {
           consume(pieces, n);
           std::size_t rest = 0;
@@ -517,6 +522,11 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
   const bool websocket = s.tls && head.upgrade && client_version == 11 &&
                          iequals_ascii(http::first_value(req, bhttp::field::upgrade), "websocket");
   http::strip_hop_by_hop(req.base());
+  // A plain upstream connection never outlives its client's (only intercepted ones are pooled),
+  // so when the client's ends with this exchange, the destination is told so: it then sends
+  // its FIN with the response, rather than waiting for sandgate's close.
+  constexpr bool plain_client = std::is_same_v<Client, tcp::socket>;
+  if (plain_client && !client_keep_alive) req.set(bhttp::field::connection, "close");
   req.erase(bhttp::field::expect);
   req.set(bhttp::field::host, authority);
   req.version(11);
@@ -596,7 +606,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
   }
   if (const Relayed e = co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s,
-                                               nullptr, trip);
+                                               false, nullptr, trip);
       e.side == Relayed::Side::tripped) {
     // A placeholder in the body, going where it may not: the destination's connection is
     // reset (it never sees the request end, nor the bytes that held the placeholder), the
@@ -667,7 +677,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
       // either side ends (the exchange's one line then counts them).
       res.version(11);
       if (const Relayed e =
-              co_await relay_message(upstream, up.buffer, res_parser, client, bytes_down, s);
+              co_await relay_message(upstream, up.buffer, res_parser, client, bytes_down, s, false);
           !e.ok()) {
         report(Errc::ok, "response_truncated", ended_by(s, e.side == Relayed::Side::out, e.ec),
                telemetry::Phase::headers);
@@ -705,8 +715,9 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     if (!interim) res.keep_alive(keep_alive);
     if (redactor) redact_fields(*redactor, res.base());
     secrets::Redactor* body_redactor = redactor ? &*redactor : nullptr;
+    const bool last = !interim && !keep_alive && plain_client;
     if (const Relayed e = co_await relay_message(upstream, up.buffer, res_parser, client,
-                                                 bytes_down, s, body_redactor);
+                                                 bytes_down, s, last, body_redactor);
         !e.ok()) {
       // The head is already on its way: all that is left is to close, so the client sees a
       // truncated message, and to say in the audit line who broke off.
@@ -724,6 +735,12 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     }
   }
   report(Errc::ok, {}, telemetry::Ended::completed, telemetry::Phase::body);
+  if (!keep_alive && plain_client) {
+    // The FIN goes now, with what MSG_MORE held back (relay_message's `last`).
+    boost::system::error_code ignored;
+    s.client.shutdown(tcp::socket::shutdown_send, ignored);
+    s.client_send_shut = !ignored;
+  }
   if (!upstream_keep_alive) s.upstream.reset();
   if (s.upstream) s.upstream->idle = true;
   co_return keep_alive;

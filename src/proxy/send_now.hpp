@@ -24,11 +24,12 @@ namespace sandgate::proxy {
 // send_now() tries the send first; only what it leaves goes through asio::async_write.
 
 // Sends what `socket` takes of `buffers` (up to their first 8 pieces) at once: one sendmsg(2)
-// with MSG_DONTWAIT (and MSG_NOSIGNAL: a closed peer is EPIPE, not a signal). Returns the
-// bytes sent, 0 when the socket has no room; a failure other than that is set in `ec`.
+// with MSG_DONTWAIT (and MSG_NOSIGNAL: a closed peer is EPIPE, not a signal), and `flags`.
+// Returns the bytes sent, 0 when the socket has no room; a failure other than that is set in
+// `ec`.
 template <class ConstBuffers>
 std::size_t send_now(boost::asio::ip::tcp::socket& socket, const ConstBuffers& buffers,
-                     boost::system::error_code& ec) {
+                     boost::system::error_code& ec, int flags = 0) {
   std::array<iovec, 8> iov{};
   std::size_t count = 0;
   for (auto it = boost::asio::buffer_sequence_begin(buffers);
@@ -42,7 +43,7 @@ std::size_t send_now(boost::asio::ip::tcp::socket& socket, const ConstBuffers& b
   msg.msg_iov = iov.data();
   msg.msg_iovlen = count;
   for (;;) {
-    const ssize_t n = ::sendmsg(socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t n = ::sendmsg(socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL | flags);
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -55,9 +56,9 @@ std::size_t send_now(boost::asio::ip::tcp::socket& socket, const ConstBuffers& b
 // send_now() on a plain socket; a TLS stream (anything else) writes through Asio only.
 template <class Stream, class ConstBuffers>
 std::size_t send_now_if_plain(Stream& stream, const ConstBuffers& buffers,
-                              boost::system::error_code& ec) {
+                              boost::system::error_code& ec, int flags = 0) {
   if constexpr (std::is_same_v<Stream, boost::asio::ip::tcp::socket>) {
-    return send_now(stream, buffers, ec);
+    return send_now(stream, buffers, ec, flags);
   } else {
     return 0;
   }

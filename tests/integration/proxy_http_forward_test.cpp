@@ -224,6 +224,7 @@ TEST_F(ProxyHttpForward, Http10ClientWithoutHostGetsBodyThenClose) {
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0].header("Host"), origin_authority());
   EXPECT_EQ(requests[0].version, 11u);
+  EXPECT_EQ(requests[0].header("Connection"), "close");  // the client's ends with it
 }
 
 TEST_F(ProxyHttpForward, HeadResponseHasNoBodyAndKeepsFraming) {
@@ -450,6 +451,11 @@ TEST_F(ProxyHttpForward, PipelinedRequestsAreAnsweredInOrderAndConnectionCloseIs
   const auto requests = origin_.requests();
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_EQ(requests[0].body, body);
+  // A plain upstream connection ends with its client's, so the origin is told with the last
+  // request, and only with it (hop-by-hop: the client's own field never goes through).
+  EXPECT_FALSE(requests[0].has_header("Connection"));
+  EXPECT_FALSE(requests[1].has_header("Connection"));
+  EXPECT_EQ(requests[2].header("Connection"), "close");
   EXPECT_EQ(daemon_->audit_text().find("SANDBOX_NETWORK_DENIED"), std::string::npos);
 }
 

@@ -207,6 +207,16 @@ TEST_F(ProxyIntercept, TheNextClientConnectionOfTheSandboxReusesTheIdleUpstreamC
   // And after it, HTTP/1.1 again on what the HTTP/2 connection gave back.
   ASSERT_EQ(curl({url("api.test", "/after")}).exit_code, 0);
   EXPECT_EQ(origin_.connection_count(), 1u);
+  // A client that ends its connection with its request does not end the upstream one: the
+  // destination is not told "close" (a plain one would be: ProxyHttpForward.Pipelined...).
+  ASSERT_EQ(curl({"-H", "Connection: close", url("api.test", "/closing")}).exit_code, 0);
+  settle();
+  ASSERT_EQ(curl({url("api.test", "/last")}).exit_code, 0);
+  EXPECT_EQ(origin_.connection_count(), 1u);
+  const auto requests = origin_.requests();
+  ASSERT_EQ(requests.size(), 7u);
+  EXPECT_EQ(requests[5].target, "/closing");
+  EXPECT_FALSE(requests[5].has_header("Connection"));
 }
 
 TEST_F(ProxyIntercept, AnIdleUpstreamConnectionIsNeverReusedAcrossSandboxesOrAReload) {
