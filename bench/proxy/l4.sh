@@ -5,6 +5,7 @@
 #
 #   bench/proxy/l4.sh                                  # build/release, 3 reps of 8 s
 #   bench/proxy/l4.sh --bin /tmp/sg-old --reps 5 --seconds 10 --conc 64
+#   bench/proxy/l4.sh --bin before=/tmp/sg-old --bin after=build/release/src/app/sandgate
 #
 # The harness's S3 compares sandgate's CONNECT with haproxy's L4 relay, to which the client
 # sends no CONNECT at all. Here all three run at once on loopback, in a network namespace of
@@ -12,12 +13,15 @@
 # loads one at a time:
 #   haproxy      tunnelbench --raw to the harness's L4 relay (`listen l4_http`), which dials
 #                the origin
-#   transparent  tunnelbench --raw to the origin itself, as uid nobody; an nftables rule for
-#                that uid redirects it to sandgate's transparent listener, which knows the
-#                sandbox by its source address, checks the first bytes (Host) and dials the
-#                origin
+#   transparent  tunnelbench --raw to the origin itself, as a uid of its own; an nftables rule
+#                for that uid redirects it to sandgate's transparent listener, which knows the
+#                sandbox by its source address, takes the connection as HTTP (the port's first
+#                bytes), decides each request on its Host and forwards it
 #   connect      tunnelbench with CONNECT to sandgate's explicit listener (the harness's S3)
-# Each rep measures the three one after the other, in an order that rotates with the rep.
+# Each --bin NAME=PATH (or PATH, named sandgate) runs as a daemon of its own, and adds the
+# targets NAME-transparent and NAME-connect (one binary: transparent and connect), so binaries
+# are compared in one run, against the same haproxy. Each rep measures every target one after
+# the other, in an order that rotates with the rep.
 # Proxy CPU is the target's user + system time from /proc (all its threads) over the tunnels
 # tunnelbench completed. The nat rule makes conntrack follow every connection of the
 # namespace, for all three alike. Removes its namespace when done; nothing leaves it. Needs
@@ -28,7 +32,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 run=${PEERS_RUN_DIR:-/tmp/peers-run-sandgate}
-bin=$root/build/release/src/app/sandgate
+bins=()
 reps=3
 seconds=8
 conc=64
@@ -36,7 +40,7 @@ conc=64
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
     case $1 in
-        --bin) bin=$2; shift 2 ;;
+        --bin) bins+=("$2"); shift 2 ;;
         --reps) reps=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --conc) conc=$2; shift 2 ;;
@@ -47,7 +51,13 @@ done
 
 fail() { echo "l4.sh: $*" >&2; exit 2; }
 for tool in ip nft haproxy nginx; do command -v $tool >/dev/null || fail "$tool not found"; done
-[ -x "$bin" ] || fail "no binary at $bin"
+[ ${#bins[@]} -gt 0 ] || bins=("sandgate=$root/build/release/src/app/sandgate")
+names=() paths=()
+for b in "${bins[@]}"; do
+    case $b in *=*) names+=("${b%%=*}") paths+=("${b#*=}") ;; *) names+=(sandgate) paths+=("$b") ;; esac
+    [ -x "${paths[-1]}" ] || fail "no binary at ${paths[-1]}"
+done
+[ "$(printf '%s\n' "${names[@]}" | sort -u | wc -l)" = ${#names[@]} ] || fail "two --bin have one name"
 [ -f "$run/nginx/nginx.conf" ] && [ -x "$run/bin/tunnelbench" ] ||
     fail "no harness run in $run (run bench/proxy/run.sh once, or set PEERS_RUN_DIR)"
 
@@ -64,15 +74,15 @@ ip netns add "$ns"
 ip -n "$ns" link set lo up
 # Client sockets reuse TIME_WAIT ports: a rep opens tens of thousands of connections.
 ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="10000 65000"
-nobody=$(id -u nobody)
-ip netns exec "$ns" nft -f - <<EOF
-table ip sgl4 {
-    chain out {
-        type nat hook output priority -100;
-        meta skuid $nobody ip daddr 127.0.0.1 tcp dport 18080 redirect to :13300
-    }
-}
-EOF
+# Binary i's transparent client runs as uid 64000+i, which the rule for it sends to its
+# listener (13300+i); its explicit listener is 13200+i.
+{
+    printf 'table ip sgl4 {\nchain out {\ntype nat hook output priority -100;\n'
+    for i in "${!names[@]}"; do
+        echo "meta skuid $((64000 + i)) ip daddr 127.0.0.1 tcp dport 18080 redirect to :$((13300 + i))"
+    done
+    printf '}\n}\n'
+} | ip netns exec "$ns" nft -f -
 
 mkdir -p "$run/nginx/tmp"
 ip netns exec "$ns" nginx -c "$run/nginx/nginx.conf" -p "$run/nginx/" </dev/null >"$work/nginx.log" 2>&1 &
@@ -98,26 +108,30 @@ ip netns exec "$ns" haproxy -f "$work/haproxy.cfg" </dev/null >"$work/haproxy.lo
 pid_haproxy=$!   # `ip netns exec` execs the command: the same process
 
 # config/bench.toml's S1-S4 part, with a transparent listener and the client's address.
-cat >"$work/sandgate.toml" <<EOF
+pids=() ports=(18080 18081)
+for i in "${!names[@]}"; do
+cat >"$work/sandgate-$i.toml" <<EOF
 workers = 0
 sandboxes_dir = ""
 [listeners]
-explicit = ["127.0.0.1:13200"]
-transparent = ["127.0.0.1:13300"]
+explicit = ["127.0.0.1:$((13200 + i))"]
+transparent = ["127.0.0.1:$((13300 + i))"]
 [limits]
 max_connections = 20000
 max_connections_per_sandbox = 20000
 max_unauthenticated_per_source = 1024
 [log]
-audit = "$work/audit.log"
+audit = "$work/audit-$i.log"
 [sandboxes.bench]
 token = "bench"
 sources = ["127.0.0.1"]
 ports = [18080]
 allow_cidrs = ["127.0.0.1/32"]
 EOF
-ip netns exec "$ns" "$bin" --config "$work/sandgate.toml" </dev/null >"$work/sandgate.log" 2>&1 &
-pid_sandgate=$!
+ip netns exec "$ns" "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$work/sandgate-$i.log" 2>&1 &
+pids+=($!)
+ports+=($((13200 + i)) $((13300 + i)))
+done
 
 wait_port() {
     for _ in $(seq 100); do
@@ -126,24 +140,30 @@ wait_port() {
     done
     fail "nothing listens on 127.0.0.1:$1 ($(cat "$work"/*.log))"
 }
-for port in 18080 18081 13200 13300; do wait_port $port; done
-for pid in $pid_haproxy $pid_sandgate; do
+for port in "${ports[@]}"; do wait_port $port; done
+for pid in $pid_haproxy "${pids[@]}"; do
     kill -0 "$pid" 2>/dev/null || fail "a target did not start ($(cat "$work"/*.log))"
 done
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 auth=$(printf bench:bench | base64)
-# measure NAME SECONDS: one load on one target; prints "NAME ok cpu_us_per_tunnel rate p99_us".
+# measure TARGET SECONDS: one load on one target (haproxy, or [NAME-]transparent|connect);
+# prints "TARGET ok cpu_us_per_tunnel rate p99_us".
 measure() {
-    local name=$1 dur=$2 pid user=root args
+    local name=$1 dur=$2 pid uid=0 args i=0
+    case $name in
+        *transparent|*connect)
+            [ ${#names[@]} = 1 ] || for i in "${!names[@]}"; do [ "${name%-*}" = "${names[$i]}" ] && break; done
+            pid=${pids[$i]} ;;
+    esac
     case $name in
         haproxy) pid=$pid_haproxy args=(--raw --proxy 127.0.0.1:18081) ;;
-        transparent) pid=$pid_sandgate user=nobody args=(--raw --proxy 127.0.0.1:18080) ;;
-        connect) pid=$pid_sandgate args=(--proxy 127.0.0.1:13200 --proxy-auth "$auth") ;;
+        *transparent) uid=$((64000 + i)) args=(--raw --proxy 127.0.0.1:18080) ;;
+        *connect) args=(--proxy 127.0.0.1:$((13200 + i)) --proxy-auth "$auth") ;;
     esac
     local t0 t1 out ok rate p99
     t0=$(cpu_ticks "$pid")
-    out=$(ip netns exec "$ns" runuser -u "$user" -- "$run/bin/tunnelbench" "${args[@]}" \
+    out=$(ip netns exec "$ns" setpriv --reuid=$uid --regid=$uid --clear-groups -- "$run/bin/tunnelbench" "${args[@]}" \
         --target 127.0.0.1:18080 --concurrency "$conc" --duration "$dur" 2>&1) ||
         fail "$name: tunnelbench failed: $out"
     t1=$(cpu_ticks "$pid")
@@ -156,18 +176,23 @@ measure() {
         'BEGIN { printf "%s %d %.1f %.0f %s\n", n, ok, t * 1e6 / hz / ok, r, p }'
 }
 
-targets=(haproxy transparent connect)
+targets=(haproxy)
+if [ ${#names[@]} = 1 ]; then
+    targets+=(transparent connect)
+else
+    for n in "${names[@]}"; do targets+=("$n-transparent" "$n-connect"); done
+fi
 for t in "${targets[@]}"; do measure "$t" 1 >/dev/null; done   # each path once before the reps
 results=()
 for rep in $(seq "$reps"); do
-    for i in 0 1 2; do
-        t=${targets[$(((i + rep - 1) % 3))]}
+    for i in "${!targets[@]}"; do
+        t=${targets[$(((i + rep - 1) % ${#targets[@]}))]}
         results+=("$rep $(measure "$t" "$seconds")")
         echo "l4.sh: rep $rep: ${results[-1]}" >&2
     done
 done
-if grep -q SANDBOX_NETWORK_DENIED "$work/audit.log"; then
-    fail "sandgate refused tunnels: $(grep -m3 SANDBOX_NETWORK_DENIED "$work/audit.log")"
+if grep -q SANDBOX_NETWORK_DENIED "$work"/audit-*.log; then
+    fail "sandgate refused tunnels: $(grep -h -m3 SANDBOX_NETWORK_DENIED "$work"/audit-*.log)"
 fi
 
 # Per target: median proxy CPU per tunnel (each rep's in brackets), the median over reps of
@@ -182,14 +207,14 @@ printf '%s\n' "${results[@]}" | awk '
         return reps % 2 ? v[(reps + 1) / 2] : (v[reps / 2] + v[reps / 2 + 1]) / 2
     }
     END {
-        printf "%-12s %30s %10s %10s %8s\n", "target", "proxy CPU us/tunnel (reps)", "x haproxy", "tunnels/s", "p99 us"
+        printf "%-20s %30s %10s %10s %8s\n", "target", "proxy CPU us/tunnel (reps)", "x haproxy", "tunnels/s", "p99 us"
         for (i = 1; i <= n; i++) {
             nm = names[i]; line = ""
             for (r = 1; r <= reps; r++) {
                 line = line sprintf("%s%.0f", r > 1 ? "," : "", cpu[nm, r])
                 ratio[nm, r] = cpu[nm, r] / cpu["haproxy", r]
             }
-            printf "%-12s %8.1f %21s %10.2f %10.0f %8.0f\n", nm, median(cpu, nm), "(" line ")",
+            printf "%-20s %8.1f %21s %10.2f %10.0f %8.0f\n", nm, median(cpu, nm), "(" line ")",
                 median(ratio, nm), median(rate, nm), median(p99, nm)
         }
     }'
