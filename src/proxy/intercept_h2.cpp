@@ -145,6 +145,9 @@ struct Moved {
   // it refused the body: the upstream stream was then reset before the placeholder's bytes.
   secrets::BodyTripwire* trip = nullptr;
   bool tripped = false;
+  // h2 to h2: when a byte of the request last went upstream (its head, then each body chunk).
+  // The destination's silence, which head_deadline bounds, is counted from there.
+  std::chrono::steady_clock::time_point last_sent{};
 };
 
 // The client's request body as it may go on. Without a tripwire, each chunk as read; with
@@ -200,6 +203,12 @@ asio::awaitable<h2::error_code> send_body(h2::ServerExchange& ex, Moved& moved,
   co_return ec;
 }
 
+// The session's deadline while an h2 destination owes the response head: past the stream's
+// own (head_deadline), so that a silent destination ends its stream, not the connection.
+std::chrono::milliseconds owed_head_deadline(const Session& s) {
+  return s.limits().idle_timeout + s.limits().header_timeout;
+}
+
 // The client's request body (its first `first` bytes already read) to an upstream stream,
 // then its trailers.
 asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
@@ -215,8 +224,9 @@ asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::Clien
     }
     if (!go.empty()) {
       moved.up += go.size();
-      s.watchdog->arm(s.limits().idle_timeout);
+      s.watchdog->arm(moved.status == 0 ? owed_head_deadline(s) : s.limits().idle_timeout);
       if (co_await up.send_data(go, false)) co_return;
+      moved.last_sent = std::chrono::steady_clock::now();
     }
     if (n == 0) break;
     auto [ec, got] = co_await ex.read_body(buf);
@@ -226,17 +236,85 @@ asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::Clien
     }
     n = got;
   }
+  h2::error_code ec;
   if (!ex.trailers().empty()) {
-    co_await up.send_trailers(ex.trailers());
+    ec = co_await up.send_trailers(ex.trailers());
   } else {
-    co_await up.send_data({}, true);
+    ec = co_await up.send_data({}, true);
   }
+  if (!ec) moved.last_sent = std::chrono::steady_clock::now();
+}
+
+// Completes once the destination has owed its response head for idle_timeout_ms since the
+// request's last byte went to it (a long upload is progress, not silence), unless cancelled.
+asio::awaitable<void> head_deadline(Session& s, const Moved& moved) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    timer.expires_at(moved.last_sent + s.limits().idle_timeout);
+    if (timer.expiry() <= std::chrono::steady_clock::now()) co_return;
+    const auto [ec] = co_await timer.async_wait(use_tuple);
+    if (ec) co_return;
+  }
+}
+
+// The destination's stream failed (`ec`, or asio::error::timed_out from head_deadline) before
+// its response head. The client's stream is answered as over HTTP/1.1 (upstream_fault): 504
+// for a silent destination, 502 for a reset or a closed connection (retryable for an
+// idempotent method), 502 UPSTREAM_PROTOCOL_ERROR for a broken one. A stream the destination
+// refused, which it did not act on (RFC 9113 section 8.7), is refused to the client in turn,
+// whose client retries it as it would have. The failure has its line either way.
+asio::awaitable<void> head_failed(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
+                                  h2::error_code ec, Moved& moved, StreamResponder& responder) {
+  using telemetry::Ended;
+  const bool refused =
+      ec == h2::Error::refused ||
+      (ec == h2::Error::stream_reset &&
+       up.reset_code() == static_cast<std::uint32_t>(h2::ResetCode::refused_stream));
+  const bool reset = ec == h2::Error::stream_reset;
+  up.reset();  // a stream still open at the destination (it timed out) is cancelled there
+  // Nobody to tell: the client reset its stream (and pump_request the upstream one), the
+  // tripwire refused the body (which has its own line), or the daemon is stopping.
+  if (ex.closed() || moved.tripped || s.aborted) co_return;
+  const std::string shown = s.intercepted->display();
+  moved.reported = true;
+  if (refused) {
+    responder.name_request(s);
+    s.record_failure(policy::EntryMode::http, Errc::upstream_connect_failed, shown,
+                     s.intercepted_port, 0, telemetry::Phase::headers, Ended::upstream_reset);
+    ex.reset(h2::ResetCode::refused_stream);
+    co_return;
+  }
+  UpstreamFault f;
+  if (ec == asio::error::timed_out || s.watchdog->expired()) {
+    f = upstream_fault(s, asio::error::timed_out, ex.request().method);
+  } else if (reset || ec == h2::Error::connection_closed || ec == h2::Error::goaway) {
+    f.retryable = http::idempotent_method(ex.request().method);
+    f.ended = reset ? Ended::upstream_reset : Ended::upstream_close;
+    f.message = reset ? "the destination reset the stream before it answered"
+                      : "the destination closed the connection before it answered";
+  } else {
+    f.code = Errc::upstream_protocol_error;
+    f.ended = Ended::malformed;
+  }
+  co_await s.fail(policy::EntryMode::http, f.code, shown, s.intercepted_port, f.message,
+                  telemetry::Phase::headers, &responder, f.retryable, f.ended);
+  // The rest of the client's body is not wanted (RFC 9113 section 8.1).
+  if (!ex.closed()) ex.reset(h2::ResetCode::no_error);
 }
 
 // The upstream stream's response to the client: head, body, trailers.
 asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
-                                    Moved& moved) {
-  if (co_await up.read_response_head()) co_return;
+                                    Moved& moved, StreamResponder& responder) {
+  // The head is awaited under a deadline of the stream's own, as the HTTP/1.1 bridge's is.
+  using namespace asio::experimental::awaitable_operators;
+  s.watchdog->arm(owed_head_deadline(s));
+  const auto head = co_await (up.read_response_head() || head_deadline(s, moved));
+  if (head.index() == 1 || std::get<0>(head)) {
+    // Named first: GCC 12 evaluates both arms of a conditional inside a co_await expression.
+    const h2::error_code ec = head.index() == 1 ? asio::error::timed_out : std::get<0>(head);
+    co_await head_failed(s, ex, up, ec, moved, responder);
+    co_return;
+  }
   moved.status = up.response().status;
   const h2::Fields fields = redacted(up.response().fields, moved.redact);
   if (co_await ex.send_response_head(moved.status, fields, false)) co_return;
@@ -262,7 +340,7 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
 // h2 to h2.
 asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange& ex,
                                  const h2::RequestHead& head, std::vector<std::uint8_t>& buf,
-                                 std::size_t first, Moved& moved) {
+                                 std::size_t first, Moved& moved, StreamResponder& responder) {
   using namespace asio::experimental::awaitable_operators;
   auto opened = co_await ups.h2_client->request(head, first == 0);
   if (!opened) {
@@ -276,10 +354,12 @@ asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange&
     co_return;
   }
   h2::ClientExchange& up = *opened;
+  moved.last_sent = std::chrono::steady_clock::now();
   if (first == 0) {
-    co_await pump_response(s, ex, up, moved);
+    co_await pump_response(s, ex, up, moved, responder);
   } else {
-    co_await (pump_request(s, ex, up, buf, first, moved) && pump_response(s, ex, up, moved));
+    co_await (pump_request(s, ex, up, buf, first, moved) &&
+              pump_response(s, ex, up, moved, responder));
   }
 }
 
@@ -539,7 +619,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   }
   const bool over_h2 = ups.h2_client != nullptr && !ups.h2_client->ended();
   if (over_h2) {
-    co_await forward_h2(s, ups, ex, out, buf, first, moved);
+    co_await forward_h2(s, ups, ex, out, buf, first, moved, responder);
   } else {
     co_await forward_h1(s, ups, ex, out, fields, buf, first, moved, responder);
   }

@@ -628,5 +628,125 @@ print("body", body.decode().strip())
   EXPECT_NE(r.out.find("body payload from an h2 origin"), std::string::npos) << r.out;
 }
 
+// An HTTP/2 origin (python3-h2) that never answers /silent and resets /reset and /refused:
+// each stream gets what an HTTP/1.1 client of such an origin gets (504, 502), the client's
+// connection and its other streams go on, and a refused stream is refused to the client too.
+TEST_F(ProxyIntercept, Http2ClientsOfAnHttp2OriginAreToldWhyItGaveNoResponse) {
+  const std::string key = roots_dir_.write("origin.key", origin_cert_.key_pem);
+  const std::string script = R"(
+import socket, ssl, sys, threading
+import h2.config, h2.connection, h2.errors, h2.events
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+ctx.set_alpn_protocols(["h2"])
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(16)
+print("port=%d" % srv.getsockname()[1], flush=True)
+def serve(raw):
+    try:
+        t = ctx.wrap_socket(raw, server_side=True)
+    except (OSError, ssl.SSLError):
+        return
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False,
+                                                             header_encoding="utf-8"))
+    c.initiate_connection()
+    t.sendall(c.data_to_send())
+    while True:
+        try:
+            data = t.recv(65536)
+        except (OSError, ssl.SSLError):
+            return
+        if not data:
+            return
+        for e in c.receive_data(data):
+            if isinstance(e, h2.events.RequestReceived):
+                path, sid = dict(e.headers)[":path"], e.stream_id
+                if path == "/reset":
+                    c.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+                elif path == "/refused":
+                    c.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+                elif path != "/silent":
+                    c.send_headers(sid, [(":status", "200"), ("content-length", str(len(path)))])
+                    c.send_data(sid, path.encode(), end_stream=True)
+            elif isinstance(e, h2.events.DataReceived):
+                c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+        t.sendall(c.data_to_send())
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+)";
+  h2::test::BackgroundPeer h2_origin({"/usr/bin/python3", "-c", script, origin_ca_, key});
+  const std::string port = h2_origin.ready_line("port=");
+  ASSERT_FALSE(port.empty()) << "the python3-h2 origin did not start";
+  std::string with_port = tables();
+  with_port.replace(with_port.find("ports = ["), 9, "ports = [" + port + ", ");
+  ASSERT_TRUE(daemon_->reload(with_port));
+  const std::string authority = "api.test:" + port;
+  const auto at = [&](const std::string& path) { return "https://" + authority + path; };
+
+  struct Row {
+    std::vector<std::string> args;
+    std::string path;
+    bool retryable;
+  };
+  const std::vector<Row> rows = {
+      {{at("/reset")}, "/reset", true},
+      {{"-d", "hi", at("/reset")}, "/reset", false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.args.back() + " " + std::to_string(row.args.size()));
+    std::vector<std::string> args = {"--http2", "-x", proxy(), "--cacert", ca_.cert()};
+    args.insert(args.end(), row.args.begin(), row.args.end());
+    const std::size_t lines_before = daemon_->audit_lines().size();
+    const auto r = run_curl(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.http_code, 502) << r.body;
+    const auto body = parse_object(r.body);
+    ASSERT_TRUE(body) << r.body;
+    EXPECT_EQ(json_string(*body, "code"), "UPSTREAM_CONNECT_FAILED");
+    const auto* retryable = json_at(*body, "retryable");
+    ASSERT_NE(retryable, nullptr);
+    EXPECT_EQ(retryable->as_bool(), row.retryable) << r.body;
+    const auto line = daemon_->wait_audit(
+        [&](const boost::json::object& l) {
+          return json_string(l, "event.code") == "UPSTREAM_CONNECT_FAILED";
+        },
+        std::chrono::milliseconds(3000), lines_before);
+    ASSERT_TRUE(line);
+    EXPECT_EQ(json_string(*line, "url.path"), row.path);
+    EXPECT_EQ(json_string(*line, "labels.termination"), "upstream_reset");
+  }
+
+  // The silent one, then another request on the same connection (no new connect).
+  const auto r = run_command({"curl", "-q", "-sS", "--noproxy", "", "--http2", "-x", proxy(),
+                              "--cacert", ca_.cert(), "-w", "%{http_code} %{num_connects}\n", "-o",
+                              "/dev/null", at("/silent"), "-o", "/dev/null", at("/after")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "504 1\n200 0\n") << r.err;
+  const auto line = daemon_->wait_audit_code("UPSTREAM_TIMEOUT");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "url.path"), "/silent");
+  EXPECT_EQ(json_string(*line, "labels.termination"), "timeout");
+
+  // Refused: the client's stream is refused too, and its client retries it as it would have
+  // the destination's refusal (curl: on new connections, a few times, then gives up).
+  const std::size_t lines_before = daemon_->audit_lines().size();
+  const auto refused = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), at("/refused")});
+  EXPECT_NE(refused.exit_code, 0) << refused.body;
+  ASSERT_TRUE(daemon_->wait_audit(
+      [&](const boost::json::object& l) { return json_string(l, "url.path") == "/refused"; },
+      std::chrono::milliseconds(3000), lines_before));
+  const auto lines = daemon_->audit_lines();
+  std::size_t refusals = 0;
+  for (std::size_t i = lines_before; i < lines.size(); ++i) {
+    if (json_string(lines[i], "url.path") != "/refused") continue;
+    ++refusals;
+    EXPECT_EQ(json_string(lines[i], "event.code"), "UPSTREAM_CONNECT_FAILED");
+    EXPECT_EQ(json_string(lines[i], "labels.termination"), "upstream_reset");
+  }
+  EXPECT_GE(refusals, 2u) << refused.err;  // the first, and at least one retry
+}
+
 }  // namespace
 }  // namespace sandgate::test
