@@ -148,6 +148,10 @@ struct Moved {
   // h2 to h2: when a byte of the request last went upstream (its head, then each body chunk).
   // The destination's silence, which head_deadline bounds, is counted from there.
   std::chrono::steady_clock::time_point last_sent{};
+  // h2 to h2: why the destination's stream failed before its response head (timed_out: it was
+  // silent), and whether it refused the stream; the client is told once both pumps are done.
+  h2::error_code head_failure;
+  bool head_refused = false;
 };
 
 // The client's request body as it may go on. Without a tripwire, each chunk as read; with
@@ -245,6 +249,25 @@ asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::Clien
   if (!ec) moved.last_sent = std::chrono::steady_clock::now();
 }
 
+// What the client still sends of a refused request's body is read and dropped (up to
+// kLingerBytes, for at most kLingerTime) before the refusal goes out, as over HTTP/1.1
+// (linger_close): a response that ends the stream while the client is still sending makes
+// nghttp2 follow it with RST_STREAM NO_ERROR, which curl (7.88) reports as an error without
+// showing the response.
+asio::awaitable<void> drain_body(h2::ServerExchange& ex, std::vector<std::uint8_t>& buf) {
+  using namespace asio::experimental::awaitable_operators;
+  const auto drain = [](h2::ServerExchange& from,
+                        std::vector<std::uint8_t>& into) -> asio::awaitable<void> {
+    for (std::size_t total = 0; total < kLingerBytes;) {
+      auto [ec, n] = co_await from.read_body(into);
+      if (ec || n == 0) co_return;
+      total += n;
+    }
+  };
+  asio::steady_timer timer(co_await asio::this_coro::executor, kLingerTime);
+  co_await (drain(ex, buf) || timer.async_wait(use_tuple));
+}
+
 // Completes once the destination has owed its response head for idle_timeout_ms since the
 // request's last byte went to it (a long upload is progress, not silence), unless cancelled.
 asio::awaitable<void> head_deadline(Session& s, const Moved& moved) {
@@ -257,33 +280,29 @@ asio::awaitable<void> head_deadline(Session& s, const Moved& moved) {
   }
 }
 
-// The destination's stream failed (`ec`, or asio::error::timed_out from head_deadline) before
-// its response head. The client's stream is answered as over HTTP/1.1 (upstream_fault): 504
-// for a silent destination, 502 for a reset or a closed connection (retryable for an
-// idempotent method), 502 UPSTREAM_PROTOCOL_ERROR for a broken one. A stream the destination
-// refused, which it did not act on (RFC 9113 section 8.7), is refused to the client in turn,
-// whose client retries it as it would have. The failure has its line either way.
-asio::awaitable<void> head_failed(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
-                                  h2::error_code ec, Moved& moved, StreamResponder& responder) {
+// The destination's stream failed before its response head (moved.head_failure). The client's
+// stream is answered as over HTTP/1.1 (upstream_fault): 504 for a silent destination, 502 for
+// a reset or a closed connection (retryable for an idempotent method), 502
+// UPSTREAM_PROTOCOL_ERROR for a broken one. A stream the destination refused, which it did not
+// act on (RFC 9113 section 8.7), is refused to the client in turn, whose client retries it as
+// it would have. The failure has its line either way.
+asio::awaitable<void> head_failed(Session& s, h2::ServerExchange& ex, Moved& moved,
+                                  StreamResponder& responder, std::vector<std::uint8_t>& buf) {
   using telemetry::Ended;
-  const bool refused =
-      ec == h2::Error::refused ||
-      (ec == h2::Error::stream_reset &&
-       up.reset_code() == static_cast<std::uint32_t>(h2::ResetCode::refused_stream));
-  const bool reset = ec == h2::Error::stream_reset;
-  up.reset();  // a stream still open at the destination (it timed out) is cancelled there
   // Nobody to tell: the client reset its stream (and pump_request the upstream one), the
   // tripwire refused the body (which has its own line), or the daemon is stopping.
   if (ex.closed() || moved.tripped || s.aborted) co_return;
+  const h2::error_code ec = moved.head_failure;
   const std::string shown = s.intercepted->display();
   moved.reported = true;
-  if (refused) {
+  if (moved.head_refused) {
     responder.name_request(s);
     s.record_failure(policy::EntryMode::http, Errc::upstream_connect_failed, shown,
                      s.intercepted_port, 0, telemetry::Phase::headers, Ended::upstream_reset);
     ex.reset(h2::ResetCode::refused_stream);
     co_return;
   }
+  const bool reset = ec == h2::Error::stream_reset;
   UpstreamFault f;
   if (ec == asio::error::timed_out || s.watchdog->expired()) {
     f = upstream_fault(s, asio::error::timed_out, ex.request().method);
@@ -296,23 +315,31 @@ asio::awaitable<void> head_failed(Session& s, h2::ServerExchange& ex, h2::Client
     f.code = Errc::upstream_protocol_error;
     f.ended = Ended::malformed;
   }
+  co_await drain_body(ex, buf);  // a client still uploading then sees the response
   co_await s.fail(policy::EntryMode::http, f.code, shown, s.intercepted_port, f.message,
                   telemetry::Phase::headers, &responder, f.retryable, f.ended);
-  // The rest of the client's body is not wanted (RFC 9113 section 8.1).
-  if (!ex.closed()) ex.reset(h2::ResetCode::no_error);
 }
 
 // The upstream stream's response to the client: head, body, trailers.
 asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
-                                    Moved& moved, StreamResponder& responder) {
-  // The head is awaited under a deadline of the stream's own, as the HTTP/1.1 bridge's is.
+                                    Moved& moved) {
+  // The head is awaited under a deadline of the stream's own, as the HTTP/1.1 bridge's is. A
+  // failure is answered by head_failed once pump_request is done too: resetting the upstream
+  // stream here ends a pump_request still sending to it.
   using namespace asio::experimental::awaitable_operators;
   s.watchdog->arm(owed_head_deadline(s));
   const auto head = co_await (up.read_response_head() || head_deadline(s, moved));
-  if (head.index() == 1 || std::get<0>(head)) {
-    // Named first: GCC 12 evaluates both arms of a conditional inside a co_await expression.
-    const h2::error_code ec = head.index() == 1 ? asio::error::timed_out : std::get<0>(head);
-    co_await head_failed(s, ex, up, ec, moved, responder);
+  if (head.index() == 1) {
+    moved.head_failure = asio::error::timed_out;
+  } else if (std::get<0>(head)) {
+    moved.head_failure = std::get<0>(head);
+    moved.head_refused =
+        moved.head_failure == h2::Error::refused ||
+        (moved.head_failure == h2::Error::stream_reset &&
+         up.reset_code() == static_cast<std::uint32_t>(h2::ResetCode::refused_stream));
+  }
+  if (moved.head_failure) {
+    up.reset();  // a stream still open at the destination (it timed out) is cancelled there
     co_return;
   }
   moved.status = up.response().status;
@@ -356,11 +383,11 @@ asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange&
   h2::ClientExchange& up = *opened;
   moved.last_sent = std::chrono::steady_clock::now();
   if (first == 0) {
-    co_await pump_response(s, ex, up, moved, responder);
+    co_await pump_response(s, ex, up, moved);
   } else {
-    co_await (pump_request(s, ex, up, buf, first, moved) &&
-              pump_response(s, ex, up, moved, responder));
+    co_await (pump_request(s, ex, up, buf, first, moved) && pump_response(s, ex, up, moved));
   }
+  if (moved.head_failure) co_await head_failed(s, ex, moved, responder, buf);
 }
 
 // h2 to HTTP/1.1: the request head rebuilt, the body chunked unless it has a length, the
@@ -520,25 +547,6 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     ec = co_await ex.send_trailers(out);
   }
   moved.complete = !ec;
-}
-
-// What the client still sends of a refused request's body is read and dropped (up to
-// kLingerBytes, for at most kLingerTime) before the refusal goes out, as over HTTP/1.1
-// (linger_close): a response that ends the stream while the client is still sending makes
-// nghttp2 follow it with RST_STREAM NO_ERROR, which curl (7.88) reports as an error without
-// showing the response.
-asio::awaitable<void> drain_body(h2::ServerExchange& ex, std::vector<std::uint8_t>& buf) {
-  using namespace asio::experimental::awaitable_operators;
-  const auto drain = [](h2::ServerExchange& from,
-                        std::vector<std::uint8_t>& into) -> asio::awaitable<void> {
-    for (std::size_t total = 0; total < kLingerBytes;) {
-      auto [ec, n] = co_await from.read_body(into);
-      if (ec || n == 0) co_return;
-      total += n;
-    }
-  };
-  asio::steady_timer timer(co_await asio::this_coro::executor, kLingerTime);
-  co_await (drain(ex, buf) || timer.async_wait(use_tuple));
 }
 
 // One stream: decided, forwarded, logged.

@@ -690,9 +690,13 @@ while True:
     std::string path;
     bool retryable;
   };
+  // A large upload is refused while it is still going: the client is shown the 502 all the
+  // same (its body's rest is dropped, its stream not reset).
+  const std::string upload = roots_dir_.write("upload", std::string(4 << 20, 'u'));
   const std::vector<Row> rows = {
       {{at("/reset")}, "/reset", true},
       {{"-d", "hi", at("/reset")}, "/reset", false},
+      {{"--data-binary", "@" + upload, at("/reset")}, "/reset", false},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.args.back() + " " + std::to_string(row.args.size()));
