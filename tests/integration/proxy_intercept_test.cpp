@@ -109,6 +109,32 @@ allow_cidrs = ["127.0.0.1/32"]
   HttpOrigin origin_{"127.0.0.1", 0, origin_cert_};
   HttpOrigin impostor_{"127.0.0.1", 0, impostor_cert_};
   std::unique_ptr<SandgateProcess> daemon_;
+
+  // curl --http2 through the proxy with `args` (ending in the URL) gets the error reply
+  // `status` with `code` and `retryable`; its audit line names `path` and `termination`.
+  void ExpectHttp2Failure(const std::vector<std::string>& args, int status, const std::string& code,
+                          bool retryable, const std::string& path, const std::string& termination) {
+    SCOPED_TRACE(args.back() + " " + std::to_string(args.size()));
+    std::vector<std::string> all = {"--http2", "-x", proxy(), "--cacert", ca_.cert()};
+    all.insert(all.end(), args.begin(), args.end());
+    const std::size_t lines_before = daemon_->audit_lines().size();
+    const auto r = run_curl(all);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.http_code, status) << r.body;
+    const auto body = parse_object(r.body);
+    ASSERT_TRUE(body) << r.body;
+    EXPECT_EQ(json_string(*body, "code"), code);
+    const auto* shown = json_at(*body, "retryable");
+    ASSERT_NE(shown, nullptr);
+    EXPECT_EQ(shown->as_bool(), retryable) << r.body;
+    const auto line = daemon_->wait_audit(
+        [&](const boost::json::object& l) { return json_string(l, "event.code") == code; },
+        std::chrono::milliseconds(3000), lines_before);
+    ASSERT_TRUE(line);
+    EXPECT_EQ(json_string(*line, "http.request.method"), args.size() == 1 ? "GET" : "POST");
+    EXPECT_EQ(json_string(*line, "url.path"), path);
+    EXPECT_EQ(json_string(*line, "labels.termination"), termination);
+  }
 };
 
 TEST_F(ProxyIntercept, AnInspectedHostIsServedUnderTheCaAndEachRequestIsLogged) {
@@ -509,38 +535,10 @@ TEST_F(ProxyIntercept, Http2ClientsAreToldWhyTheHttp11OriginGaveNoResponse) {
     if (r.target == "/silent") return OriginReply::silence();
     return OriginReply::with_length(200, "ok");
   });
-  struct Row {
-    std::vector<std::string> args;
-    int status;
-    std::string code;
-    bool retryable;
-  };
-  const std::vector<Row> rows = {
-      {{url("api.test", "/closed")}, 502, "UPSTREAM_CONNECT_FAILED", true},
-      {{"-d", "hi", url("api.test", "/closed")}, 502, "UPSTREAM_CONNECT_FAILED", false},
-  };
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.args.back() + " " + std::to_string(row.args.size()));
-    std::vector<std::string> args = {"--http2", "-x", proxy(), "--cacert", ca_.cert()};
-    args.insert(args.end(), row.args.begin(), row.args.end());
-    const std::size_t lines_before = daemon_->audit_lines().size();
-    const auto r = run_curl(args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.http_code, row.status) << r.body;
-    const auto body = parse_object(r.body);
-    ASSERT_TRUE(body) << r.body;
-    EXPECT_EQ(json_string(*body, "code"), row.code);
-    const auto* retryable = json_at(*body, "retryable");
-    ASSERT_NE(retryable, nullptr);
-    EXPECT_EQ(retryable->as_bool(), row.retryable) << r.body;
-    const auto line = daemon_->wait_audit(
-        [&](const boost::json::object& l) { return json_string(l, "event.code") == row.code; },
-        std::chrono::milliseconds(3000), lines_before);
-    ASSERT_TRUE(line);
-    EXPECT_EQ(json_string(*line, "http.request.method"), row.args.size() == 1 ? "GET" : "POST");
-    EXPECT_EQ(json_string(*line, "url.path"), "/closed");
-    EXPECT_EQ(json_string(*line, "labels.termination"), "upstream_close");
-  }
+  ExpectHttp2Failure({url("api.test", "/closed")}, 502, "UPSTREAM_CONNECT_FAILED", true, "/closed",
+                     "upstream_close");
+  ExpectHttp2Failure({"-d", "hi", url("api.test", "/closed")}, 502, "UPSTREAM_CONNECT_FAILED",
+                     false, "/closed", "upstream_close");
   // The silent one, then another request on the same connection (no new connect).
   const auto r =
       run_command({"curl", "-q", "-sS", "--noproxy", "", "--http2", "-x", proxy(), "--cacert",
@@ -685,42 +683,15 @@ while True:
   const std::string authority = "api.test:" + port;
   const auto at = [&](const std::string& path) { return "https://" + authority + path; };
 
-  struct Row {
-    std::vector<std::string> args;
-    std::string path;
-    bool retryable;
-  };
-  // A large upload is refused while it is still going: the client is shown the 502 all the
-  // same (its body's rest is dropped, its stream not reset).
+  ExpectHttp2Failure({at("/reset")}, 502, "UPSTREAM_CONNECT_FAILED", true, "/reset",
+                     "upstream_reset");
+  ExpectHttp2Failure({"-d", "hi", at("/reset")}, 502, "UPSTREAM_CONNECT_FAILED", false, "/reset",
+                     "upstream_reset");
+  // A large upload refused while it is still going: the client is shown the 502 all the same
+  // (the rest of its body is read and dropped first, its stream not reset).
   const std::string upload = roots_dir_.write("upload", std::string(4 << 20, 'u'));
-  const std::vector<Row> rows = {
-      {{at("/reset")}, "/reset", true},
-      {{"-d", "hi", at("/reset")}, "/reset", false},
-      {{"--data-binary", "@" + upload, at("/reset")}, "/reset", false},
-  };
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.args.back() + " " + std::to_string(row.args.size()));
-    std::vector<std::string> args = {"--http2", "-x", proxy(), "--cacert", ca_.cert()};
-    args.insert(args.end(), row.args.begin(), row.args.end());
-    const std::size_t lines_before = daemon_->audit_lines().size();
-    const auto r = run_curl(args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.http_code, 502) << r.body;
-    const auto body = parse_object(r.body);
-    ASSERT_TRUE(body) << r.body;
-    EXPECT_EQ(json_string(*body, "code"), "UPSTREAM_CONNECT_FAILED");
-    const auto* retryable = json_at(*body, "retryable");
-    ASSERT_NE(retryable, nullptr);
-    EXPECT_EQ(retryable->as_bool(), row.retryable) << r.body;
-    const auto line = daemon_->wait_audit(
-        [&](const boost::json::object& l) {
-          return json_string(l, "event.code") == "UPSTREAM_CONNECT_FAILED";
-        },
-        std::chrono::milliseconds(3000), lines_before);
-    ASSERT_TRUE(line);
-    EXPECT_EQ(json_string(*line, "url.path"), row.path);
-    EXPECT_EQ(json_string(*line, "labels.termination"), "upstream_reset");
-  }
+  ExpectHttp2Failure({"--data-binary", "@" + upload, at("/reset")}, 502, "UPSTREAM_CONNECT_FAILED",
+                     false, "/reset", "upstream_reset");
 
   // The silent one, then another request on the same connection (no new connect).
   const auto r = run_command({"curl", "-q", "-sS", "--noproxy", "", "--http2", "-x", proxy(),
