@@ -135,6 +135,21 @@ allow_cidrs = ["127.0.0.1/32"]
     EXPECT_EQ(json_string(*line, "url.path"), path);
     EXPECT_EQ(json_string(*line, "labels.termination"), termination);
   }
+
+  // curl --http2 through the proxy: `silent` (a destination that never answers) gets 504 once
+  // idle_timeout_ms has passed, then `after` its 200 over the same connection (no new
+  // connect); the 504's line names the path and the timeout.
+  void ExpectSilentStreamEndsAlone(const std::string& silent, const std::string& after) {
+    const auto r = run_command({"curl", "-q", "-sS", "--noproxy", "", "--http2", "-x", proxy(),
+                                "--cacert", ca_.cert(), "-w", "%{http_code} %{num_connects}\n",
+                                "-o", "/dev/null", silent, "-o", "/dev/null", after});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "504 1\n200 0\n") << r.err;
+    const auto line = daemon_->wait_audit_code("UPSTREAM_TIMEOUT");
+    ASSERT_TRUE(line);
+    EXPECT_EQ(json_string(*line, "url.path"), "/silent");
+    EXPECT_EQ(json_string(*line, "labels.termination"), "timeout");
+  }
 };
 
 TEST_F(ProxyIntercept, AnInspectedHostIsServedUnderTheCaAndEachRequestIsLogged) {
@@ -539,17 +554,7 @@ TEST_F(ProxyIntercept, Http2ClientsAreToldWhyTheHttp11OriginGaveNoResponse) {
                      "upstream_close");
   ExpectHttp2Failure({"-d", "hi", url("api.test", "/closed")}, 502, "UPSTREAM_CONNECT_FAILED",
                      false, "/closed", "upstream_close");
-  // The silent one, then another request on the same connection (no new connect).
-  const auto r =
-      run_command({"curl", "-q", "-sS", "--noproxy", "", "--http2", "-x", proxy(), "--cacert",
-                   ca_.cert(), "-w", "%{http_code} %{num_connects}\n", "-o", "/dev/null",
-                   url("api.test", "/silent"), "-o", "/dev/null", url("api.test", "/after")});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "504 1\n200 0\n") << r.err;
-  const auto line = daemon_->wait_audit_code("UPSTREAM_TIMEOUT");
-  ASSERT_TRUE(line);
-  EXPECT_EQ(json_string(*line, "url.path"), "/silent");
-  EXPECT_EQ(json_string(*line, "labels.termination"), "timeout");
+  ExpectSilentStreamEndsAlone(url("api.test", "/silent"), url("api.test", "/after"));
   EXPECT_EQ(origin_.request_count(), 4u);
 }
 
@@ -693,16 +698,7 @@ while True:
   ExpectHttp2Failure({"--data-binary", "@" + upload, at("/reset")}, 502, "UPSTREAM_CONNECT_FAILED",
                      false, "/reset", "upstream_reset");
 
-  // The silent one, then another request on the same connection (no new connect).
-  const auto r = run_command({"curl", "-q", "-sS", "--noproxy", "", "--http2", "-x", proxy(),
-                              "--cacert", ca_.cert(), "-w", "%{http_code} %{num_connects}\n", "-o",
-                              "/dev/null", at("/silent"), "-o", "/dev/null", at("/after")});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "504 1\n200 0\n") << r.err;
-  const auto line = daemon_->wait_audit_code("UPSTREAM_TIMEOUT");
-  ASSERT_TRUE(line);
-  EXPECT_EQ(json_string(*line, "url.path"), "/silent");
-  EXPECT_EQ(json_string(*line, "labels.termination"), "timeout");
+  ExpectSilentStreamEndsAlone(at("/silent"), at("/after"));
 
   // Refused: the client's stream is refused too, and its client retries it as it would have
   // the destination's refusal (curl: on new connections, a few times, then gives up).
