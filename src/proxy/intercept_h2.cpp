@@ -249,8 +249,9 @@ asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::Clien
   if (!ec) moved.last_sent = std::chrono::steady_clock::now();
 }
 
-// What the client still sends of a refused request's body is read and dropped (up to
-// kLingerBytes, for at most kLingerTime) before the refusal goes out, as over HTTP/1.1
+// What the client still sends of a request's body is read and dropped (up to kLingerBytes,
+// for at most kLingerTime) before sandgate's own answer goes out (a refusal, a 5xx), as over
+// HTTP/1.1
 // (linger_close): a response that ends the stream while the client is still sending makes
 // nghttp2 follow it with RST_STREAM NO_ERROR, which curl (7.88) reports as an error without
 // showing the response.
@@ -325,7 +326,8 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
                                     Moved& moved) {
   // The head is awaited under a deadline of the stream's own, as the HTTP/1.1 bridge's is. A
   // failure is answered by head_failed once pump_request is done too: resetting the upstream
-  // stream here ends a pump_request still sending to it.
+  // stream here ends a pump_request still sending to it (one waiting for the client's next
+  // bytes waits on, and the answer with it).
   using namespace asio::experimental::awaitable_operators;
   s.watchdog->arm(owed_head_deadline(s));
   const auto head = co_await (up.read_response_head() || head_deadline(s, moved));
