@@ -8,7 +8,7 @@
 #   bench/proxy/l4.sh --bin before=/tmp/sg-old --bin after=build/release/src/app/sandgate
 #
 # The harness's S3 compares sandgate's CONNECT with haproxy's L4 relay, to which the client
-# sends no CONNECT at all. Here all three run at once on loopback, in a network namespace of
+# sends no CONNECT at all. Here they all run at once on loopback, in a network namespace of
 # the script's own, beside the harness's nginx origin, and tunnelbench (from a harness run)
 # loads one at a time:
 #   haproxy      tunnelbench --raw to the harness's L4 relay (`listen l4_http`), which dials
@@ -24,7 +24,7 @@
 # the other, in an order that rotates with the rep.
 # Proxy CPU is the target's user + system time from /proc (all its threads) over the tunnels
 # tunnelbench completed. The nat rule makes conntrack follow every connection of the
-# namespace, for all three alike. Removes its namespace when done; nothing leaves it. Needs
+# namespace, for all targets alike. Removes its namespace when done; nothing leaves it. Needs
 # root, ip, nft, haproxy, nginx.
 # Exit status: 0 done, 2 setup failure.
 set -euo pipefail
