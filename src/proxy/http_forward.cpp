@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "common/ascii.hpp"
+#include "h2/h2.hpp"
 #include "http/request_head.hpp"
 #include "policy/path.hpp"
 #include "proxy/interception.hpp"
@@ -221,6 +222,12 @@ telemetry::Ended ended_by(const Session& s, bool client, const boost::system::er
   if (beast && ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
     return Ended::malformed;  // Beast could not frame what that side sent
   }
+  if (ec.category() == h2::category()) {  // an HTTP/2 stream of that side
+    if (ec == h2::Error::stream_reset || ec == h2::Error::refused) {
+      return client ? Ended::client_reset : Ended::upstream_reset;
+    }
+    if (ec != h2::Error::connection_closed && ec != h2::Error::goaway) return Ended::malformed;
+  }
   return client ? Ended::client_close : Ended::upstream_close;
 }
 
@@ -289,7 +296,9 @@ UpstreamFault upstream_fault(const Session& s, const boost::system::error_code& 
     out.code = Errc::upstream_protocol_error;
   } else {
     out.retryable = http::idempotent_method(method);
-    out.message = "the destination closed the connection before it answered";
+    out.message = ec == h2::Error::stream_reset
+                      ? "the destination reset the stream before it answered"
+                      : "the destination closed the connection before it answered";
   }
   return out;
 }

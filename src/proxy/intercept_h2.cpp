@@ -149,9 +149,9 @@ struct Moved {
   // The destination's silence, which head_deadline bounds, is counted from there.
   std::chrono::steady_clock::time_point last_sent{};
   // h2 to h2: why the destination's stream failed before its response head (timed_out: it was
-  // silent), and whether it refused the stream; the client is told once both pumps are done.
+  // silent; h2::Error::refused: it refused the stream, also by RST_STREAM REFUSED_STREAM); the
+  // client is told once both pumps are done.
   h2::error_code head_failure;
-  bool head_refused = false;
 };
 
 // The client's request body as it may go on. Without a tripwire, each chunk as read; with
@@ -207,8 +207,8 @@ asio::awaitable<h2::error_code> send_body(h2::ServerExchange& ex, Moved& moved,
   co_return ec;
 }
 
-// The session's deadline while an h2 destination owes the response head: past the stream's
-// own (head_deadline), so that a silent destination ends its stream, not the connection.
+// The session's deadline while a destination owes an HTTP/2 client's stream its response head:
+// past the stream's own, so that a silent destination ends its stream, not the connection.
 std::chrono::milliseconds owed_head_deadline(const Session& s) {
   return s.limits().idle_timeout + s.limits().header_timeout;
 }
@@ -251,10 +251,9 @@ asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::Clien
 
 // What the client still sends of a request's body is read and dropped (up to kLingerBytes,
 // for at most kLingerTime) before sandgate's own answer goes out (a refusal, a 5xx), as over
-// HTTP/1.1
-// (linger_close): a response that ends the stream while the client is still sending makes
-// nghttp2 follow it with RST_STREAM NO_ERROR, which curl (7.88) reports as an error without
-// showing the response.
+// HTTP/1.1 (linger_close): a response that ends the stream while the client is still sending
+// makes nghttp2 follow it with RST_STREAM NO_ERROR, which curl (7.88) reports as an error
+// without showing the response.
 asio::awaitable<void> drain_body(h2::ServerExchange& ex, std::vector<std::uint8_t>& buf) {
   using namespace asio::experimental::awaitable_operators;
   const auto drain = [](h2::ServerExchange& from,
@@ -289,33 +288,20 @@ asio::awaitable<void> head_deadline(Session& s, const Moved& moved) {
 // it would have. The failure has its line either way.
 asio::awaitable<void> head_failed(Session& s, h2::ServerExchange& ex, Moved& moved,
                                   StreamResponder& responder, std::vector<std::uint8_t>& buf) {
-  using telemetry::Ended;
   // Nobody to tell: the client reset its stream (and pump_request the upstream one), the
   // tripwire refused the body (which has its own line), or the daemon is stopping.
   if (ex.closed() || moved.tripped || s.aborted) co_return;
-  const h2::error_code ec = moved.head_failure;
   const std::string shown = s.intercepted->display();
   moved.reported = true;
-  if (moved.head_refused) {
+  if (moved.head_failure == h2::Error::refused) {
     responder.name_request(s);
     s.record_failure(policy::EntryMode::http, Errc::upstream_connect_failed, shown,
-                     s.intercepted_port, 0, telemetry::Phase::headers, Ended::upstream_reset);
+                     s.intercepted_port, 0, telemetry::Phase::headers,
+                     telemetry::Ended::upstream_reset);
     ex.reset(h2::ResetCode::refused_stream);
     co_return;
   }
-  const bool reset = ec == h2::Error::stream_reset;
-  UpstreamFault f;
-  if (ec == asio::error::timed_out || s.watchdog->expired()) {
-    f = upstream_fault(s, asio::error::timed_out, ex.request().method);
-  } else if (reset || ec == h2::Error::connection_closed || ec == h2::Error::goaway) {
-    f.retryable = http::idempotent_method(ex.request().method);
-    f.ended = reset ? Ended::upstream_reset : Ended::upstream_close;
-    f.message = reset ? "the destination reset the stream before it answered"
-                      : "the destination closed the connection before it answered";
-  } else {
-    f.code = Errc::upstream_protocol_error;
-    f.ended = Ended::malformed;
-  }
+  const UpstreamFault f = upstream_fault(s, moved.head_failure, ex.request().method);
   co_await drain_body(ex, buf);  // a client still uploading then sees the response
   co_await s.fail(policy::EntryMode::http, f.code, shown, s.intercepted_port, f.message,
                   telemetry::Phase::headers, &responder, f.retryable, f.ended);
@@ -333,12 +319,11 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
   const auto head = co_await (up.read_response_head() || head_deadline(s, moved));
   if (head.index() == 1) {
     moved.head_failure = asio::error::timed_out;
-  } else if (std::get<0>(head)) {
-    moved.head_failure = std::get<0>(head);
-    moved.head_refused =
-        moved.head_failure == h2::Error::refused ||
-        (moved.head_failure == h2::Error::stream_reset &&
-         up.reset_code() == static_cast<std::uint32_t>(h2::ResetCode::refused_stream));
+  } else if (const h2::error_code ec = std::get<0>(head)) {
+    const bool refused =
+        ec == h2::Error::stream_reset &&
+        up.reset_code() == static_cast<std::uint32_t>(h2::ResetCode::refused_stream);
+    moved.head_failure = refused ? h2::Error::refused : ec;
   }
   if (moved.head_failure) {
     up.reset();  // a stream still open at the destination (it timed out) is cancelled there
@@ -486,7 +471,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   // and its other streams: the session's deadline is pushed past the stream's.
   using namespace asio::experimental::awaitable_operators;
   asio::steady_timer deadline(stream.get_executor(), s.limits().idle_timeout);
-  s.watchdog->arm(s.limits().idle_timeout + s.limits().header_timeout);
+  s.watchdog->arm(owed_head_deadline(s));
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
   for (;;) {  // 1xx interim responses are dropped: the HTTP/2 side cannot send them
     parser.emplace();
