@@ -9,6 +9,7 @@
 #include <boost/json/array.hpp>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -208,8 +209,30 @@ bool SandgateProcess::reload(const std::string& tables, std::string* error) {
     if (count_events("reload_failed") > failed) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (error) *error = stderr_text();
+  if (error) *error = stderr_text() + "\n" + thread_states();
   return false;
+}
+
+// For a failure report: each of the daemon's threads as the kernel sees it (state, what it
+// waits in, its pending, blocked and caught signals), so that a signal that was not acted on
+// can be told from one that was never delivered.
+std::string SandgateProcess::thread_states() const {
+  std::ostringstream out;
+  const std::string proc = "/proc/" + std::to_string(pid_);
+  out << "daemon threads (" << proc << "/task):\n";
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(proc + "/task", ec)) {
+    const std::string dir = task.path().string();
+    out << "  " << task.path().filename().string() << " wchan=" << read_file(dir + "/wchan");
+    for (const auto& line : split_lines(read_file(dir + "/status"))) {
+      for (const char* key : {"Name:", "State:", "SigPnd:", "ShdPnd:", "SigBlk:", "SigCgt:"}) {
+        if (line.rfind(key, 0) == 0) out << " " << line;
+      }
+    }
+    out << "\n";
+  }
+  if (ec) out << "  (cannot list: " << ec.message() << ")\n";
+  return out.str();
 }
 
 bool SandgateProcess::alive() {

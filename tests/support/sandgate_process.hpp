@@ -68,7 +68,8 @@ class SandgateProcess {
   int stdout_pipe() const { return stdout_pipe_; }
 
   // Rewrites the config with new tables, sends SIGHUP and waits for the "reloaded" event.
-  // Returns false (with the stderr text in `error`) on reload_failed or timeout.
+  // Returns false (with the stderr text and the daemon's thread states in `error`) on
+  // reload_failed or timeout.
   bool reload(const std::string& tables, std::string* error = nullptr);
 
   // Whether the daemon is still running (reaps it if it exited).
@@ -92,6 +93,9 @@ class SandgateProcess {
       const std::string& code, const std::string& reason = {},
       std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
   std::string stderr_text() const;
+  // Each of the daemon's threads from /proc: state, wait channel, pending, blocked and caught
+  // signals (for failure messages).
+  std::string thread_states() const;
   // GET /metrics on the admin listener ("" when it does not answer).
   std::string metrics_text() const;
   // Waits until no client connection is open any more (sandgate_active_connections is 0):
