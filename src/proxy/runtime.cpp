@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <memory>
+
 namespace sandgate::proxy {
 
 std::atomic<std::size_t>& ConnectionCounter::for_sandbox(const std::string& id) {
@@ -52,14 +54,17 @@ void PendingSlot::release() {
 
 std::string sha256(std::string_view data) {
   // Fetched once: OpenSSL 3's one-shot SHA256() looks the algorithm up on every call, which
-  // cost as much as the hashing itself (every proxy request is authenticated).
+  // cost as much as the hashing itself (every proxy request is authenticated). One context per
+  // thread, reset by each init: EVP_Digest allocates and frees one per call.
   static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                                 &EVP_MD_CTX_free);
   std::string digest(SHA256_DIGEST_LENGTH, '\0');
-  if (md == nullptr ||
-      EVP_Digest(data.data(), data.size(), reinterpret_cast<unsigned char*>(digest.data()), nullptr,
-                 md, nullptr) != 1) {
-    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-           reinterpret_cast<unsigned char*>(digest.data()));
+  auto* out = reinterpret_cast<unsigned char*>(digest.data());
+  if (md == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), out, nullptr) != 1) {
+    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out);
   }
   return digest;
 }
