@@ -23,7 +23,8 @@
 # are compared in one run, against the same haproxy. Each rep measures every target one after
 # the other, in an order that rotates with the rep.
 # Proxy CPU is the target's user + system time from /proc (all its threads) over the tunnels
-# tunnelbench completed. The nat rule makes conntrack follow every connection of the
+# tunnelbench completed; a second table splits it into user and system time and adds the
+# context switches of all its threads, per tunnel. The nat rule makes conntrack follow every connection of the
 # namespace, for all targets alike. Removes its namespace when done; nothing leaves it. Needs
 # root, ip, nft, haproxy, nginx.
 # Exit status: 0 done, 2 setup failure.
@@ -145,10 +146,18 @@ for pid in $pid_haproxy "${pids[@]}"; do
     kill -0 "$pid" 2>/dev/null || fail "a target did not start ($(cat "$work"/*.log))"
 done
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# "user_ticks system_ticks voluntary_switches involuntary_switches" of a process, all threads.
+usage_of() {
+    local v=0 iv=0 t a b
+    for t in /proc/$1/task/*/status; do
+        read -r a b < <(awk '/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { iv = $2 } END { print v, iv }' "$t")
+        v=$((v + a)) iv=$((iv + b))
+    done
+    echo "$(awk '{ print $14, $15 }' "/proc/$1/stat") $v $iv"
+}
 auth=$(printf bench:bench | base64)
 # measure TARGET SECONDS: one load on one target (haproxy, or [NAME-]transparent|connect);
-# prints "TARGET ok cpu_us_per_tunnel rate p99_us".
+# prints "TARGET ok cpu_us_per_tunnel rate p99_us user_us sys_us vcsw ivcsw" (per tunnel).
 measure() {
     local name=$1 dur=$2 pid uid=0 args i=0
     case $name in
@@ -161,19 +170,21 @@ measure() {
         *transparent) uid=$((64000 + i)) args=(--raw --proxy 127.0.0.1:18080) ;;
         *connect) args=(--proxy 127.0.0.1:$((13200 + i)) --proxy-auth "$auth") ;;
     esac
-    local t0 t1 out ok rate p99
-    t0=$(cpu_ticks "$pid")
+    local u0 u1 out ok rate p99
+    read -r -a u0 < <(usage_of "$pid")
     out=$(ip netns exec "$ns" setpriv --reuid=$uid --regid=$uid --clear-groups -- "$run/bin/tunnelbench" "${args[@]}" \
         --target 127.0.0.1:18080 --concurrency "$conc" --duration "$dur" 2>&1) ||
         fail "$name: tunnelbench failed: $out"
-    t1=$(cpu_ticks "$pid")
+    read -r -a u1 < <(usage_of "$pid")
     ok=$(grep -o 'ok=[0-9]*' <<<"$out" | cut -d= -f2)
     rate=$(grep -o 'rate=[0-9.]*' <<<"$out" | cut -d= -f2)
     p99=$(grep -o 'p99_us=[0-9]*' <<<"$out" | cut -d= -f2)
     [ -n "$ok" ] && [ "$ok" -gt 0 ] || fail "$name completed nothing: $out"
     grep -q 'err_[a-z_]*=[1-9]' <<<"$out" && echo "l4.sh: $name had errors: $out" >&2
-    awk -v n="$name" -v ok="$ok" -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v r="$rate" -v p="$p99" \
-        'BEGIN { printf "%s %d %.1f %.0f %s\n", n, ok, t * 1e6 / hz / ok, r, p }'
+    awk -v n="$name" -v ok="$ok" -v u="$((u1[0] - u0[0]))" -v s="$((u1[1] - u0[1]))" \
+        -v v="$((u1[2] - u0[2]))" -v iv="$((u1[3] - u0[3]))" -v hz="$(getconf CLK_TCK)" -v r="$rate" -v p="$p99" \
+        'BEGIN { printf "%s %d %.1f %.0f %s %.1f %.1f %.3f %.3f\n", n, ok, (u + s) * 1e6 / hz / ok, r, p,
+                 u * 1e6 / hz / ok, s * 1e6 / hz / ok, v / ok, iv / ok }'
 }
 
 targets=(haproxy)
@@ -199,6 +210,7 @@ fi
 # its ratio to haproxy's in the same rep, median tunnels/s and p99 latency.
 printf '%s\n' "${results[@]}" | awk '
     { rep = $1; nm = $2; cpu[nm, rep] = $4; rate[nm, rep] = $5; p99[nm, rep] = $6
+      user[nm, rep] = $7; sys[nm, rep] = $8; vcsw[nm, rep] = $9; ivcsw[nm, rep] = $10
       if (!(nm in seen)) { seen[nm] = 1; names[++n] = nm }
       if (rep > reps) reps = rep }
     function median(a, nm,   i, j, t, v) {
@@ -216,5 +228,11 @@ printf '%s\n' "${results[@]}" | awk '
             }
             printf "%-20s %8.1f %21s %10.2f %10.0f %8.0f\n", nm, median(cpu, nm), "(" line ")",
                 median(ratio, nm), median(rate, nm), median(p99, nm)
+        }
+        printf "\n%-20s %10s %10s %12s %12s\n", "per tunnel, medians", "user us", "system us", "vol. csw", "invol. csw"
+        for (i = 1; i <= n; i++) {
+            nm = names[i]
+            printf "%-20s %10.1f %10.1f %12.3f %12.3f\n", nm, median(user, nm), median(sys, nm),
+                median(vcsw, nm), median(ivcsw, nm)
         }
     }'
