@@ -54,8 +54,9 @@ void PendingSlot::release() {
 
 std::string sha256(std::string_view data) {
   // Fetched once: OpenSSL 3's one-shot SHA256() looks the algorithm up on every call, which
-  // cost as much as the hashing itself (every proxy request is authenticated). One context per
-  // thread, reset by each init: EVP_Digest allocates and frees one per call.
+  // cost as much as the hashing itself (every CONNECT, and each connection's first request, is
+  // authenticated). One context per thread, reset by each init: EVP_Digest allocates and frees
+  // one per call.
   static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
                                                                                  &EVP_MD_CTX_free);
