@@ -24,8 +24,8 @@
 # the other, in an order that rotates with the rep.
 # Proxy CPU is the target's user + system time from /proc (all its threads) over the tunnels
 # tunnelbench completed; a second table splits it into user and system time and adds the
-# context switches of all its threads, per tunnel. The nat rule makes conntrack follow every connection of the
-# namespace, for all targets alike. Removes its namespace when done; nothing leaves it. Needs
+# context switches of all its threads, per tunnel. The nat rule makes conntrack follow every
+# connection of the namespace, for all targets alike. Removes its namespace when done; nothing leaves it. Needs
 # root, ip, nft, haproxy, nginx.
 # Exit status: 0 done, 2 setup failure.
 set -euo pipefail
