@@ -227,10 +227,9 @@ bool upstream_reusable(UpstreamConn& up);
 
 // What a client is told when the destination failed an exchange after the request went out
 // and before the response's head came back: UPSTREAM_TIMEOUT when a deadline ended it (the
-// session's, or asio::error::timed_out from one of the caller's own),
-// UPSTREAM_PROTOCOL_ERROR for a response sandgate cannot frame, else UPSTREAM_CONNECT_FAILED
-// (the destination closed or reset the connection, or reset its HTTP/2 stream), retryable only
-// for an idempotent method:
+// session's, or asio::error::timed_out from one of the caller's own), UPSTREAM_PROTOCOL_ERROR
+// for a response sandgate cannot frame, else UPSTREAM_CONNECT_FAILED (the destination closed or
+// reset the connection, or reset its HTTP/2 stream), retryable only for an idempotent method:
 // the destination may have acted on the request. `ended` says what ended it (shutdown: the
 // daemon is stopping, and nobody is told).
 struct UpstreamFault {
