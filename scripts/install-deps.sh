@@ -8,6 +8,8 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libssl-dev openssl
   libnghttp2-dev
+  # brotli: the response scrubber decodes `Content-Encoding: br` to scan it for the token.
+  libbrotli-dev
   libc-ares-dev
   libtomlplusplus-dev
   # zlib: `sandgate audit` reads rotated .gz audit logs.
@@ -31,6 +33,8 @@ packages=(
   wget golang-go openjdk-17-jdk-headless dpkg-dev
   # Real HTTP/2 peers for the h2 codec tests: nghttp, nghttpd and python3-h2.
   nghttp2-client nghttp2-server python3-h2
+  # testssl.sh scans the leaf sandgate presents to an intercepted client (its TLS settings).
+  testssl.sh
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   # prometheus: promtool checks the alerting rules; a real Prometheus scrapes the daemon in
   # a test. logrotate: the shipped snippet runs in a test. python3-yaml: the manifest checks.

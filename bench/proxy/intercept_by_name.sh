@@ -19,7 +19,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-peers_dir=${PEERS_DIR:-$root/../shared/peers}
+peers_dir=${PEERS_DIR:-$root/bench/peers}
 out=${1:?usage: intercept_by_name.sh RESULTS_DIR}
 meta=$out/meta.txt
 RUN=${PEERS_RUN_DIR:-/tmp/peers-run-sandgate}

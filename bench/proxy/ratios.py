@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ratio table of a peers-harness run (../shared/peers/run.sh results directory).
+"""Ratio table of a peers-harness run (bench/peers/run.sh results directory).
 
     bench/proxy/ratios.py RESULTS_DIR [--contender sandgate] [--baseline squid]
     bench/proxy/ratios.py RESULTS_DIR --intercept [--contender sandgate]

@@ -10,7 +10,7 @@
 #   bench/proxy/run.sh --intercept     # TLS interception: S5/S6 vs squid-bump + mitmproxy-bump
 #   bench/proxy/run.sh --intercept --quick
 #
-# Builds build/release (cmake --preset release), runs ../shared/peers/run.sh with sandgate as
+# Builds build/release (cmake --preset release), runs bench/peers/run.sh with sandgate as
 # contender (config/bench.toml via bench/proxy/run_sandgate.sh, credentials bench:bench),
 # then prints the harness's report and the ratio table (bench/proxy/ratios.py) with the
 # project's targets. With --intercept it runs the harness's S5/S6 instead, with sandgate's
@@ -22,7 +22,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-peers_dir=${PEERS_DIR:-$root/../shared/peers}
+peers_dir=${PEERS_DIR:-$root/bench/peers}
 peers=""
 intercept=0
 build=1

@@ -18,7 +18,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-peers_dir=${PEERS_DIR:-$root/../shared/peers}
+peers_dir=${PEERS_DIR:-$root/bench/peers}
 run=${PEERS_RUN_DIR:-/tmp/peers-run-sandgate}
 seconds=6
 conc=64

@@ -118,10 +118,7 @@ int run_audit(const AuditOptions& options) {
   }
   audit::Placer placer;
   if (cfg) {
-    placer = [&cfg](std::string_view sandbox, std::string_view line) -> std::string {
-      const config::Sandbox* s = cfg->find_sandbox(sandbox);
-      return s == nullptr ? std::string() : config::suggestion_for(*s, line);
-    };
+    placer = [&cfg](std::string_view sandbox) { return config::home_of(*cfg, sandbox); };
   }
   audit::Aggregator aggregator(options.filter, options.limits, placer);
   Feed feed(aggregator);

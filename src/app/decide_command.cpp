@@ -9,6 +9,7 @@
 #include "policy/policy.hpp"
 #include "policy/request.hpp"
 #include "policy/request_rules.hpp"
+#include "policy/suggestion.hpp"
 #include "telemetry/audit_log.hpp"
 
 namespace sandgate::app {
@@ -126,8 +127,15 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
     if (d.audit) out["would_deny"] = policy::reason_name(d.reason);
   }
   if (!d.allowed || d.audit) {
-    if (const std::string line = policy::suggest_rule(d, host, port); !line.empty()) {
-      out["suggestion"] = line;
+    // Placed where the sandbox is defined, as the 403 body and the audit line place it.
+    const policy::Suggestion s = policy::suggest(config::home_of(cfg, sandbox), host, port, d);
+    if (s) {
+      out["suggestion"] = s.text();
+      if (!s.launcher_allow.empty() && s.place != policy::Suggestion::Place::launcher) {
+        out["suggestion_launcher"] = s.launcher_allow;
+      }
+    } else {
+      out["no_suggestion"] = s.why_none;
     }
   }
   std::cout << boost::json::serialize(out) << "\n";

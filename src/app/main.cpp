@@ -1,39 +1,75 @@
 // sandgate: the egress proxy daemon and its operator commands. Parses arguments only.
+#include <unistd.h>
+
+#include <algorithm>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/audit_command.hpp"
 #include "app/ca_command.hpp"
+#include "app/check_command.hpp"
 #include "app/decide_command.hpp"
 #include "common/version.hpp"
 #include "config/config.hpp"
 #include "proxy/server.hpp"
-#include "secrets/secret_file.hpp"
-#include "tls/authority.hpp"
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: sandgate --config FILE             run the daemon\n"
-    "       sandgate --check-config FILE       validate a config and exit (0 ok, 2 errors)\n"
-    "       sandgate decide --config FILE --sandbox ID [--method M] [--path P] TARGET\n"
-    "                                          print one policy decision as JSON, for a\n"
-    "                                          destination or (--method, --path, or a\n"
-    "                                          URL's path with them) one request\n"
-    "                                          (exit 0 allow, 3 deny, 2 error)\n"
-    "       sandgate ca init DIR [--force]     create the interception CA in DIR\n"
-    "                                          (exit 0 created, 1 refused or failed)\n"
-    "       sandgate audit [--sandbox ID]... [--code CODE]... [--host PATTERN]...\n"
-    "                      [--since TIME] [--until TIME] [--denied-only]\n"
-    "                      [--format table|json|html] [--top N] [--config FILE]\n"
-    "                      [--max-groups N] [--max-line-bytes N] [FILE|-]...\n"
-    "                                          report on audit logs (plain or .gz; stdin\n"
-    "                                          when no FILE); exit 0, 1 unreadable input\n"
-    "       sandgate --version\n";
+// Each command's usage, in the order `sandgate --help` prints them; `sandgate CMD --help`
+// prints its own.
+struct CommandUsage {
+  std::string_view command;  // the first argument that selects it
+  std::string_view text;
+};
+constexpr CommandUsage kCommands[] = {
+    {"--config", "sandgate --config FILE             run the daemon\n"},
+    {"--check-config",
+     "sandgate --check-config FILE [--user NAME]\n"
+     "                                   validate a config and what start reads, as\n"
+     "                                   NAME would (exit 0 ok, 2 errors)\n"},
+    {"decide",
+     "sandgate decide --config FILE --sandbox ID [--method M] [--path P] TARGET\n"
+     "                                   print one policy decision as JSON, for a\n"
+     "                                   destination or (--method, --path, or a\n"
+     "                                   URL's path with them) one request\n"
+     "                                   (exit 0 allow, 3 deny, 2 error)\n"},
+    {"ca",
+     "sandgate ca init DIR [--force]     create the interception CA in DIR\n"
+     "                                   (exit 0 created, 1 refused or failed)\n"},
+    {"audit",
+     "sandgate audit [--sandbox ID]... [--code CODE]... [--host PATTERN]...\n"
+     "               [--since TIME] [--until TIME] [--denied-only]\n"
+     "               [--format table|json|html] [--top N] [--config FILE]\n"
+     "               [--max-groups N] [--max-line-bytes N] [FILE|-]...\n"
+     "                                   report on audit logs (plain or .gz; stdin\n"
+     "                                   when no FILE); exit 0, 1 unreadable input\n"},
+    {"--version", "sandgate --version\n"},
+};
+
+// "usage: " before the first line of the first command, its width of spaces before the rest.
+std::string usage_text(std::string_view only = {}) {
+  std::string out;
+  for (const CommandUsage& c : kCommands) {
+    if (!only.empty() && c.command != only) continue;
+    for (std::string_view rest = c.text; !rest.empty();) {
+      const std::size_t end = rest.find('\n') + 1;
+      out += out.empty() ? "usage: " : "       ";
+      out += rest.substr(0, end);
+      rest.remove_prefix(end);
+    }
+  }
+  return out;
+}
+
+bool asks_for_help(const std::vector<std::string>& args) {
+  return std::any_of(args.begin() + 1, args.end(),
+                     [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
 
 int usage_error(const std::string& message) {
-  std::cerr << "sandgate: " << message << "\n" << kUsage;
+  std::cerr << "sandgate: " << message << "\n" << usage_text();
   return 2;
 }
 
@@ -58,34 +94,27 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0] == "--help" || args[0] == "-h") {
-    std::cout << kUsage;
+    std::cout << usage_text();
+    return 0;
+  }
+  if (asks_for_help(args) && !usage_text(args[0]).empty()) {
+    std::cout << usage_text(args[0]);
     return 0;
   }
   if (args[0] == "--check-config") {
-    if (args.size() != 2) return usage_error("--check-config takes one FILE");
-    const auto cfg = load(args[1]);
-    if (!cfg) return 2;
-    if (cfg->interception.enabled()) {
-      // The CA as the daemon will load it: readable, the key 0600 and this user's, a CA.
-      try {
-        sandgate::tls::Authority::load(cfg->interception.ca_cert, cfg->interception.ca_key);
-      } catch (const sandgate::tls::CaError& e) {
-        std::cerr << args[1] << ": interception: " << e.what() << "\n";
-        return 2;
+    std::optional<std::string> user;
+    std::string file;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--user" && i + 1 < args.size() && !user) {
+        user = args[++i];
+      } else if (file.empty() && !args[i].starts_with("--")) {
+        file = args[i];
+      } else {
+        return usage_error("--check-config: unexpected argument \"" + args[i] + "\"");
       }
     }
-    // Each credential's files as its provider will read them: present, this user's, 0600, and
-    // a github_app key that parses as an RSA private key.
-    bool credentials_ok = true;
-    for (const auto& spec : cfg->credentials) {
-      for (const std::string& problem : sandgate::secrets::check_credential(spec)) {
-        std::cerr << args[1] << ": " << problem << "\n";
-        credentials_ok = false;
-      }
-    }
-    if (!credentials_ok) return 2;
-    std::cout << args[1] << ": ok (" << cfg->sandboxes.size() << " sandboxes)\n";
-    return 0;
+    if (file.empty()) return usage_error("--check-config takes a FILE");
+    return sandgate::app::run_check_config(file, user);
   }
   if (args[0] == "decide") {
     std::string config_path, sandbox, target;
@@ -132,6 +161,14 @@ int main(int argc, char** argv) {
     std::string error;
     const auto options = sandgate::app::parse_audit_args({args.begin() + 1, args.end()}, error);
     if (!options) return usage_error(error);
+    // Standard input on a terminal is a person who forgot the file, not a pipe.
+    const bool stdin_by_default = std::find(args.begin() + 1, args.end(), "-") == args.end() &&
+                                  options->inputs == std::vector<std::string>{"-"};
+    if (stdin_by_default && ::isatty(0) == 1) {
+      std::cerr << "sandgate audit: no FILE given and standard input is a terminal\n"
+                << usage_text("audit");
+      return 2;
+    }
     return sandgate::app::run_audit(*options);
   }
   if (args[0] == "--config") {

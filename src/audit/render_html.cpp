@@ -248,6 +248,10 @@ void render_html(const Report& r, std::ostream& out) {
     out << "</p>\n<pre>";
     if (b.kind == "table") out << html_escape(b.target) << "\n";
     for (const std::string& line : b.lines) out << html_escape(line) << "\n";
+    if (!b.blocks.empty()) {
+      out << "# at the end of " << (b.kind == "file" ? "that file" : "the main file") << ":\n";
+    }
+    for (const std::string& block : b.blocks) out << html_escape(block) << "\n";
     out << "</pre>\n";
   }
 

@@ -111,6 +111,7 @@ void render_json(const Report& r, std::ostream& out) {
     suggestions.push_back(json::object{{"target", b.target},
                                        {"kind", b.kind},
                                        {"lines", strings(b.lines)},
+                                       {"blocks", strings(b.blocks)},
                                        {"sandboxes", strings(b.sandboxes)},
                                        {"denials", b.denials}});
   }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <map>
@@ -68,6 +69,12 @@ void not_shown(std::ostream& out, const Overflow& o, std::string_view what, std:
   if (o.lines == 0) return;
   out << "  ... about " << o.groups << " more " << what << " groups not shown (" << o.lines
       << " lines; past the limit of " << limit << " groups, --max-groups)\n";
+}
+
+// A suggestion in one table cell: a [[...]] block's lines joined by spaces.
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
 }
 
 }  // namespace
@@ -164,7 +171,8 @@ void render_table(const Report& r, std::ostream& out) {
       }
       ++shown;
       table.add({g.host, num(g.port), g.reason, num(g.count), format_rfc3339_ms(g.first_ms),
-                 format_rfc3339_ms(g.last_ms), g.suggestion.empty() ? "-" : g.suggestion});
+                 format_rfc3339_ms(g.last_ms),
+                 g.suggestion.empty() ? "-" : one_line(g.suggestion)});
     }
     table.print(out, "    ");
     if (more > 0) {
@@ -185,6 +193,16 @@ void render_table(const Report& r, std::ostream& out) {
     if (b.kind == "table") out << "  " << terminal_safe(b.target) << "\n";
     if (b.kind == "file") out << "  # in " << terminal_safe(b.target) << "\n";
     for (const std::string& line : b.lines) out << "  " << terminal_safe(line) << "\n";
+    if (!b.blocks.empty()) {
+      out << "  # at the end of " << (b.kind == "file" ? "that file" : "the main file") << ":\n";
+    }
+    for (const std::string& block : b.blocks) {
+      for (std::size_t at = 0; at <= block.size();) {
+        const std::size_t end = std::min(block.find('\n', at), block.size());
+        out << "  " << terminal_safe(std::string_view(block).substr(at, end - at)) << "\n";
+        at = end + 1;
+      }
+    }
   }
 
   const auto destinations = [&](std::string_view title, const std::vector<DestinationGroup>& l) {

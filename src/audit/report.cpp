@@ -311,14 +311,17 @@ std::pair<std::string, SuggestionSource> Aggregator::derive_suggestion(const Aud
       (*reason == policy::Reason::special_address || *reason == policy::Reason::host_address)) {
     host = host_of(e.destination_ip);
   }
-  const std::string line = policy::suggest_rule(d, host, e.port);
-  if (line.empty()) return none;
-  if (placer_) {
-    if (std::string placed = placer_(e.sandbox, line); !placed.empty()) {
-      return {std::move(placed), SuggestionSource::config};
-    }
-  }
-  return {"[sandboxes." + std::string(e.sandbox) + "] " + line, SuggestionSource::derived};
+  // A DNS line names no port: its suggestion opens the name on the sandbox's ports.
+  const std::optional<std::uint16_t> port =
+      e.protocol == "dns" ? std::nullopt : std::optional<std::uint16_t>(e.port);
+  policy::SandboxHome home;
+  home.id = e.sandbox;
+  if (placer_) home = placer_(e.sandbox);
+  const policy::EntryMode mode =
+      e.protocol == "tcp" ? policy::EntryMode::tcp : policy::EntryMode::http;
+  const policy::Suggestion s = policy::suggest(home, host, port, d, mode);
+  if (!s) return none;
+  return {s.text(), placer_ ? SuggestionSource::config : SuggestionSource::derived};
 }
 
 void Aggregator::add_series(SandboxState& sandbox, std::int64_t t) {

@@ -14,6 +14,7 @@
 
 #include "audit/event.hpp"
 #include "audit/input.hpp"
+#include "policy/suggestion.hpp"
 
 namespace sandgate::audit {
 
@@ -40,9 +41,9 @@ struct Limits {
   std::size_t max_time_buckets = 96;
 };
 
-// Places a policy::suggest_rule line (`allow = ["x:443"]`) for a sandbox, as the daemon's
-// denial body does (config::suggestion_for); returns "" when it does not know the sandbox.
-using Placer = std::function<std::string(std::string_view sandbox, std::string_view rule_line)>;
+// Where a sandbox is defined (config::home_of over the --config the report was given), to
+// place the suggestions the report derives itself.
+using Placer = std::function<policy::SandboxHome(std::string_view sandbox)>;
 
 // Where a denial group's suggestion came from.
 enum class SuggestionSource {
@@ -128,6 +129,9 @@ struct SuggestionBlock {
   std::vector<std::string> lines;      // merged: one `allow = [...]` per key
   std::vector<std::string> sandboxes;  // whose denials these lines open
   std::uint64_t denials = 0;           // lines they would have allowed
+  // `[[...]]` array-of-tables blocks (http_rules, git), each whole with its header: they go
+  // at the end of the file (the drop-in for a file target), never inside the table.
+  std::vector<std::string> blocks;
 };
 
 // Denials per time bucket of one sandbox: counts[i] covers [start + i*width, +width).
@@ -221,7 +225,7 @@ class Aggregator {
   void add_denial(const AuditEvent& e);
   struct SandboxState;
   void add_series(SandboxState& sandbox, std::int64_t t);
-  // A suggestion from the line itself (policy::suggest_rule), placed by placer_ if it can.
+  // A suggestion from the line itself (policy::suggest), placed by placer_ if there is one.
   std::pair<std::string, SuggestionSource> derive_suggestion(const AuditEvent& e) const;
 
   Filter filter_;

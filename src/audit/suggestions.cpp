@@ -1,5 +1,6 @@
-// merge_suggestions: the daemon's placed suggestion lines (config::suggestion_for) turned
-// into one paste-ready block per place.
+// merge_suggestions: the placed suggestions (policy::Suggestion::text) turned into one
+// paste-ready block per place.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -16,8 +17,18 @@ struct Placed {
   std::string target;
   std::string kind;
   std::string line;
-  std::string note;  // a trailing "(sandgate-launch --profile NAME)"
+  std::string note;    // a trailing "(sandgate-launch --profile NAME)"
+  bool block = false;  // `line` is a whole `[[...]]` block
 };
+
+// "[[sandboxes.ci.http_rules]]\n..." -> "[sandboxes.ci]": the table the block's array is in.
+std::string table_of_block(std::string_view s) {
+  const std::size_t close = s.find("]]");
+  const std::string_view header = s.substr(2, close == std::string_view::npos ? 0 : close - 2);
+  const std::size_t dot = header.rfind('.');
+  return dot == std::string_view::npos ? std::string()
+                                       : "[" + std::string(header.substr(0, dot)) + "]";
+}
 
 Placed split(std::string_view s) {
   Placed p;
@@ -25,6 +36,13 @@ Placed split(std::string_view s) {
     p.target = "sandgate-launch";
     p.kind = "launcher";
     p.line = s.substr(kLauncher.size());
+    return p;
+  }
+  if (s.starts_with("[[")) {
+    p.target = table_of_block(s);
+    p.kind = p.target.empty() ? "other" : "table";
+    p.line = s;
+    p.block = true;
     return p;
   }
   if (s.starts_with('[')) {
@@ -48,6 +66,7 @@ Placed split(std::string_view s) {
     p.target = s.substr(0, colon);
     p.kind = "file";
     p.line = s.substr(colon + 2);
+    p.block = p.line.starts_with("[[");
     return p;
   }
   p.kind = "other";
@@ -94,6 +113,7 @@ struct Building {
   std::map<std::string, std::vector<std::string>> items;
   std::set<std::string> seen_items;
   std::vector<std::string> verbatim;
+  std::vector<std::string> blocks;
   std::set<std::string> sandboxes;
 };
 
@@ -111,16 +131,29 @@ std::vector<SuggestionBlock> merge_suggestions(const std::vector<DenialGroup>& d
     b.sandboxes.insert(g.sandbox);
     std::string key;
     std::vector<std::string> items;
-    if (p.kind == "launcher") {
+    if (p.block) {
+      if (b.seen_items.insert(p.line).second) b.blocks.push_back(p.line);
+    } else if (p.kind == "launcher") {
       if (b.seen_items.insert(p.line).second) b.verbatim.push_back(p.line);
-    } else if (split_array_line(p.line, key, items)) {
-      if (!b.items.contains(key)) b.keys.push_back(key);
-      auto& list = b.items[key];
-      for (std::string& item : items) {
-        if (b.seen_items.insert(key + "\n" + item).second) list.push_back(std::move(item));
-      }
     } else {
-      if (b.seen_items.insert(p.line).second) b.verbatim.push_back(p.line);
+      // One key line, or two (`allow` then `opaque` for a raw stream on a web port).
+      std::string_view rest = p.line;
+      while (!rest.empty()) {
+        const std::size_t nl = std::min(rest.find('\n'), rest.size());
+        const std::string one(rest.substr(0, nl));
+        rest.remove_prefix(std::min(nl + 1, rest.size()));
+        key.clear();
+        items.clear();
+        if (split_array_line(one, key, items)) {
+          if (!b.items.contains(key)) b.keys.push_back(key);
+          auto& list = b.items[key];
+          for (std::string& item : items) {
+            if (b.seen_items.insert(key + "\n" + item).second) list.push_back(std::move(item));
+          }
+        } else if (b.seen_items.insert(one).second) {
+          b.verbatim.push_back(one);
+        }
+      }
     }
     if (!p.note.empty() && b.seen_items.insert("note\n" + p.note).second) {
       b.verbatim.push_back("# then run with " + p.note.substr(1, p.note.size() - 2));
@@ -140,6 +173,7 @@ std::vector<SuggestionBlock> merge_suggestions(const std::vector<DenialGroup>& d
         b.block.lines.push_back(line + "]");
       }
       for (std::string& v : b.verbatim) b.block.lines.push_back(std::move(v));
+      b.block.blocks = std::move(b.blocks);
     }
     b.block.sandboxes.assign(b.sandboxes.begin(), b.sandboxes.end());
     out.push_back(std::move(b.block));

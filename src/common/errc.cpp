@@ -69,6 +69,8 @@ CodeInfo info(Errc e) {
       return {"LOCAL_RESOURCES_EXHAUSTED", 503, true, Side::internal};
     case Errc::http2_connection_error:
       return {"HTTP2_CONNECTION_ERROR", 400, false, Side::client};
+    case Errc::upstream_encoding_unsupported:
+      return {"UPSTREAM_ENCODING_UNSUPPORTED", 502, false, Side::upstream};
     case Errc::internal_error:
       return {"INTERNAL_ERROR", 500, true, Side::internal};
   }

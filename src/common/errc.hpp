@@ -48,6 +48,11 @@ enum class Errc {
   // flooded it or broke HTTP/2 (rapid reset, CONTINUATION, PING/SETTINGS, empty frames, more
   // streams than advertised); event.reason names which. The client got a GOAWAY.
   http2_connection_error,
+  // UPSTREAM_ENCODING_UNSUPPORTED (502): a response from a host a credential is bound to
+  // came in a Content-Encoding sandgate cannot decode to scan it for the token (an unknown
+  // coding, before the head went out), or its encoded body turned out corrupt or decoded past
+  // the bound (mid-body: the response is cut off).
+  upstream_encoding_unsupported,
   internal_error,  // INTERNAL_ERROR; last (all_error_codes() counts up to it)
 };
 

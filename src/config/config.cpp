@@ -59,8 +59,8 @@ fs::path resolve(const fs::path& base_dir, const std::string& path) {
 }
 
 // Reads every "*.toml" in `dir` (by name; dot-files and other entries skipped). A missing
-// directory is an error only when the file named it (`key_where` set): the default may be
-// absent.
+// directory holds no sandboxes: the daemon makes it at start (a copied example config names
+// one that is not there yet), and --check-config says so.
 // Each file read is stamped in `stamps` (by path, sorted); a drop-in name that is a link sets
 // state.links.
 void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Loader& loader,
@@ -77,10 +77,7 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
   const std::string shown = detail::in_quotes(dir.string());
   std::error_code ec;
   const fs::file_status status = fs::status(dir, ec);
-  if (status.type() == fs::file_type::not_found) {
-    if (key_where != nullptr) report("directory " + shown + " does not exist");
-    return;
-  }
+  if (status.type() == fs::file_type::not_found) return;
   if (ec) {
     report("cannot access " + shown + ": " + ec.message());
     return;
@@ -262,11 +259,18 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   if (const toml::node* node = root->get("credentials")) {
     credentials = detail::read_credentials(*node, base_dir, sink);
   }
+  // A token endpoint trusts what the upstream leg trusts (a private GitHub Enterprise's CA,
+  // a test CA), unless its credential names a ca_file of its own.
+  for (auto& [unused, spec] : credentials.credentials) {
+    const bool https = spec.kind == secrets::ProviderKind::github_app ||
+                       spec.kind == secrets::ProviderKind::oauth2_client_credentials;
+    if (https && spec.ca_file.empty()) spec.ca_file = config.interception.upstream_ca_file;
+  }
   detail::Profiles profiles;
   if (const toml::node* node = root->get("profiles")) {
     profiles = detail::read_profiles(*node, credentials.credentials, sink);
   }
-  detail::SandboxCollector sandboxes(profiles, credentials.credentials);
+  detail::SandboxCollector sandboxes(profiles, credentials.credentials, config.launcher.pool);
   if (const toml::node* node = root->get("sandboxes")) sandboxes.read_main_table(*node, sink);
 
   const toml::node* dir_node = root->get("sandboxes_dir");
@@ -276,6 +280,7 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   if (dir && !dir->empty()) {
     const fs::path resolved = resolve(base_dir, *dir);
     config.sandboxes_dir = resolved.string();
+    config.sandboxes_dir_named = dir_node != nullptr;
     load_drop_ins(resolved, dir_node != nullptr ? &dir_node->source() : nullptr, loader, sink,
                   sandboxes, *state, stamps);
   }
@@ -379,21 +384,26 @@ std::string ConfigError::to_string() const {
 ConfigErrors::ConfigErrors(std::vector<ConfigError> errors)
     : std::runtime_error(join_errors(errors)), errors_(std::move(errors)) {}
 
-std::string suggestion_for(const Sandbox& sandbox, std::string_view rule_line) {
-  const std::string line(rule_line);
-  if (!sandbox.in_drop_in) return "[sandboxes." + sandbox.spec.id + "] " + line;
-  if (!sandbox.launcher_made) return sandbox.file + ": " + line;
-  if (!sandbox.profile.empty()) return "[profiles." + sandbox.profile + "] " + line;
-  // `allow = ["PATTERN"]`: the launcher's --allow takes the same pattern.
-  constexpr std::string_view kAllowOpen = "allow = [\"";
-  constexpr std::string_view kAllowClose = "\"]";
-  if (rule_line.starts_with(kAllowOpen) && rule_line.ends_with(kAllowClose) &&
-      rule_line.size() > kAllowOpen.size() + kAllowClose.size()) {
-    return "sandgate-launch --allow " +
-           line.substr(kAllowOpen.size() - 1,
-                       line.size() - kAllowOpen.size() - kAllowClose.size() + 2);
+policy::SandboxHome home_of(const Sandbox& sandbox) {
+  policy::SandboxHome home;
+  home.id = sandbox.spec.id;
+  home.ports = sandbox.spec.ports;
+  if (sandbox.launcher_made) {
+    home.kind = policy::SandboxHome::Kind::launched;
+    home.profile = sandbox.profile;
+  } else if (sandbox.in_drop_in) {
+    home.kind = policy::SandboxHome::Kind::file;
+    home.file = sandbox.file;
   }
-  return "[profiles.NAME] " + line + " (sandgate-launch --profile NAME)";
+  return home;
+}
+
+policy::SandboxHome home_of(const Config& config, std::string_view id) {
+  if (const Sandbox* sandbox = config.find_sandbox(id)) return home_of(*sandbox);
+  policy::SandboxHome home;
+  home.kind = policy::SandboxHome::Kind::unknown;
+  home.id = id;
+  return home;
 }
 
 SandboxList SandboxList::from_sorted(std::vector<Sandbox> sandboxes) {
@@ -522,6 +532,16 @@ std::vector<PlaceholderEnv> Config::placeholder_env(std::string_view id,
   return out;
 }
 
+std::vector<std::string> Config::credential_env_names() const {
+  std::vector<std::string> out;
+  for (const secrets::CredentialSpec& spec : credentials) {
+    out.insert(out.end(), spec.env.begin(), spec.env.end());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Config load_config(const std::string& path) {
   Loader loader;
   ErrorSink sink = loader.sink_for(path);
@@ -537,6 +557,55 @@ Config load_config_from_string(std::string_view toml, const std::string& name) {
   Config config = load(toml, name, loader, sink);
   if (loader.failed()) loader.throw_errors();
   return config;
+}
+
+std::vector<std::string> Config::profile_names() const {
+  std::vector<std::string> out;
+  if (!load_state || !load_state->main) return out;
+  for (const auto& [name, unused] : load_state->main->profiles) out.push_back(name);
+  return out;
+}
+
+std::optional<Sandbox> Config::launched_with(std::string_view profile) const {
+  if (!load_state || !load_state->main || !load_state->main->profiles.contains(profile)) {
+    return std::nullopt;
+  }
+  // Read as the launcher's drop-in for it would be.
+  std::vector<detail::ErrorSink::Entry> errors;
+  detail::ErrorSink sink(errors, path, 0);
+  detail::SandboxCollector collector(load_state->main->profiles, load_state->main->credentials,
+                                     launcher.pool);
+  // Its address: the pool's first sandbox address (.2 of the first /30), as the launcher
+  // would give it.
+  policy::IpAddress address = launcher.pool.network;
+  address.bytes[3] = static_cast<std::uint8_t>(address.bytes[3] | 2);
+  const toml::table drop_in{{"id", std::string(profile)},
+                            {"profile", std::string(profile)},
+                            {"sources", toml::array{address.to_string()}}};
+  collector.read_drop_in(drop_in, sink, true);
+  std::vector<Sandbox> made = collector.take();
+  if (!errors.empty() || made.size() != 1) return std::nullopt;
+  return std::move(made.front());
+}
+
+std::vector<std::string> restart_only_changes(const Config& running, const Config& loaded) {
+  const auto texts = [](const Listeners& l) {
+    const auto list = [](const std::vector<ListenAddress>& v) {
+      std::vector<std::string> out;
+      for (const ListenAddress& a : v) out.push_back(a.text);
+      return out;
+    };
+    return std::make_tuple(list(l.explicit_proxy), list(l.transparent), list(l.dns),
+                           l.admin ? l.admin->text : std::string());
+  };
+  const auto dns = [](const Dns& d) { return std::tie(d.servers, d.timeout, d.max_ttl, d.hosts); };
+  std::vector<std::string> out;
+  if (texts(running.listeners) != texts(loaded.listeners)) out.emplace_back("listeners");
+  if (dns(running.dns) != dns(loaded.dns)) out.emplace_back("dns");
+  if (running.workers != loaded.workers) out.emplace_back("workers");
+  if (running.logging.audit != loaded.logging.audit) out.emplace_back("log.audit");
+  if (running.sandboxes_dir != loaded.sandboxes_dir) out.emplace_back("sandboxes_dir");
+  return out;
 }
 
 }  // namespace sandgate::config

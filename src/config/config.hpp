@@ -15,6 +15,7 @@
 #include "common/chunked_map.hpp"
 #include "policy/ip_address.hpp"
 #include "policy/policy.hpp"
+#include "policy/suggestion.hpp"
 #include "secrets/injection.hpp"
 #include "secrets/placeholder.hpp"
 #include "secrets/spec.hpp"
@@ -74,6 +75,12 @@ struct Dns {
   std::chrono::seconds max_ttl{300};
   // Static answers, consulted before any server: name -> addresses.
   std::map<std::string, std::vector<policy::IpAddress>> hosts;
+  // What the sandbox DNS listener answers for a name the policy refuses (docs/dns.md):
+  // `sink`: an A record of sink_address (AAAA: none), so the connection comes to the
+  // transparent listener and is refused there in its own protocol; `refused`: REFUSED.
+  enum class DeniedNames { sink, refused };
+  DeniedNames denied_names = DeniedNames::sink;
+  policy::IpAddress sink_address = policy::IpAddress::v4(0xC00002FE);  // 192.0.2.254
 };
 
 // What sandgate-launch reads; the daemon only validates it.
@@ -189,14 +196,14 @@ struct PlaceholderEnv {
 // The first line of every drop-in sandgate-launch writes (and removes at `down`).
 inline constexpr std::string_view kLauncherDropinMarker = "# written by sandgate-launch";
 
-// Where the operator adds `rule_line` (a policy::suggest_rule line such as
-// `allow = ["x.org:443"]`) for this sandbox, as the denial's suggestion: "[sandboxes.ID] LINE"
-// in the main file, "FILE: LINE" in a hand-written drop-in. A launcher-made drop-in is rewritten
-// and removed by the launcher, so it names what outlives it: "[profiles.P] LINE" (the
-// sandbox's profile, in the main config; the daemon reloads it), or without a profile the
-// launcher's flag (`sandgate-launch --allow "x.org:443"`) for an allow line and
-// "[profiles.NAME] LINE (sandgate-launch --profile NAME)" for the others.
-std::string suggestion_for(const Sandbox& sandbox, std::string_view rule_line);
+// Where the operator adds a rule for this sandbox, for policy::suggest: its [sandboxes.ID]
+// table in the main file, its hand-written drop-in, or, for a drop-in sandgate-launch wrote (it
+// rewrites and removes it), what outlives it: the sandbox's profile, else the launcher's flag.
+policy::SandboxHome home_of(const Sandbox& sandbox);
+struct Config;
+// The same for sandbox `id` of `config`; a sandbox it does not have (a log read after the
+// launcher removed its drop-in) is placed as a launched one without a profile (Kind::unknown).
+policy::SandboxHome home_of(const Config& config, std::string_view id);
 
 namespace detail {
 struct LoadState;
@@ -222,7 +229,10 @@ struct Config {
   Launcher launcher;
   Interception interception;
   std::string sandboxes_dir;  // resolved relative to the config file; empty: none
-  SandboxList sandboxes;      // sorted by id
+  // The file set sandboxes_dir (the default is used only when present); a named one that is
+  // missing is made at start.
+  bool sandboxes_dir_named = false;
+  SandboxList sandboxes;  // sorted by id
   // [credentials.NAME] tables, sorted by name (docs/credentials.md).
   std::vector<secrets::CredentialSpec> credentials;
   // Each profile's own inject rules (profile name -> rules), for build_injection.
@@ -255,6 +265,16 @@ struct Config {
   // rules name, set to that credential's placeholder. Empty for an unknown sandbox.
   std::vector<PlaceholderEnv> placeholder_env(std::string_view id,
                                               const secrets::PlaceholderKey& key) const;
+  // The profiles' names, sorted.
+  std::vector<std::string> profile_names() const;
+  // The sandbox `sandgate-launch run --profile NAME` (no --allow) would make: the profile's
+  // rules alone, with the profile's name for id; nullopt for an unknown profile (for
+  // --check-config).
+  std::optional<Sandbox> launched_with(std::string_view profile) const;
+  // Every variable any credential's `env` lists, sorted, unique: what sandgate-launch never
+  // passes from its own environment into a sandbox (each is that sandbox's placeholder, or
+  // unset).
+  std::vector<std::string> credential_env_names() const;
 };
 
 // One problem found in a config file, located as precisely as the parser can.
@@ -296,6 +316,12 @@ Config load_config(const std::string& path);
 Config reload_config(
     const Config& previous,
     const std::optional<std::vector<std::string>>& changed_drop_ins = std::nullopt);
+
+// The keys a reload cannot apply, because the daemon sets them up once at start (sockets,
+// resolvers, threads, the audit sink, the watched directory): those among "listeners",
+// "dns", "workers", "log.audit" and "sandboxes_dir" that differ between the two configs.
+// Listen addresses compare as written.
+std::vector<std::string> restart_only_changes(const Config& running, const Config& loaded);
 
 // Same, from text (tests); `name` stands in for the file name in messages.
 Config load_config_from_string(std::string_view toml, const std::string& name);

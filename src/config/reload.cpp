@@ -151,7 +151,8 @@ Config reload_config(const Config& previous,
 
   // The new and rewritten drop-ins, read as load_config reads them; any error and
   // load_config reports them all, in its order.
-  detail::SandboxCollector collector(state->main->profiles, state->main->credentials);
+  detail::SandboxCollector collector(state->main->profiles, state->main->credentials,
+                                     previous.launcher.pool);
   for (std::size_t i = 0; i < to_read.size(); ++i) {
     ErrorSink sink(errors, to_read[i].first, i + 1);
     const auto drop_in = detail::read_file(to_read[i].first, sink);

@@ -103,7 +103,8 @@ void read_http_rules(const toml::table& table, const std::string& path,
   const std::string origin = join_key(origin_prefix, "http_rules");
   std::size_t index = 0;
   for (const auto& [rule, rule_path] : tables) {
-    check_known_keys(*rule, rule_path, {"hosts", "methods", "paths", "action", "mode"}, sink);
+    check_known_keys(*rule, rule_path, {"hosts", "methods", "paths", "path_case", "action", "mode"},
+                     sink);
     policy::HttpRule r;
     r.hosts = read_list<policy::HostPattern>(
         *rule, "hosts", rule_path, true, "", "host pattern",
@@ -124,6 +125,11 @@ void read_http_rules(const toml::table& table, const std::string& path,
           return policy::PathGlob::parse(text, error);
         },
         sink);
+    if (const auto path_case =
+            read_choice(*rule, "path_case", rule_path, false, {"sensitive", "insensitive"}, sink)) {
+      r.path_case =
+          *path_case == "insensitive" ? policy::PathCase::insensitive : policy::PathCase::sensitive;
+    }
     r.allow = read_choice(*rule, "action", rule_path, true, {"allow", "deny"}, sink) == "allow";
     r.mode = read_mode(*rule, rule_path, sink);
     // The index the operator sees in their file, also for a rule left out after an error.

@@ -397,6 +397,14 @@ void SandboxCollector::read_sources(const toml::node& node, const std::string& p
       sink.add(item.where, item.path, invalid_ip_message(item.value));
       continue;
     }
+    if (!launcher_made_ && launcher_pool_.contains(*address)) {
+      sink.add(item.where, item.path,
+               "source address " + in_quotes(item.value) + " is inside [launcher] pool " +
+                   launcher_pool_.to_string() +
+                   ", which sandgate-launch gives to the sandboxes it makes; choose an address "
+                   "outside it, or move the pool");
+      continue;
+    }
     const auto [first, fresh] = sources_.emplace(*address, Site{sink.file(), item.where});
     if (!fresh) {
       sink.add(item.where, item.path,

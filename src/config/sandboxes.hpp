@@ -48,8 +48,11 @@ bool valid_id(std::string_view id);
 // all of them. Holds a reference to the profiles; they must outlive it.
 class SandboxCollector {
  public:
-  SandboxCollector(const Profiles& profiles, const Credentials& credentials)
-      : profiles_(profiles), credentials_(credentials) {}
+  // `launcher_pool`: [launcher] pool; a source inside it is an error except in a drop-in the
+  // launcher made (the launcher gives those addresses to its own sandboxes).
+  SandboxCollector(const Profiles& profiles, const Credentials& credentials,
+                   const policy::Cidr& launcher_pool)
+      : profiles_(profiles), credentials_(credentials), launcher_pool_(launcher_pool) {}
 
   // The main file's [sandboxes] table: one sub-table per id.
   void read_main_table(const toml::node& node, ErrorSink& sink);
@@ -89,6 +92,7 @@ class SandboxCollector {
   // Set while a drop-in is read (read_sandbox copies them into the Sandbox).
   bool in_drop_in_ = false;
   bool launcher_made_ = false;
+  policy::Cidr launcher_pool_;
   std::map<policy::IpAddress, Site> sources_;
   std::vector<Sandbox> sandboxes_;
   std::map<std::string, Site, std::less<>> seen_;

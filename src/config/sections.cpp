@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "config/addresses.hpp"
+#include "policy/address_class.hpp"
 #include "policy/host.hpp"
 
 namespace sandgate::config::detail {
@@ -212,7 +213,9 @@ Dns read_dns(const toml::node& node, ErrorSink& sink) {
   Dns dns;
   const toml::table* table = read_table(node, "dns", sink);
   if (table == nullptr) return dns;
-  check_known_keys(*table, "dns", {"servers", "timeout_ms", "max_ttl_s", "hosts"}, sink);
+  check_known_keys(*table, "dns",
+                   {"servers", "timeout_ms", "max_ttl_s", "hosts", "denied_names", "sink_address"},
+                   sink);
   if (const toml::node* servers = table->get("servers")) {
     if (const auto items = read_string_array(*servers, "dns.servers", sink)) {
       for (const StringItem& item : *items) {
@@ -233,6 +236,36 @@ Dns read_dns(const toml::node& node, ErrorSink& sink) {
     dns.max_ttl = std::chrono::seconds(*v);
   }
   if (const toml::node* hosts = table->get("hosts")) read_dns_hosts(*hosts, dns, sink);
+  if (const toml::node* denied = table->get("denied_names")) {
+    if (auto v = read_string(*denied, "dns.denied_names", sink)) {
+      if (*v == "sink") {
+        dns.denied_names = Dns::DeniedNames::sink;
+      } else if (*v == "refused") {
+        dns.denied_names = Dns::DeniedNames::refused;
+      } else {
+        sink.add(denied->source(), "dns.denied_names",
+                 "expected \"sink\" or \"refused\", got " + in_quotes(*v));
+      }
+    }
+  }
+  if (const toml::node* address = table->get("sink_address")) {
+    if (auto v = read_string(*address, "dns.sink_address", sink)) {
+      const auto ip = parse_strict_ip(*v);
+      if (!ip) {
+        sink.add(address->source(), "dns.sink_address", invalid_ip_message(*v));
+      } else if (!ip->is_v4() || policy::always_denied(policy::classify(*ip)) ||
+                 policy::classify(*ip) == policy::AddressClass::loopback) {
+        // A sandbox reaches no IPv6 (the launcher drops it), and the kernel never routes
+        // these out of the sandbox to the redirect.
+        sink.add(address->source(), "dns.sink_address",
+                 in_quotes(*v) +
+                     " cannot be dialled through the launcher's redirect; use an IPv4 unicast "
+                     "address no sandbox needs, e.g. \"192.0.2.254\"");
+      } else {
+        dns.sink_address = *ip;
+      }
+    }
+  }
   return dns;
 }
 

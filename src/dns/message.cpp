@@ -112,6 +112,17 @@ void put_opt(std::vector<std::uint8_t>& out, std::optional<std::string_view> ede
   out.insert(out.end(), ede->begin(), ede->end());
 }
 
+// One A or AAAA record of `a` for the question's name (a pointer to it).
+void put_address_record(std::vector<std::uint8_t>& out, const Query& q, const policy::IpAddress& a,
+                        std::uint32_t ttl) {
+  put16(out, 0xC000 | kHeaderBytes);  // pointer to the question name
+  put16(out, q.qtype);
+  put16(out, kClassIn);
+  put32(out, ttl);
+  put16(out, a.size());
+  out.insert(out.end(), a.bytes.begin(), a.bytes.begin() + static_cast<std::ptrdiff_t>(a.size()));
+}
+
 // Header and question of a response to `q`; the caller appends records.
 std::vector<std::uint8_t> start_response(const Query& q, Rcode rcode, bool tc, std::size_t an) {
   std::vector<std::uint8_t> out;
@@ -227,14 +238,24 @@ std::vector<std::uint8_t> build_answer(const Query& q, std::span<const policy::I
   std::vector<std::uint8_t> out = start_response(q, Rcode::noerror, truncated, count);
   for (const auto& a : addresses) {
     if (truncated || !answerable || !family_matches(q, a)) continue;
-    put16(out, 0xC000 | kHeaderBytes);  // pointer to the question name
-    put16(out, q.qtype);
-    put16(out, kClassIn);
-    put32(out, ttl);
-    put16(out, a.size());
-    out.insert(out.end(), a.bytes.begin(), a.bytes.begin() + static_cast<std::ptrdiff_t>(a.size()));
+    put_address_record(out, q, a, ttl);
   }
   if (q.has_opt) put_opt(out, std::nullopt);
+  return out;
+}
+
+std::vector<std::uint8_t> build_sink(const Query& q, const policy::IpAddress& sink,
+                                     std::uint32_t ttl, std::string_view text,
+                                     std::size_t max_bytes) {
+  const bool answered = q.qtype == kTypeA && family_matches(q, sink);
+  std::vector<std::uint8_t> out = start_response(q, Rcode::noerror, false, answered ? 1 : 0);
+  if (answered) put_address_record(out, q, sink, ttl);
+  if (q.has_opt) {
+    const std::size_t fixed = out.size() + kOptFixedBytes + kEdeFixedBytes;
+    const std::size_t room = max_bytes > fixed ? max_bytes - fixed : 0;
+    if (text.size() > room) text = text.substr(0, room);
+    put_opt(out, text, kEdeBlocked);
+  }
   return out;
 }
 

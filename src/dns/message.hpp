@@ -93,6 +93,14 @@ std::size_t udp_limit(const Query& q);
 std::vector<std::uint8_t> build_answer(const Query& q, std::span<const policy::IpAddress> addresses,
                                        std::uint32_t ttl, std::size_t max_bytes);
 
+// The answer to a name the policy refused, when refusals go to the sink (docs/dns.md):
+// NOERROR with one A record of `sink` for an A question, none (NODATA) for any other, and,
+// when the query had an OPT record, the Extended DNS Error `text` (Blocked), cut short so the
+// message fits in `max_bytes` (the A record always fits: a question is at most 255 bytes).
+std::vector<std::uint8_t> build_sink(const Query& q, const policy::IpAddress& sink,
+                                     std::uint32_t ttl, std::string_view text,
+                                     std::size_t max_bytes);
+
 inline constexpr std::uint16_t kTypeSoa = 6;
 
 // The SOA record of a negative upstream answer (RFC 2308), as sandgate passes it on so that a

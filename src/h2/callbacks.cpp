@@ -20,6 +20,24 @@ constexpr std::size_t kFieldOverhead = 32;
 
 }  // namespace
 
+int Callbacks::on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user) {
+  auto& core = *static_cast<Core*>(user);
+  if (core.role_ != Core::Role::server || hd->type != NGHTTP2_HEADERS || hd->stream_id <= 0 ||
+      hd->stream_id % 2 == 0) {
+    return 0;  // the rest (stream 0, our ids) nghttp2 refuses itself
+  }
+  // A HEADERS frame on a client stream id that was skipped (lower than one already used,
+  // never opened): RFC 9113 section 5.1.1, a connection error PROTOCOL_ERROR, which receive()
+  // sends for a callback failure. One nghttp2 still knows (open, or closed and remembered) it
+  // judges itself; one it forgot is ignored, as nghttp2 does (see SkippedStreamIds).
+  if (nghttp2_session_find_stream(session, hd->stream_id) == nullptr &&
+      core.skipped_ids_.skipped(hd->stream_id)) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  core.skipped_ids_.opened(hd->stream_id);
+  return 0;
+}
+
 int Callbacks::on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
   auto& core = *static_cast<Core*>(user);
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;

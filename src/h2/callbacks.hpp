@@ -14,6 +14,7 @@ namespace sandgate::h2::detail {
 
 // A friend of Core: the callbacks reach its stream table and counters.
 struct Callbacks {
+  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user);
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame*, void* user);
   static int on_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t* name,
                        std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,

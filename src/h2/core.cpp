@@ -2,6 +2,7 @@
 // send, and the submissions the exchanges make. Runs on the connection's executor only.
 #include "h2/core.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -34,6 +35,23 @@ struct SessionParts {
 };
 
 }  // namespace
+
+void SkippedStreamIds::opened(std::int32_t id) {
+  if (id <= highest_) return;
+  const std::int32_t expected = highest_ < 0 ? 1 : highest_ + 2;
+  if (id > expected) {
+    gaps_[next_] = Gap{expected, id - 2};
+    next_ = (next_ + 1) % kMaxGaps;
+  }
+  highest_ = id;
+}
+
+bool SkippedStreamIds::skipped(std::int32_t id) const {
+  for (const Gap& g : gaps_) {
+    if (id >= g.first && id <= g.last) return true;
+  }
+  return false;
+}
 
 asio::awaitable<bool> Signal::wait() {
   [[maybe_unused]] auto [ec] = co_await timer_.async_wait(use_tuple);
@@ -76,8 +94,13 @@ Core::Core(const asio::any_io_executor& ex, Role role, const Settings& settings)
                                              settings.reset_rate);
   // Our HPACK encoder keeps the default 4 KiB table whatever the peer allows.
   nghttp2_option_set_max_deflate_dynamic_table_size(parts.option, 4096);
-  nghttp2_option_set_no_closed_streams(parts.option, 1);
+  // Closed streams stay remembered (nghttp2's default), so a frame on one is answered as RFC
+  // 9113 section 5.1 says: DATA or HEADERS after the peer's END_STREAM or RST_STREAM is a
+  // connection error STREAM_CLOSED. nghttp2 bounds them: closed plus open streams of the peer
+  // never exceed our SETTINGS_MAX_CONCURRENT_STREAMS (the oldest closed one is dropped
+  // first), so a flood of short streams holds no more than the open-stream limit does.
   auto* cb = parts.callbacks;
+  nghttp2_session_callbacks_set_on_begin_frame_callback(cb, &Callbacks::on_begin_frame);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &Callbacks::on_begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(cb, &Callbacks::on_header);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &Callbacks::on_frame_recv);
@@ -252,9 +275,9 @@ void Core::on_head_complete(StreamState& s) {
   } else if (!host.empty() && !iequals_ascii(host, r.authority)) {
     return answer(s, 400);  // two authorities: which one a filter decides on is ambiguous
   }
-  for (std::size_t i = 1; i < r.fields.size(); ++i) {
-    if (r.fields[i].name == "host") return answer(s, 400);  // more than one host
-  }
+  const auto hosts = std::count_if(r.fields.begin(), r.fields.end(),
+                                   [](const Field& f) { return f.name == "host"; });
+  if (hosts > 1) return answer(s, 400);  // more than one host, wherever they are
   if (on_request) on_request(streams_.at(s.id));
 }
 

@@ -6,6 +6,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <array>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -52,6 +53,32 @@ class RateLimit {
   std::uint64_t rate_;
   double tokens_;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// The client stream ids a server saw skipped: RFC 9113 section 5.1.1 makes a HEADERS frame on
+// one of them (a stream id lower than an earlier one that never opened) a connection error
+// PROTOCOL_ERROR. nghttp2 1.52 ignores such a frame, because it cannot tell a skipped id from
+// a stream it closed and no longer remembers, where ignoring is right (trailers the client
+// sent before our RST_STREAM reached it). Client ids rise one by one in practice, so a gap is
+// rare: the last kMaxGaps gaps are kept, a fixed size whatever the client does; an id in an
+// older gap is ignored as before.
+class SkippedStreamIds {
+ public:
+  static constexpr std::size_t kMaxGaps = 16;
+  // A HEADERS frame of the client's opens `id` (odd); the odd ids between the last one and it
+  // were skipped.
+  void opened(std::int32_t id);
+  // Whether `id` is one that was skipped (so never opened).
+  bool skipped(std::int32_t id) const;
+
+ private:
+  struct Gap {
+    std::int32_t first = 0;
+    std::int32_t last = -1;  // both odd, inclusive
+  };
+  std::array<Gap, kMaxGaps> gaps_{};
+  std::size_t next_ = 0;  // where the next gap goes (the oldest is overwritten)
+  std::int32_t highest_ = -1;
 };
 
 class Core;
@@ -198,6 +225,7 @@ class Core {
   std::string_view pending_cause_;  // seen by on_invalid_frame_recv, named when GOAWAY goes
   std::uint32_t error_code_ = 0;
   std::uint32_t goaway_last_id_ = 0;
+  SkippedStreamIds skipped_ids_;  // server: client stream ids that never opened
 };
 
 // The exchange operations, on a stream whose core may be gone (the connection ended): each

@@ -34,6 +34,10 @@ boost::asio::awaitable<std::pair<error_code, std::size_t>> Exchange::read_body(
   return detail::read_body(*s_, buf);
 }
 
+bool Exchange::body_ended() const {
+  return s_->remote_ended && s_->unread() == 0;
+}
+
 const Fields& Exchange::trailers() const {
   return s_->trailers;
 }

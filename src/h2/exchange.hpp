@@ -42,6 +42,10 @@ class Exchange {
   // Up to buf.size() bytes of the peer's body as they arrive; 0 at its end. Reading is what
   // opens the peer's window again, so a caller that stops reading stalls the sender.
   boost::asio::awaitable<std::pair<error_code, std::size_t>> read_body(std::span<std::uint8_t> buf);
+  // Whether the peer's body has ended and all of it was read: the next read_body returns 0
+  // and trailers() are complete. A relay checks it after each read so that the last bytes it
+  // sends carry END_STREAM, rather than an empty DATA frame following them.
+  bool body_ended() const;
   // The peer's trailer fields, once read_body returned 0 (empty when it sent none).
   const Fields& trailers() const;
 

@@ -29,12 +29,6 @@ constexpr ByteSet kFieldValueChar([](char c) {
   return u == '\t' || (u >= 0x20 && u != 0x7f);
 });
 
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::error_code err(Errc e) {
   return make_error_code(e);
 }
@@ -160,6 +154,21 @@ bool keep_alive(const beast_http::fields& f, unsigned version) {
   return version >= 11 || has_connection_token(f, "keep-alive");
 }
 
+// The fields strip_proxy_only removes (strip_fields removes them too).
+bool is_proxy_only(beast_http::field name) {
+  using beast_http::field;
+  switch (name) {
+    case field::proxy_connection:
+    case field::keep_alive:
+    case field::proxy_authorization:
+    case field::proxy_authenticate:
+    case field::http2_settings:
+      return true;
+    default:
+      return false;
+  }
+}
+
 template <class Fields>
 void strip_fields(Fields& f) {
   using beast_http::field;
@@ -180,18 +189,12 @@ void strip_fields(Fields& f) {
   // The fixed hop-by-hop names in one pass over the fields (Beast knows each field's name as
   // an enum: no lookup by name).
   for (auto it = f.begin(); it != f.end();) {
-    switch (it->name()) {
-      case field::connection:
-      case field::proxy_connection:
-      case field::keep_alive:
-      case field::te:
-      case field::upgrade:
-      case field::proxy_authorization:
-      case field::proxy_authenticate:
-        it = f.erase(it);
-        break;
-      default:
-        ++it;
+    const field name = it->name();
+    if (name == field::connection || name == field::te || name == field::upgrade ||
+        is_proxy_only(name)) {
+      it = f.erase(it);
+    } else {
+      ++it;
     }
   }
 }
@@ -330,6 +333,12 @@ void strip_hop_by_hop(ArenaFields& f) {
   strip_fields(f);
 }
 
+void strip_proxy_only(beast_http::fields& f) {
+  for (auto it = f.begin(); it != f.end();) {
+    it = is_proxy_only(it->name()) ? f.erase(it) : std::next(it);
+  }
+}
+
 namespace {
 
 void append_version(std::string& out, unsigned version) {
@@ -384,6 +393,21 @@ bool idempotent_method(std::string_view method) {
     if (method == m) return true;
   }
   return false;
+}
+
+Errc check_h2_request(std::string_view method, std::string_view target,
+                      std::span<const std::string_view> field_values) {
+  if (method.empty() || !kTchar.all_of(method)) return Errc::malformed_request;
+  if (method == "CONNECT") return Errc::unsupported_target;
+  const auto parsed = parse_request_target(target, false, method == "OPTIONS");
+  if (!parsed) return static_cast<Errc>(parsed.error().value());
+  if (parsed->form != TargetForm::origin && parsed->form != TargetForm::asterisk) {
+    return Errc::unsupported_target;
+  }
+  for (const std::string_view v : field_values) {
+    if (!kFieldValueChar.all_of(v)) return Errc::invalid_header;
+  }
+  return Errc::ok;
 }
 
 std::string head_text(const beast_http::request_header<>& h) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -80,6 +81,16 @@ struct RequestHead {
 // The origin form is returned as such; an explicit proxy decides whether to refuse it.
 Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& limits);
 
+// Whether a request that came over HTTP/2 (its :method, its :path and its field values, which
+// nghttp2 checked against HTTP/2's looser rules) is one parse_request_head takes from an
+// HTTP/1.1 client: a method token, a target in origin form (or "*" for OPTIONS) that
+// parse_request_target accepts (no '#', no byte outside the URI set, no bad %-escape), field
+// values without control bytes. Errc::ok, or the error parse_request_head would give. The
+// HTTP/2 bridge refuses any other request (400), so what it forwards, as HTTP/1.1 or HTTP/2, is
+// held to the grammar an HTTP/1.1 client is held to.
+Errc check_h2_request(std::string_view method, std::string_view target,
+                      std::span<const std::string_view> field_values);
+
 // The arena a response's fields live in while sandgate relays it (http_forward.cpp): one per
 // exchange, in its coroutine frame, so a response head of usual size (nginx's ten fields are
 // about 0.9 KiB of Beast nodes) costs no malloc per field, and an idle connection holds none.
@@ -114,6 +125,13 @@ std::string_view first_value(const Fields& f, boost::beast::http::field name) {
 // message it receives, which is how hop-by-hop abuse turns into smuggling.
 void strip_hop_by_hop(boost::beast::http::fields& f);
 void strip_hop_by_hop(ArenaFields& f);
+
+// Removes the fields of a request that never leave sandgate, whatever the client's wire
+// (THREATS 36): what is said to a proxy (Proxy-Authorization, Proxy-Authenticate,
+// Proxy-Connection), Keep-Alive, and HTTP2-Settings (h2c; THREATS 20). Connection, Upgrade,
+// TE and the framing fields are the wire's own business (strip_hop_by_hop on HTTP/1.1; HTTP/2
+// refuses them, but for "TE: trailers", which gRPC needs end to end).
+void strip_proxy_only(boost::beast::http::fields& f);
 
 // Whether a request with this method may be sent again after a connection broke before its
 // response: GET, HEAD, OPTIONS, TRACE, PUT and DELETE (RFC 9110 9.2.2). Methods are

@@ -62,25 +62,56 @@ Answer get(const std::string& host, std::uint16_t port, const std::string& targe
   return result.get();
 }
 
+// The `reload` object of GET /sandboxes/ID, when there is one that reads.
+void read_reload(const boost::json::object& body, SandboxStatus& status) {
+  const boost::json::value* reload = body.if_contains("reload");
+  if (reload == nullptr || !reload->is_object()) return;
+  try {
+    const boost::json::object& r = reload->as_object();
+    status.reloads_started = boost::json::value_to<std::uint64_t>(r.at("started"));
+    status.reload_finished = boost::json::value_to<std::uint64_t>(r.at("finished"));
+    status.reload_failed = r.at("failed").as_bool();
+    for (const boost::json::value& e : r.at("errors").as_array()) {
+      status.reload_errors.emplace_back(e.as_string());
+    }
+    if (const auto* more = r.if_contains("more_errors")) {
+      status.reload_more_errors = boost::json::value_to<std::uint64_t>(*more);
+    }
+    status.reload_known = true;
+  } catch (const std::exception&) {
+    status.reload_errors.clear();  // not one this launcher reads: as if there were none
+  }
+}
+
 }  // namespace
 
 SandboxStatus query_sandbox(const std::string& host, std::uint16_t port, std::string_view id,
                             std::chrono::milliseconds timeout) {
   const std::string target = "/sandboxes/" + std::string(id);
   const Answer answer = get(host, port, target, timeout);
-  if (answer.status == 0) return {SandboxStatus::Answer::unreachable, answer.error};
-  if (answer.status == 404) return {SandboxStatus::Answer::inactive, {}};
+  SandboxStatus status;
+  if (answer.status == 0) {
+    status.detail = answer.error;
+    return status;
+  }
   boost::system::error_code ec;
   const auto body = boost::json::parse(answer.body, ec);
-  if (answer.status == 200 && !ec && body.is_object()) {
-    const auto* active = body.as_object().if_contains("active");
+  const boost::json::object* object = !ec ? body.if_object() : nullptr;
+  if (object != nullptr) read_reload(*object, status);
+  if (answer.status == 404) {
+    status.answer = SandboxStatus::Answer::inactive;
+    return status;
+  }
+  if (answer.status == 200 && object != nullptr) {
+    const auto* active = object->if_contains("active");
     if (active != nullptr && active->is_bool()) {
-      return {active->as_bool() ? SandboxStatus::Answer::active : SandboxStatus::Answer::inactive,
-              {}};
+      status.answer =
+          active->as_bool() ? SandboxStatus::Answer::active : SandboxStatus::Answer::inactive;
+      return status;
     }
   }
-  return {SandboxStatus::Answer::unreachable,
-          "unexpected answer " + std::to_string(answer.status) + " to GET " + target};
+  status.detail = "unexpected answer " + std::to_string(answer.status) + " to GET " + target;
+  return status;
 }
 
 std::optional<DenialSnapshot> parse_denials(std::string_view body, std::string* error) {
@@ -105,6 +136,10 @@ std::optional<DenialSnapshot> parse_denials(std::string_view body, std::string* 
       c.port = d.at("port").is_null() ? 0 : boost::json::value_to<std::uint16_t>(d.at("port"));
       c.reason = boost::json::value_to<std::string>(d.at("reason"));
       c.count = boost::json::value_to<std::uint64_t>(d.at("count"));
+      if (const auto* suggestion = d.if_contains("suggestion");
+          suggestion != nullptr && suggestion->is_string()) {
+        c.suggestion = suggestion->as_string();
+      }
       s.denials.push_back(std::move(c));
     }
   } catch (const std::exception& e) {

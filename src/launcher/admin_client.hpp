@@ -17,6 +17,15 @@ struct SandboxStatus {
   enum class Answer { active, inactive, unreachable };
   Answer answer = Answer::unreachable;
   std::string detail;  // unreachable: why (connection refused, timeout, bad answer)
+  // The daemon's config reloads (its `reload`; absent from a daemon older than it: known
+  // false): how many it began, the number of the last that finished, and whether that one
+  // failed, with its error lines (the daemon's stderr, bounded).
+  bool reload_known = false;
+  std::uint64_t reloads_started = 0;
+  std::uint64_t reload_finished = 0;
+  bool reload_failed = false;
+  std::vector<std::string> reload_errors;
+  std::uint64_t reload_more_errors = 0;
 };
 
 // One request over plain HTTP/1.1 with a deadline for the whole exchange. `host` is an IP
@@ -31,6 +40,7 @@ struct DenialCount {
   std::uint16_t port = 0;  // 0: none (DNS)
   std::string reason;
   std::uint64_t count = 0;
+  std::string suggestion{};  // the line that would allow it, as the daemon reported it; "" none
   bool operator==(const DenialCount&) const = default;
 };
 

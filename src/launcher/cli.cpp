@@ -1,6 +1,7 @@
 #include "launcher/cli.hpp"
 
 #include <map>
+#include <utility>
 
 #include "launcher/quantity.hpp"
 
@@ -20,7 +21,7 @@ const std::map<std::string_view, VerbSpec>& verbs() {
       {"run", {Verb::run, true, true, true}},      {"up", {Verb::up, true, true, false}},
       {"exec", {Verb::exec, true, false, true}},   {"down", {Verb::down, true, false, false}},
       {"list", {Verb::list, false, false, false}}, {"gc", {Verb::gc, false, false, false}},
-      {"help", {Verb::help, false, false, false}},
+      {"env", {Verb::env, true, false, false}},    {"help", {Verb::help, false, false, false}},
   };
   return table;
 }
@@ -45,14 +46,14 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       auto v = value();
       if (!v) return fail(error, "--config needs a value");
       options.config_path = *v;
-    } else if (args[i] == "--help") {
+    } else if (args[i] == "--help" || args[i] == "-h") {
       options.verb = Verb::help;
       return options;
     } else {
       return fail(error, "unknown option " + std::string(args[i]) + " before the command");
     }
   }
-  if (i == args.size()) return fail(error, "missing command (run, up, exec, down, list, gc)");
+  if (i == args.size()) return fail(error, "missing command (run, up, exec, down, list, gc, env)");
   const auto found = verbs().find(args[i]);
   if (found == verbs().end()) return fail(error, "unknown command " + std::string(args[i]));
   const VerbSpec spec = found->second;
@@ -60,6 +61,11 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
   bool has_separator = false;
   for (++i; i < args.size(); ++i) {
     const std::string_view arg = args[i];
+    if (arg == "-h" || arg == "--help") {  // `run -h`: that command's usage
+      options.verb = Verb::help;
+      options.help_command = std::string(found->first);
+      return options;
+    }
     if (arg == "--") {
       if (!spec.command) return fail(error, std::string(found->first) + " takes no command");
       has_separator = true;
@@ -119,6 +125,8 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       }
     } else if (arg == "--share-run" && spec.command) {
       options.share_run = true;
+    } else if (arg == "--quiet" && spec.command) {
+      options.quiet = true;
     } else if (arg == "--json" && (spec.verb == Verb::list || spec.verb == Verb::run)) {
       options.json = true;
     } else {
@@ -138,18 +146,35 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
   return options;
 }
 
-std::string_view usage_text() {
-  return "usage: sandgate-launch [--config PATH] COMMAND\n"
-         "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] [--user USER]\n"
-         "       [--share-run] [--timeout DURATION [--kill-after DURATION]] [--memory BYTES]\n"
-         "       [--pids N] [--json | --json-file PATH | --json-fd N] -- CMD ARGS...\n"
-         "  up   --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH]\n"
-         "  exec --sandbox ID [--user USER] [--share-run] -- CMD ARGS...\n"
-         "  down --sandbox ID\n"
-         "  list [--json]\n"
-         "  gc\n"
-         "Default config: /etc/sandgate/sandgate.toml. Needs root (CAP_NET_ADMIN, "
-         "CAP_SYS_ADMIN).\n";
+namespace {
+
+// Each command's usage lines, in the order `help` prints them.
+constexpr std::pair<std::string_view, std::string_view> kUsage[] = {
+    {"run",
+     "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] [--user USER]\n"
+     "       [--share-run] [--timeout DURATION [--kill-after DURATION]] [--memory BYTES]\n"
+     "       [--pids N] [--json | --json-file PATH | --json-fd N] [--quiet] -- CMD ARGS...\n"},
+    {"up", "  up   --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH]\n"},
+    {"exec", "  exec --sandbox ID [--user USER] [--share-run] [--quiet] -- CMD ARGS...\n"},
+    {"down", "  down --sandbox ID\n"},
+    {"list", "  list [--json]\n"},
+    {"gc", "  gc\n"},
+    {"env",
+     "  env  --sandbox ID   print the CA bundle and placeholder variables of sandbox ID\n"
+     "                      for a client outside a launched sandbox (explicit proxy)\n"},
+};
+
+}  // namespace
+
+std::string usage_text(std::string_view command) {
+  std::string out = "usage: sandgate-launch [--config PATH] COMMAND\n";
+  for (const auto& [name, lines] : kUsage) {
+    if (command.empty() || command == name) out += lines;
+  }
+  out +=
+      "Default config: /etc/sandgate/sandgate.toml. Needs root (CAP_NET_ADMIN, "
+      "CAP_SYS_ADMIN).\n";
+  return out;
 }
 
 }  // namespace sandgate::launcher

@@ -11,7 +11,7 @@
 
 namespace sandgate::launcher {
 
-enum class Verb { run, up, exec, down, list, gc, help };
+enum class Verb { run, up, exec, down, list, gc, env, help };
 
 // One parsed command line.
 struct Options {
@@ -25,6 +25,8 @@ struct Options {
   std::string user;                  // --user (run, exec): run the command as this user
   bool share_run = false;            // --share-run (run, exec): the host's /run, not a private one
   bool json = false;                 // list --json; run --json, --json-file, --json-fd
+  std::string help_command;          // help: `COMMAND -h` asked for that command's usage
+  bool quiet = false;                // --quiet (run, exec): no summary of refusals on stderr
   // run only (docs/launcher.md, "Limits and outcomes"):
   std::optional<std::chrono::milliseconds> timeout;         // --timeout: TERM at the deadline
   std::chrono::milliseconds kill_after{kDefaultKillAfter};  // --kill-after: then KILL
@@ -40,7 +42,8 @@ struct Options {
 // Parses argv[1..]. Returns nullopt with a one-line reason in *error on a usage error.
 std::optional<Options> parse_args(const std::vector<std::string_view>& args, std::string* error);
 
-// The usage text printed by `help` and after a usage error.
-std::string_view usage_text();
+// The usage text printed by `help` and after a usage error; only `command`'s lines when given
+// (`sandgate-launch run -h`).
+std::string usage_text(std::string_view command = {});
 
 }  // namespace sandgate::launcher

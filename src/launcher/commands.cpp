@@ -74,16 +74,19 @@ std::vector<std::string> command_environment(const Settings& settings) {
 }
 
 // ... with the placeholders of the credentials sandbox `id`'s rules name, each in the `env`
-// variables its credential lists (docs/credentials.md), in place of any value the launcher's
-// own environment had for them (a real token there must not reach the sandbox). Computed from
-// the config as the daemon now has it (the sandbox's drop-in included) and the key file the
-// daemon shares.
+// variables its credential lists (docs/credentials.md), and with every other variable any
+// credential lists removed: a value the launcher's own environment had for one (a real token in
+// a CI shell) never reaches the sandbox, whether or not the sandbox's rules name its credential.
+// Computed from the config as the daemon now has it (the sandbox's drop-in included) and the
+// key file the daemon shares.
 std::vector<std::string> command_environment(const Settings& settings, const std::string& id) {
   std::vector<std::string> env = command_environment(settings);
+  std::vector<std::string> declared;
   std::vector<std::string> placeholders;
   try {
     const config::Config cfg = config::load_config(settings.config_path);
     if (cfg.credentials.empty()) return env;
+    declared = cfg.credential_env_names();
     const auto key = secrets::PlaceholderKey::load_or_create(cfg.placeholder_key_file);
     for (const config::PlaceholderEnv& e : cfg.placeholder_env(id, key)) {
       placeholders.push_back(e.name + "=" + e.value);
@@ -93,15 +96,7 @@ std::vector<std::string> command_environment(const Settings& settings, const std
   } catch (const std::runtime_error& e) {
     throw LaunchError(1, std::string("credential placeholders: ") + e.what());
   }
-  std::erase_if(env, [&](const std::string& entry) {
-    const std::size_t eq = entry.find('=');
-    if (eq == std::string::npos) return false;
-    const std::string_view name = std::string_view(entry).substr(0, eq + 1);  // "NAME="
-    return std::any_of(placeholders.begin(), placeholders.end(),
-                       [&](const std::string& p) { return p.starts_with(name); });
-  });
-  env.insert(env.end(), placeholders.begin(), placeholders.end());
-  return env;
+  return with_credential_variables(std::move(env), declared, placeholders);
 }
 
 // A command that cannot be found exits 127 before anything is set up, with the launcher's
@@ -232,7 +227,7 @@ int run(const Options& o) {
     }
     const std::vector<std::string> env = command_environment(*settings, state->id);
     std::optional<DenialSnapshot> before;
-    if (o.json) before = denial_snapshot(*settings, state->id, &outcome.denials_error);
+    if (o.json || !o.quiet) before = denial_snapshot(*settings, state->id, &outcome.denials_error);
     // Stop signals are forwarded to the command; the launcher waits for it either way.
     const SessionResult ended = run_in_sandbox(*settings, *state, o, env);
     outcome.started = true;
@@ -249,7 +244,7 @@ int run(const Options& o) {
       if (o.memory) outcome.oom_kills = events.oom_kills;
       if (o.pids) outcome.pids_limit_hits = events.pids_max;
     }
-    if (o.json && before) {
+    if (before) {
       if (const auto after = denial_snapshot(*settings, state->id, &outcome.denials_error)) {
         outcome.denials = denials_between(*before, *after);
       }
@@ -257,6 +252,7 @@ int run(const Options& o) {
     classify(outcome, ended.timed_out);
     teardown();
     if (!outcome.error.empty()) warn(outcome.message);
+    if (!o.quiet && outcome.denials) std::cerr << denial_summary(o.sandbox, *outcome.denials);
   } catch (const std::exception& e) {
     teardown();
     const auto* launch_error = dynamic_cast<const LaunchError*>(&e);
@@ -308,7 +304,18 @@ int exec(const Options& o) {
   }
   check_command(o, command_environment(settings));
   block_stop_signals();  // forwarded to the command from here on
-  return run_in_sandbox(settings, state, o, command_environment(settings, state.id)).status;
+  const std::vector<std::string> env = command_environment(settings, state.id);
+  // What the daemon refused the sandbox while the command ran (best effort; other commands
+  // in the same sandbox are counted too).
+  std::optional<DenialSnapshot> before;
+  if (!o.quiet) before = denial_snapshot(settings, state.id, nullptr);
+  const int status = run_in_sandbox(settings, state, o, env).status;
+  if (before) {
+    if (const auto after = denial_snapshot(settings, state.id, nullptr)) {
+      std::cerr << denial_summary(o.sandbox, denials_between(*before, *after));
+    }
+  }
+  return status;
 }
 
 int down(const Options& o) {
@@ -407,6 +414,42 @@ int gc(const Options& o) {
   return status;
 }
 
+// `env`: what a client outside any launched sandbox (one that uses the explicit proxy, a
+// sidecar) needs to be treated as sandbox `id` is: the CA bundle (the system roots, sandgate's
+// CA, launcher.ca_file; written now) in every variable common clients read, and the
+// sandbox's credential placeholders. Shell lines (`eval "$(sandgate-launch env ...)"`); the
+// values are paths and placeholders, never a secret.
+int print_env(const Options& o) {
+  const Settings settings = load_settings(o.config_path, false);
+  write_ca_bundle(settings);
+  const auto quoted = [](const std::string& value) {
+    std::string out = "'";
+    for (const char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  for (const std::string_view name : kCaVariables) {
+    std::cout << "export " << name << "=" << quoted(ca_bundle_path(settings)) << "\n";
+  }
+  try {
+    const config::Config cfg = config::load_config(settings.config_path);
+    if (cfg.find_sandbox(o.sandbox) == nullptr) {
+      warn("no sandbox \"" + o.sandbox + "\" in " + settings.config_path +
+           ": only the CA bundle (placeholders are per sandbox)");
+      return 0;
+    }
+    if (cfg.credentials.empty()) return 0;
+    const auto key = secrets::PlaceholderKey::load_or_create(cfg.placeholder_key_file);
+    for (const config::PlaceholderEnv& e : cfg.placeholder_env(o.sandbox, key)) {
+      std::cout << "export " << e.name << "=" << quoted(e.value) << "\n";
+    }
+  } catch (const config::ConfigErrors& e) {
+    throw LaunchError(2, "the config does not load: " + e.errors().front().to_string());
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(1, std::string("credential placeholders: ") + e.what());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_command(const Options& o) {
@@ -423,8 +466,10 @@ int run_command(const Options& o) {
       return list(o);
     case Verb::gc:
       return gc(o);
+    case Verb::env:
+      return print_env(o);
     case Verb::help:
-      std::cout << usage_text();
+      std::cout << usage_text(o.help_command);
       return 0;
   }
   return 2;

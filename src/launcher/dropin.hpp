@@ -19,9 +19,6 @@ inline constexpr std::string_view kDropinMarker = config::kLauncherDropinMarker;
 std::string dropin_text(std::string_view id, const std::optional<std::string>& profile,
                         std::string_view sandbox_ip, const std::vector<std::string>& allow);
 
-// A TOML basic string: "text" with quotes, backslashes and control characters escaped.
-std::string toml_quote(std::string_view text);
-
 // Whether `text` (a file's content) was written by the launcher.
 bool is_launcher_dropin(std::string_view text);
 

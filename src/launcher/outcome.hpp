@@ -53,4 +53,14 @@ void classify(RunOutcome& outcome, bool timed_out);
 // One line of JSON, "\n" included.
 std::string outcome_json(const RunOutcome& outcome);
 
+// What `run` and `exec` print on stderr once the command has ended, unless --quiet
+// (docs/launcher.md, "What was refused"): one line per refused destination (host[:port]; the
+// denials of one destination merged whatever their protocol), most refused first, with how
+// often, the reason(s), and the line that would allow it as the daemon suggested it; at most
+// `max_lines` lines in all, the rest as "and N more". Every byte that is not printable ASCII
+// is shown as '?' (a refused name comes from the sandbox). "" when nothing was refused.
+inline constexpr std::size_t kMaxSummaryLines = 20;
+std::string denial_summary(std::string_view sandbox, const DenialSnapshot& denials,
+                           std::size_t max_lines = kMaxSummaryLines);
+
 }  // namespace sandgate::launcher

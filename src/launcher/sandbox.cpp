@@ -82,33 +82,6 @@ std::string read_certificates(const std::string& path, const std::string& key,
   return text;
 }
 
-void write_ca_bundle(const Settings& settings) {
-  std::vector<std::string> extras;
-  if (!settings.interception_ca.empty()) {
-    extras.push_back(read_certificates(settings.interception_ca, "interception.ca_cert", settings));
-  }
-  if (!settings.ca_file.empty()) {
-    extras.push_back(read_certificates(settings.ca_file, "launcher.ca_file", settings));
-  }
-  const std::string bundle = make_ca_bundle(
-      fs::exists(kSystemRootsFile) ? read_whole(kSystemRootsFile) : std::string(), extras);
-  try {
-    // World-readable in a 0755 directory: a --user command must read it (SSL_CERT_FILE), and
-    // it holds only public certificates.
-    const fs::path dir = fs::path(ca_bundle_path(settings)).parent_path();
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    fs::permissions(dir,
-                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                        fs::perms::others_read | fs::perms::others_exec,
-                    ec);
-    write_file_atomically(ca_bundle_path(settings), bundle, 0644);
-    ::chmod(ca_bundle_path(settings).c_str(), 0644);  // whatever the umask
-  } catch (const std::runtime_error& e) {
-    throw LaunchError(1, e.what());
-  }
-}
-
 void check_request(const Settings& settings, const SandboxRequest& request) {
   if (!valid_sandbox_id(request.id)) {
     throw LaunchError(2,
@@ -314,9 +287,29 @@ void wire_network(const StateDir& dir, const Settings& settings, SandboxState& s
   rollback.add([t = s.table] { run_tool({"nft", "delete", "table", "inet", t}); });
 }
 
+// The daemon's reason for not activating sandbox `id`: its failed reload's errors.
+std::string refused_message(const std::string& id, const SandboxStatus& status) {
+  std::string out = "the daemon did not activate sandbox \"" + id +
+                    "\": reloading its config failed (it kept the previous one): ";
+  if (status.reload_errors.empty()) out += "no reason given";
+  for (std::size_t i = 0; i < status.reload_errors.size(); ++i) {
+    if (i > 0) out += "; ";
+    out += status.reload_errors[i];
+  }
+  if (status.reload_more_errors > 0) {
+    out += " (and " + std::to_string(status.reload_more_errors) + " more in its log)";
+  }
+  return out;
+}
+
 void register_with_daemon(const StateDir& dir, const Settings& settings,
                           const SandboxRequest& request, const SandboxState& s,
                           Rollback& rollback) {
+  // Which reloads began after this moment: when the last of them to finish failed, the daemon
+  // refuses the config as it now is (after a failed reload it reads every drop-in again, ours
+  // included, and fails until the config is fixed), so the sandbox will not become active.
+  const SandboxStatus before =
+      query_sandbox(settings.admin_host, settings.admin_port, s.id, std::chrono::seconds(2));
   const std::string dropin_name = fs::path(s.dropin).filename().string();
   dir.mark("dropins", dropin_name);
   rollback.add([&dir, dropin_name] { dir.unmark("dropins", dropin_name); });
@@ -337,6 +330,10 @@ void register_with_daemon(const StateDir& dir, const Settings& settings,
     }
     status = query_sandbox(settings.admin_host, settings.admin_port, s.id, std::chrono::seconds(2));
     if (status.answer == SandboxStatus::Answer::active) return;
+    if (before.reload_known && status.reload_known && status.reload_failed &&
+        status.reload_finished > before.reloads_started) {
+      throw LaunchError(2, refused_message(s.id, status));
+    }
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(kPollInterval);
   }
@@ -348,6 +345,33 @@ void register_with_daemon(const StateDir& dir, const Settings& settings,
 }
 
 }  // namespace
+
+void write_ca_bundle(const Settings& settings) {
+  std::vector<std::string> extras;
+  if (!settings.interception_ca.empty()) {
+    extras.push_back(read_certificates(settings.interception_ca, "interception.ca_cert", settings));
+  }
+  if (!settings.ca_file.empty()) {
+    extras.push_back(read_certificates(settings.ca_file, "launcher.ca_file", settings));
+  }
+  const std::string bundle = make_ca_bundle(
+      fs::exists(kSystemRootsFile) ? read_whole(kSystemRootsFile) : std::string(), extras);
+  try {
+    // World-readable in a 0755 directory: a --user command must read it (SSL_CERT_FILE), and
+    // it holds only public certificates.
+    const fs::path dir = fs::path(ca_bundle_path(settings)).parent_path();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::permissions(dir,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
+    write_file_atomically(ca_bundle_path(settings), bundle, 0644);
+    ::chmod(ca_bundle_path(settings).c_str(), 0644);  // whatever the umask
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(1, e.what());
+  }
+}
 
 std::string ca_bundle_path(const Settings& settings) {
   return settings.state_dir + "/ca/ca-bundle.pem";

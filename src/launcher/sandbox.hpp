@@ -60,6 +60,8 @@ struct SandboxRequest {
 // rewritten by every create: the system roots, then interception.ca_cert and launcher.ca_file,
 // each certificate once (make_ca_bundle).
 std::string ca_bundle_path(const Settings& settings);
+// Writes that bundle (LaunchError 2 when a certificate file the config names cannot be read).
+void write_ca_bundle(const Settings& settings);
 
 // Checks the request, then creates the sandbox and waits until the daemon reports it active.
 // Throws LaunchError after undoing every step done so far. A SIGINT, SIGTERM or SIGHUP that is

@@ -1,7 +1,5 @@
 #include "launcher/settings.hpp"
 
-#include <toml++/toml.h>
-
 #include <filesystem>
 
 namespace sandgate::launcher {
@@ -43,6 +41,7 @@ Settings settings_from_config(const config::Config& config, bool for_create) {
   s.interception_ca = config.interception.ca_cert;
   s.ready_timeout = config.launcher.ready_timeout;
   for (const config::Sandbox& sb : config.sandboxes) s.defined_ids.insert(sb.spec.id);
+  for (std::string& name : config.profile_names()) s.profiles.insert(std::move(name));
   if (config.listeners.admin) {
     const auto& admin = *config.listeners.admin;
     const bool any = admin.address.is_v4() ? admin.address.v4_value() == 0
@@ -81,17 +80,7 @@ Settings load_settings(const std::string& given_path, bool for_create) {
   } catch (const std::exception& e) {
     throw LaunchError(2, "config: " + std::string(e.what()));
   }
-  Settings s = settings_from_config(config, for_create);
-  // The loaded config keeps no profile names; read them from the same (already valid) file.
-  try {
-    const toml::table root = toml::parse_file(config_path);
-    if (const toml::table* profiles = root["profiles"].as_table()) {
-      for (auto&& [name, body] : *profiles) s.profiles.emplace(name.str());
-    }
-  } catch (const toml::parse_error&) {
-    // Unreachable after load_config succeeded; without names every --profile is unknown.
-  }
-  return s;
+  return settings_from_config(config, for_create);
 }
 
 }  // namespace sandgate::launcher

@@ -30,10 +30,12 @@ class CompiledRequestRules {
 
   // The layers' decision over one request to `name`:`port` (already allowed by the host
   // rules); nullopt when no http rule and, for a git request, no git rule names the host.
+  // `method_overrides`: the values of the request's kMethodOverrideFields.
   static std::optional<Decision> decide(std::span<const CompiledRequestRules* const> layers,
                                         const std::vector<std::uint16_t>& ports,
                                         std::string_view name, std::uint16_t port,
-                                        std::string_view method, std::string_view target);
+                                        std::string_view method, std::string_view target,
+                                        std::span<const std::string_view> method_overrides);
 
  private:
   struct Entry {
@@ -54,8 +56,9 @@ class CompiledRequestRules {
   std::vector<Entry> named(const NameIndex<Entry>& index, const std::vector<std::uint16_t>& ports,
                            std::string_view name, std::uint16_t port) const;
   static Decision decide_git(const std::vector<GitMatch>& rules, GitRequest git);
+  // The http rules over the request as one method (uppercase).
   static Decision decide_http(const std::vector<HttpMatch>& rules, std::string_view name,
-                              std::uint16_t port, std::string_view method, std::string_view path);
+                              std::string_view method, std::string_view path);
 
   NameIndex<Entry> inspect_;
   NameIndex<Entry> http_hosts_;

@@ -2,16 +2,11 @@
 
 #include <algorithm>
 
+#include "common/ascii.hpp"
+
 namespace sandgate::policy {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
 
 bool is_unreserved(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -121,11 +116,15 @@ std::vector<std::string_view> split_segments(std::string_view path) {
   return out;
 }
 
-// '*' any run, '?' one character, within one segment (no '/' in either).
-bool segment_matches(std::string_view glob, std::string_view s) {
+// '*' any run, '?' one character, within one segment (no '/' in either). `fold_case`:
+// letters compared without case (an escape's hex digits are uppercase on both sides either way).
+bool segment_matches(std::string_view glob, std::string_view s, bool fold_case) {
+  const auto same = [fold_case](char a, char b) {
+    return fold_case ? lower_ascii(a) == lower_ascii(b) : a == b;
+  };
   std::size_t g = 0, i = 0, star = std::string_view::npos, resume = 0;
   while (i < s.size()) {
-    if (g < glob.size() && (glob[g] == '?' || glob[g] == s[i])) {
+    if (g < glob.size() && glob[g] != '*' && (glob[g] == '?' || same(glob[g], s[i]))) {
       ++g;
       ++i;
     } else if (g < glob.size() && glob[g] == '*') {
@@ -237,7 +236,8 @@ std::optional<PathGlob> PathGlob::parse_repo(std::string_view text, std::string*
   return parse_repo_once(first->text(), error);
 }
 
-bool PathGlob::matches(std::string_view path) const {
+bool PathGlob::matches(std::string_view path, PathCase mode) const {
+  const bool fold_case = mode == PathCase::insensitive;
   if (path.empty() || path.front() != '/') return false;
   const std::vector<std::string_view> s = split_segments(path);
   const std::size_t g_count = segments_.size();
@@ -253,7 +253,8 @@ bool PathGlob::matches(std::string_view path) const {
       if (segments_[g] == "**") {
         at(g, i) = at(g + 1, i) || (i < s_count && at(g, i + 1));
       } else {
-        at(g, i) = i < s_count && segment_matches(segments_[g], s[i]) && at(g + 1, i + 1);
+        at(g, i) =
+            i < s_count && segment_matches(segments_[g], s[i], fold_case) && at(g + 1, i + 1);
       }
     }
   }

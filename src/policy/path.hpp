@@ -29,11 +29,16 @@ struct CanonicalPath {
 // starts with '/'.
 CanonicalPath canonicalize_path(std::string_view target);
 
+// How a glob compares letters: byte for byte, or ASCII letters without case (for origins that
+// resolve paths without case, as GitHub does owners and repositories: docs/policy.md).
+enum class PathCase { sensitive, insensitive };
+
 // A path glob over canonical paths: '*' matches any run of characters other than '/', '?'
 // exactly one such character, and a whole segment "**" any number of segments (none
 // included), so "/repos/acme/**" matches "/repos/acme", "/repos/acme/" and
-// "/repos/acme/x/y". Everything else matches itself, byte for byte. Parsed into
-// segments once; matching costs at most (glob segments x path segments) segment matches.
+// "/repos/acme/x/y". Everything else matches itself, byte for byte, or without the case of
+// ASCII letters under PathCase::insensitive. Parsed into segments once; matching costs at most
+// (glob segments x path segments) segment matches.
 class PathGlob {
  public:
   // Parses a glob. It must start with '/', and is canonicalised like a path (so "/%7euser"
@@ -44,7 +49,7 @@ class PathGlob {
   // Same, for a repository path glob: compared in lowercase, without a trailing ".git".
   static std::optional<PathGlob> parse_repo(std::string_view text, std::string* error = nullptr);
 
-  bool matches(std::string_view canonical_path) const;
+  bool matches(std::string_view canonical_path, PathCase mode = PathCase::sensitive) const;
   const std::string& text() const { return text_; }  // canonical text
   bool operator==(const PathGlob& other) const { return text_ == other.text_; }
 

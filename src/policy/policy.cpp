@@ -187,20 +187,6 @@ struct CompiledSandbox {
   }
 };
 
-// The IPv4 address an IPv6 address is translated to on the way (IPv4-mapped, NAT64), as
-// opposed to tunnelled through (6to4, Teredo, IPv4-compatible): only a translated address
-// reaches the IPv4 host itself, so only it may be opened by an IPv4 allow range.
-std::optional<IpAddress> translated_ipv4(const IpAddress& a) {
-  if (a.is_v4()) return std::nullopt;
-  static constexpr std::array<std::uint8_t, 12> kMapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  static constexpr std::array<std::uint8_t, 12> kNat64{0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
-  static constexpr std::array<std::uint8_t, 6> kNat64Local{0, 0x64, 0xff, 0x9b, 0, 0x01};
-  const bool mapped = std::equal(kMapped.begin(), kMapped.end(), a.bytes.begin());
-  const bool nat64 = std::equal(kNat64.begin(), kNat64.end(), a.bytes.begin()) ||
-                     std::equal(kNat64Local.begin(), kNat64Local.end(), a.bytes.begin());
-  return mapped || nat64 ? embedded_ipv4(a) : std::nullopt;
-}
-
 Decision make(bool allowed, Reason reason, std::string rule = {},
               AddressClass cls = AddressClass::global) {
   Decision d;
@@ -212,6 +198,17 @@ Decision make(bool allowed, Reason reason, std::string rule = {},
 }
 
 }  // namespace
+
+std::optional<IpAddress> translated_ipv4(const IpAddress& a) {
+  if (a.is_v4()) return std::nullopt;
+  static constexpr std::array<std::uint8_t, 12> kMapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  static constexpr std::array<std::uint8_t, 12> kNat64{0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+  static constexpr std::array<std::uint8_t, 6> kNat64Local{0, 0x64, 0xff, 0x9b, 0, 0x01};
+  const bool mapped = std::equal(kMapped.begin(), kMapped.end(), a.bytes.begin());
+  const bool nat64 = std::equal(kNat64.begin(), kNat64.end(), a.bytes.begin()) ||
+                     std::equal(kNat64Local.begin(), kNat64Local.end(), a.bytes.begin());
+  return mapped || nat64 ? embedded_ipv4(a) : std::nullopt;
+}
 
 struct Policy::Compiled {
   // Shared with the policies made from this one (Policy(previous, ...)): a reload copies the
@@ -269,6 +266,14 @@ std::string_view mode_name(EntryMode m) {
   return "unknown";
 }
 
+Decision placeholder_denial(std::string_view credential, GitRequest git) {
+  Decision d;
+  d.reason = Reason::placeholder_misuse;
+  if (!credential.empty()) d.rule = "credentials." + std::string(credential);
+  d.git = std::move(git);
+  return d;
+}
+
 std::string_view reason_name(Reason r) {
   switch (r) {
     case Reason::allowed_by_rule:
@@ -313,6 +318,8 @@ std::string_view reason_name(Reason r) {
       return "misdirected_request";
     case Reason::placeholder_misuse:
       return "placeholder_misuse";
+    case Reason::stale_dns_answer:
+      return "stale_dns_answer";
     case Reason::host_mismatch:
       return "host_mismatch";
     case Reason::http_malformed:
@@ -403,14 +410,15 @@ bool Policy::inspects(std::string_view sandbox, const Host& host, std::uint16_t 
                                                 sb->ports, host.name, port);
 }
 
-std::optional<Decision> Policy::decide_request_rules(std::string_view sandbox, const Host& host,
-                                                     std::uint16_t port, std::string_view method,
-                                                     std::string_view target) const {
+std::optional<Decision> Policy::decide_request_rules(
+    std::string_view sandbox, const Host& host, std::uint16_t port, std::string_view method,
+    std::string_view target, std::span<const std::string_view> method_overrides) const {
   if (!host.is_name()) return std::nullopt;
   const CompiledSandbox* sb = impl_->find(sandbox);
   if (sb == nullptr) return std::nullopt;
   return detail::CompiledRequestRules::decide(sb->layers(&CompiledLists::request_rules).span(),
-                                              sb->ports, host.name, port, method, target);
+                                              sb->ports, host.name, port, method, target,
+                                              method_overrides);
 }
 
 Decision Policy::decide(const Query& q) const {
@@ -558,47 +566,6 @@ Decision Policy::check_address(std::string_view sandbox, const IpAddress& a, std
   }
   if (is_special(cls)) return make(false, Reason::special_address, {}, cls);
   return make(true, Reason::allowed_by_rule, {}, cls);
-}
-
-std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port) {
-  if (!d.suggestion.empty()) return d.suggestion;
-  switch (d.reason) {
-    case Reason::no_matching_rule:
-    case Reason::port_not_allowed:
-      if (!host.is_name()) break;
-      return "allow = [\"" + host.name + ":" + std::to_string(port) + "\"]";
-    case Reason::unrecognized_protocol:
-      if (!host.is_name()) break;
-      return "opaque = [\"" + host.name + ":" + std::to_string(port) + "\"]";
-    case Reason::ip_literal_not_allowed:
-    case Reason::special_address:
-      if (!host.is_address()) break;  // callers pass the resolved address as the host
-      return "allow_cidrs = [\"" + host.address.to_string() + "/" +
-             std::to_string(host.address.is_v4() ? 32 : 128) + "\"]";
-    case Reason::host_address: {
-      if (!host.is_address()) break;
-      // A config entry names the IPv4 address itself, which opens its translated forms; a
-      // tunnelled form (6to4, Teredo, IPv4-compatible) cannot be opened.
-      IpAddress address = host.address;
-      if (embedded_ipv4(address)) {
-        const auto translated = translated_ipv4(address);
-        if (!translated) break;
-        address = *translated;
-      }
-      return "allow_host_services = [\"" + endpoint_text({address, port}) + "\"]";
-    }
-    case Reason::git_not_allowed: {
-      // Only when no git rule matched: a new rule after one that matched would never be read.
-      if (!d.rule.empty() || d.git.op == GitOperation::none || !host.is_name()) break;
-      const std::string host_text =
-          port == 443 ? host.name : host.name + ":" + std::to_string(port);
-      return "git = [{ repos = [\"" + host_text + "/" + d.git.repo + "\"], allow = [\"" +
-             std::string(git_operation_name(d.git.op)) + "\"] }]";
-    }
-    default:
-      break;
-  }
-  return {};
 }
 
 }  // namespace sandgate::policy

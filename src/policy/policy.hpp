@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -60,9 +61,13 @@ enum class Reason {
   // A credential placeholder (secrets/placeholder.hpp) on a request its credential is not
   // bound to: another host, plain HTTP, another sandbox's or an unknown one (exfiltration).
   placeholder_misuse,
+  // A connection to the DNS sink address (Dns::sink_address) for a name the policy allows now:
+  // the sandbox's DNS answer is older than the policy (a reload allowed it since); resolving
+  // the name again gives its real address.
+  stale_dns_answer,
 };
 // The last Reason, for code that lists them all (metrics labels made ahead of time).
-inline constexpr Reason kLastReason = Reason::placeholder_misuse;
+inline constexpr Reason kLastReason = Reason::stale_dns_answer;
 std::string_view reason_name(Reason r);
 
 // The outcome of one decision. `rule` names the rule that decided, e.g.
@@ -80,13 +85,20 @@ struct Decision {
   // Set by decide_request for a git smart-HTTP request, whatever the outcome, so that a
   // refusal can be answered the way git prints it (GitRequest::advertisement).
   GitRequest git;
-  // A config line that would allow what a request rule refused, when decide_request can say
-  // more than suggest_rule could from the host alone (no_matching_http_rule: an http rule
-  // for this method and path). suggest_rule returns it.
-  std::string suggestion;
+  // no_matching_http_rule: the method (uppercase) and canonical path no rule matched, so
+  // that policy::suggest can write the rule that would (the method an override asked for,
+  // when that is the one refused).
+  std::string refused_method;
+  std::string refused_path;
 
   bool is_allowed() const { return allowed; }
 };
+
+// The refusal of a request that carries a placeholder of `credential` ("" when whose is not
+// known) where it may not go (secrets::check_placeholders or the body's tripwire said so):
+// reason placeholder_misuse, rule "credentials.NAME". `git`: the request as git sees it, so a
+// git client is answered the way git prints it.
+Decision placeholder_denial(std::string_view credential, GitRequest git = {});
 
 // One pattern and where it came from (for Decision::rule).
 struct RuleSource {
@@ -215,10 +227,11 @@ class Policy {
   // The method, path and git rules over one request to host:port, which the host rules
   // already allow (decide_request's last steps). `target` is the request target as sent
   // (path and query). nullopt when no rule names the host (for a git request: no git rule,
-  // for any other: no http rule), so the host decision stands.
-  std::optional<Decision> decide_request_rules(std::string_view sandbox, const Host& host,
-                                               std::uint16_t port, std::string_view method,
-                                               std::string_view target) const;
+  // for any other: no http rule), so the host decision stands. `method_overrides`: the
+  // values of the request's method-override fields (kMethodOverrideFields), as sent.
+  std::optional<Decision> decide_request_rules(
+      std::string_view sandbox, const Host& host, std::uint16_t port, std::string_view method,
+      std::string_view target, std::span<const std::string_view> method_overrides = {}) const;
 
   bool has_sandbox(std::string_view id) const;
   std::size_t sandbox_count() const;
@@ -230,13 +243,10 @@ class Policy {
   std::unique_ptr<const Compiled> impl_;
 };
 
-// A config line that would allow what the decision refused, for the denial body, e.g.
-// `allow = ["api.example.com:8443"]`, `allow_cidrs = ["10.1.2.3/32"]` or
-// `allow_host_services = ["10.201.0.1:8080"]`; empty when no
-// config can allow it (invalid host, always-denied address, unknown sandbox, loop). For a
-// git_not_allowed refusal where no git rule matched the repository, the git rule that would
-// allow the operation, e.g. `git = [{ repos = ["github.com/acme/widget"], allow = ["push"] }]`;
-// Decision::suggestion when set.
-std::string suggest_rule(const Decision& d, const Host& host, std::uint16_t port);
+// The IPv4 address an IPv6 address is translated to on the way (IPv4-mapped, NAT64), as
+// opposed to tunnelled through (6to4, Teredo, IPv4-compatible): only a translated address
+// reaches the IPv4 host itself, so only it may be opened by an IPv4 allow range. nullopt for
+// IPv4 and for every other IPv6 address.
+std::optional<IpAddress> translated_ipv4(const IpAddress& a);
 
 }  // namespace sandgate::policy

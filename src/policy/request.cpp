@@ -1,5 +1,8 @@
 #include "policy/request.hpp"
 
+#include "policy/path.hpp"
+#include "policy/request_rules.hpp"
+
 namespace sandgate::policy {
 
 namespace {
@@ -25,8 +28,18 @@ Decision decide_request(const Policy& policy, const RequestFacts& f) {
     return d;
   }
   Decision d = policy.decide(f.sandbox, *f.host, f.port, EntryMode::http);
+  if (f.sunk) {
+    if (d.allowed) {
+      d = Decision{};
+      d.reason = Reason::stale_dns_answer;
+    }
+    const CanonicalPath path = canonicalize_path(f.path);
+    d.git = recognize_git(f.method, path.path, path.query);
+    return d;
+  }
   if (!d.allowed) return d;
-  if (auto ruled = policy.decide_request_rules(f.sandbox, *f.host, f.port, f.method, f.path)) {
+  if (auto ruled = policy.decide_request_rules(f.sandbox, *f.host, f.port, f.method, f.path,
+                                               f.method_overrides)) {
     return std::move(*ruled);
   }
   return d;

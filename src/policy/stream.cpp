@@ -42,6 +42,40 @@ StreamVerdict inspected(const Policy& policy, const std::string& sandbox, std::u
   return v;
 }
 
+// A refusal that stands even where the policy now allows the name (stale_dns_answer).
+Decision refusal_of(Decision d) {
+  if (!d.allowed) return d;
+  Decision stale;
+  stale.reason = Reason::stale_dns_answer;
+  return stale;
+}
+
+// A stream to the DNS sink (StreamFacts::sink): never dialled. HTTP is served so that each
+// request gets its refusal; TLS naming a host is intercepted for the same; anything else is
+// refused on the newest name the sandbox's DNS sank (else the address).
+StreamVerdict sunk(const Policy& policy, const StreamFacts& f, const std::string& sandbox,
+                   EntryMode mode, const Host& literal) {
+  StreamVerdict v;
+  v.sunk = true;
+  v.mode = mode;
+  if (f.opening == Opening::http || f.opening == Opening::proxy_request) {
+    v.decision.allowed = true;
+    v.action = StreamAction::serve_http;
+    v.mode = EntryMode::http;
+    return v;
+  }
+  const Host sni = f.opening == Opening::tls && f.sni ? normalize_host(*f.sni) : Host{};
+  if (sni.is_name()) {
+    v.dial = sni;
+    v.action = StreamAction::intercept;
+  } else {
+    v.dial = f.dns_names.empty() ? literal : normalize_host(f.dns_names.front());
+  }
+  v.shown = v.dial.display();
+  v.decision = refusal_of(policy.decide(sandbox, v.dial, f.port, mode));
+  return v;
+}
+
 }  // namespace
 
 StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
@@ -59,6 +93,7 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
   const EntryMode mode = tls ? EntryMode::tls : EntryMode::tcp;
   if (f.sandbox == nullptr) return refused(Reason::unknown_sandbox, EntryMode::tcp, literal_shown);
   const std::string& sandbox = *f.sandbox;
+  if (f.sink) return sunk(policy, f, sandbox, mode, literal);
   switch (f.opening) {
     case Opening::http:
     case Opening::proxy_request: {

@@ -34,6 +34,10 @@ struct StreamFacts {
   std::span<const std::string> dns_names;
   IpAddress original;  // transparent: the address the sandbox dialled (recorded, never dialled)
   std::uint16_t port = 0;
+  // transparent: `original` is the sink address, the one sandgate's DNS gives the names it
+  // refuses (docs/dns.md): the sandbox dialled a name it may not reach. Its `dns_names` are
+  // the names refused so.
+  bool sink = false;
 };
 
 // What to do with the stream.
@@ -56,6 +60,10 @@ struct StreamVerdict {
   // tunnel: the client's first bytes are still to come and must pass the tunnel's gate (SNI,
   // Host, nested proxy requests) before any of them is relayed.
   bool gated = false;
+  // The stream came to the sink (StreamFacts::sink): nothing is ever dialled. serve_http and
+  // intercept (a leaf for the SNI) only answer each request with its refusal
+  // (RequestFacts::sunk); the rest is refused as the stream's protocol refuses.
+  bool sunk = false;
 };
 
 // The one decision over a stream, for every entry mode. Pure: a table of facts in, a verdict
@@ -71,6 +79,11 @@ struct StreamVerdict {
 // (a client that speaks first on another port); other bytes to such a name are refused
 // (unrecognized_protocol), since its requests could not be decided, except on 80 and 443
 // where an `opaque` entry naming that host and port lets them through spliced.
+//
+// A stream to the sink is never dialled, whatever names it carries: HTTP is served so that
+// each request gets its refusal (RequestFacts::sunk), TLS naming a host is intercepted for
+// the same (the client reads a 403, git its ERR line, rather than a reset), anything else is
+// refused on the first name the sandbox's DNS refused for it (or the address).
 StreamVerdict decide_stream(const Policy& policy, const StreamFacts& facts);
 
 }  // namespace sandgate::policy

@@ -28,12 +28,10 @@ constexpr std::string_view kDenialsSuffix = "/denials";
 boost::json::object denials_json(std::string_view id, const DenialCounts::View& view) {
   boost::json::array entries;
   for (const DenialCounts::Entry& e : view.entries) {
-    boost::json::object o{{"protocol", e.protocol},
-                          {"host", e.host},
-                          {"port", nullptr},
-                          {"reason", e.reason},
-                          {"count", e.count}};
+    boost::json::object o{{"protocol", e.protocol}, {"host", e.host},   {"port", nullptr},
+                          {"reason", e.reason},     {"count", e.count}, {"suggestion", nullptr}};
     if (e.port != 0) o["port"] = e.port;
+    if (!e.suggestion.empty()) o["suggestion"] = e.suggestion;
     entries.push_back(std::move(o));
   }
   return boost::json::object{{"id", id},
@@ -41,6 +39,18 @@ boost::json::object denials_json(std::string_view id, const DenialCounts::View& 
                              {"total", view.total},
                              {"overflow", view.overflow},
                              {"denials", std::move(entries)}};
+}
+
+// GET /sandboxes/ID's `reload`: how the daemon's config reloads went, so that a launcher
+// waiting for its sandbox can tell "not yet" from "refused" (ReloadStatus).
+boost::json::object reload_json(const ReloadStatus::View& v) {
+  boost::json::array errors;
+  for (const std::string& e : v.errors) errors.emplace_back(e);
+  return boost::json::object{{"started", v.started},
+                             {"finished", v.finished},
+                             {"failed", v.failed},
+                             {"errors", std::move(errors)},
+                             {"more_errors", v.more_errors}};
 }
 
 bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_body>& req,
@@ -86,10 +96,14 @@ bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_b
     const auto id = target.substr(std::string_view("/sandboxes/").size());
     const auto snap = shared.current();
     if (const config::Sandbox* sb = snap->config->find_sandbox(id)) {
-      json(boost::json::object{{"id", sb->spec.id}, {"profile", sb->profile}, {"active", true}});
+      json(boost::json::object{{"id", sb->spec.id},
+                               {"profile", sb->profile},
+                               {"active", true},
+                               {"reload", reload_json(shared.reloads.view())}});
     } else {
       res.result(bhttp::status::not_found);
-      json(boost::json::object{{"id", id}, {"active", false}});
+      json(boost::json::object{
+          {"id", id}, {"active", false}, {"reload", reload_json(shared.reloads.view())}});
     }
   } else {
     res.result(bhttp::status::not_found);

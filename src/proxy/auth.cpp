@@ -34,6 +34,27 @@ std::optional<std::string> decode_base64(std::string_view in) {
 
 }  // namespace
 
+AuthRefusal auth_refusal(telemetry::AuthOutcome outcome) {
+  using telemetry::AuthOutcome;
+  switch (outcome) {
+    case AuthOutcome::ok:
+    case AuthOutcome::no_credentials:
+      break;
+    case AuthOutcome::malformed_credentials:
+      return {"malformed_credentials",
+              "Proxy-Authorization is not Basic base64(sandbox-id:token) (at most 1 KiB)"};
+    case AuthOutcome::unknown_sandbox_id:
+    case AuthOutcome::wrong_token:
+      return {"invalid_credentials",
+              "the sandbox id and token in Proxy-Authorization are not a sandbox's"};
+    case AuthOutcome::identity_changed:
+      return {"identity_changed",
+              "this connection already serves another sandbox; open a new connection for "
+              "these credentials"};
+  }
+  return {"no_credentials", "Proxy-Authorization with Basic sandbox-id:token is required"};
+}
+
 AuthMemo::~AuthMemo() {
   if (held_) OPENSSL_cleanse(held_->value.data(), held_->value.size());
 }

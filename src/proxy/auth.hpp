@@ -33,6 +33,18 @@ class AuthMemo;
 AuthResult authenticate(const Snapshot& snap, std::string_view header_value,
                         std::string_view bound = {}, AuthMemo* memo = nullptr);
 
+// What a 407 tells the client about its credentials (docs/errors.md, "Proxy authentication
+// outcomes"): the body's `reason` and `message`. A client with no identity yet must not learn
+// whether a sandbox id exists, so unknown_sandbox_id and wrong_token are the same
+// `invalid_credentials` to it; the audit line and sandgate_proxy_auth_total keep them apart.
+// identity_changed is told as such: it is answered only to credentials that are valid, on a
+// connection already bound to a sandbox of its own.
+struct AuthRefusal {
+  std::string_view reason;
+  std::string_view message;
+};
+AuthRefusal auth_refusal(telemetry::AuthOutcome outcome);
+
 // The last accepted Proxy-Authorization value of one connection; wiped when replaced or dropped.
 class AuthMemo {
  public:

@@ -3,7 +3,7 @@
 namespace sandgate::proxy {
 
 void DenialCounts::add(std::string_view sandbox, std::string_view protocol, std::string_view host,
-                       std::uint16_t port, std::string_view reason) {
+                       std::uint16_t port, std::string_view reason, std::string_view suggestion) {
   if (sandbox.empty()) return;
   const std::lock_guard lock(mutex_);
   auto it = by_sandbox_.find(std::string(sandbox));
@@ -20,14 +20,18 @@ void DenialCounts::add(std::string_view sandbox, std::string_view protocol, std:
   Key key{std::string(protocol), std::string(host.substr(0, kMaxHostBytes)), port,
           std::string(reason)};
   if (const auto found = s.counts.find(key); found != s.counts.end()) {
-    ++found->second;
+    ++found->second.count;
+    if (found->second.suggestion.empty() && !suggestion.empty()) {
+      found->second.suggestion.assign(suggestion.substr(0, kMaxSuggestionBytes));
+    }
     return;
   }
   if (s.counts.size() >= limits_.keys_per_sandbox || keys_ >= limits_.keys) {
     ++s.overflow;
     return;
   }
-  s.counts.emplace(std::move(key), 1);
+  s.counts.emplace(std::move(key),
+                   Sandbox::Count{1, std::string(suggestion.substr(0, kMaxSuggestionBytes))});
   ++keys_;
 }
 
@@ -41,8 +45,8 @@ DenialCounts::View DenialCounts::view(std::string_view sandbox) const {
   v.overflow = it->second.overflow;
   v.entries.reserve(it->second.counts.size());
   for (const auto& [key, count] : it->second.counts) {
-    v.entries.push_back(
-        Entry{std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), count});
+    v.entries.push_back(Entry{std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                              std::get<3>(key), count.count, count.suggestion});
   }
   return v;
 }

@@ -28,6 +28,7 @@ namespace sandgate::proxy {
 class DenialCounts {
  public:
   static constexpr std::size_t kMaxHostBytes = 255;
+  static constexpr std::size_t kMaxSuggestionBytes = 512;
   struct Limits {
     std::size_t keys_per_sandbox = 256;
     std::size_t keys = 65536;
@@ -39,6 +40,9 @@ class DenialCounts {
     std::uint16_t port = 0;  // 0: none (a DNS query)
     std::string reason;
     std::uint64_t count = 0;
+    // The config line that would allow it (the audit line's labels.suggestion), as the first
+    // refusal of this key that had one reported it; "" none. At most kMaxSuggestionBytes.
+    std::string suggestion{};
   };
   struct View {
     std::uint64_t epoch = 0;  // 0: nothing counted for this sandbox (yet)
@@ -51,8 +55,9 @@ class DenialCounts {
   explicit DenialCounts(Limits limits) : limits_(limits) {}
 
   // An empty sandbox id (a client no sandbox claims) is not counted.
+  // `suggestion`: the refusal's labels.suggestion ("" none), kept per key (the first one).
   void add(std::string_view sandbox, std::string_view protocol, std::string_view host,
-           std::uint16_t port, std::string_view reason);
+           std::uint16_t port, std::string_view reason, std::string_view suggestion = {});
   View view(std::string_view sandbox) const;
   // Drops the counts of every sandbox for which keep(id) is false.
   template <class Keep>
@@ -76,7 +81,11 @@ class DenialCounts {
     std::uint64_t epoch = 0;
     std::uint64_t total = 0;
     std::uint64_t overflow = 0;
-    std::map<Key, std::uint64_t, std::less<>> counts;
+    struct Count {
+      std::uint64_t count = 0;
+      std::string suggestion{};
+    };
+    std::map<Key, Count, std::less<>> counts;
   };
 
   Limits limits_;

@@ -82,6 +82,7 @@ void write_bursty(const WorkerDeps& deps, telemetry::AuditRecord r,
     summary.source_port = 0;
     summary.reason = kBurstSummary;
     summary.rule = {};
+    summary.suggestion = {};
     summary.suppressed_lines = admit.ended_suppressed;
     shared.audit->write(summary);
   }
@@ -92,23 +93,54 @@ void write_bursty(const WorkerDeps& deps, telemetry::AuditRecord r,
   }
 }
 
-// A refusal: audit line (at most kLinesPerWindow per sandbox and burst window), metrics (every
-// one), REFUSED with the EDE text.
-Bytes refuse(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox,
-             const dns::Query& q, std::size_t limit, std::string_view name, std::string_view reason,
-             std::string_view rule, std::string_view detail) {
+// How long a client may keep the sink's answer: as long as sandgate keeps a negative one, so
+// a name a reload allows is reachable as soon as an upstream NXDOMAIN would be.
+constexpr std::uint32_t kSinkTtl = 5;
+
+// The audit line (at most kLinesPerWindow per sandbox and burst window) and metrics (every
+// one) of a refused name, with the config line that would allow it (policy::suggest); the
+// EDE text it is answered with.
+std::string record_refusal(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox,
+                           std::string_view name, std::string_view reason, std::string_view rule,
+                           std::string_view detail, std::string_view suggestion) {
   telemetry::AuditRecord r = base_record(peer, sandbox);
   r.event = code_name(Errc::network_denied);
   r.host = name;
   r.reason = reason;
   r.rule = rule;
+  r.suggestion = suggestion;
   write_bursty(deps, r, kLinesPerWindow);
   deps.shared->metrics->denial(reason);
-  deps.shared->denials.add(sandbox, r.protocol, name, 0, reason);
+  deps.shared->denials.add(sandbox, r.protocol, name, 0, reason, suggestion);
   deps.shared->metrics->connection(telemetry::Mode::dns, telemetry::Outcome::denied);
   std::string text(code_name(Errc::network_denied));
   text.append(": ").append(detail).append(" (").append(name).append(")");
+  return text;
+}
+
+// A refusal: REFUSED with the EDE text.
+Bytes refuse(const WorkerDeps& deps, const Peer& peer, std::string_view sandbox,
+             const dns::Query& q, std::size_t limit, std::string_view name, std::string_view reason,
+             std::string_view rule, std::string_view detail, std::string_view suggestion = {}) {
+  const std::string text =
+      record_refusal(deps, peer, sandbox, name, reason, rule, detail, suggestion);
   return dns::build_refusal(q, text, limit);
+}
+
+// A refused name answered with the sink address (A; AAAA gets none), remembered for the
+// sandbox so that the transparent listener knows the connection that follows was refused
+// here already, and answers it in its own protocol without a second line.
+Bytes sink(const WorkerDeps& deps, const Peer& peer, const std::string& sandbox,
+           const dns::Query& q, std::size_t limit, const std::string& name,
+           const std::string& shown, const policy::Decision& d, const policy::IpAddress& address,
+           std::string_view suggestion) {
+  const auto reason = policy::reason_name(d.reason);
+  const std::string text =
+      record_refusal(deps, peer, sandbox, shown, reason, d.rule, reason, suggestion);
+  if (q.qtype == dns::kTypeA) {
+    deps.shared->dns_memory.remember(sandbox, name, {address}, std::chrono::seconds(kSinkTtl));
+  }
+  return dns::build_sink(q, address, kSinkTtl, text, limit);
 }
 
 // A failure with its own code (malformed query, upstream failure): audit line (limited like a
@@ -202,9 +234,21 @@ Step decide_query(std::span<const std::uint8_t> message, const Peer& peer, bool 
   } else {
     d = snap->policy->decide(sandbox, host, 0, policy::EntryMode::dns);
   }
+  // A question names no port: the suggestion opens the name on the sandbox's ports.
+  const std::string suggestion =
+      d.is_allowed()
+          ? std::string()
+          : policy::suggest(config::home_of(*snap->config, sandbox), host, std::nullopt, d).text();
+  const config::Dns& dns_config = snap->config->dns;
+  if (!d.is_allowed() && host.is_name() &&
+      dns_config.denied_names == config::Dns::DeniedNames::sink &&
+      (q.qtype == dns::kTypeA || q.qtype == dns::kTypeAaaa)) {
+    return sink(deps, peer, *sandbox_ptr, q, limit, host.name, shown, d, dns_config.sink_address,
+                suggestion);
+  }
   if (!d.is_allowed()) {
     const auto reason = policy::reason_name(d.reason);
-    return refuse(deps, peer, sandbox, q, limit, shown, reason, d.rule, reason);
+    return refuse(deps, peer, sandbox, q, limit, shown, reason, d.rule, reason, suggestion);
   }
   if (q.qtype != dns::kTypeA && q.qtype != dns::kTypeAaaa) {
     // No rule: the one that allowed the name did not decide this.

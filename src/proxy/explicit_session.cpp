@@ -1,5 +1,7 @@
 // The explicit-proxy session: read a request head, authenticate, decide, dispatch to
 // CONNECT or HTTP forwarding, and repeat on keep-alive connections.
+#include <sys/socket.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -65,6 +67,7 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
     }
     s.buffer.commit(n);
     if (ec) {
+      if (s.evicted) co_return std::pair{Errc::too_many_connections, std::size_t{0}};
       if (s.watchdog->expired() && (started || first)) {
         co_return std::pair{started ? Errc::header_timeout : Errc::ok, std::size_t{0}};
       }
@@ -75,6 +78,21 @@ asio::awaitable<std::pair<Errc, std::size_t>> read_head(Session& s, bool first) 
       s.watchdog->arm(head_deadline);
     }
   }
+}
+
+// Reads what the client has sent already, without waiting; true when that is a whole request
+// head (or bytes no head can begin with, which read_head answers at once).
+bool head_arrived(Session& s) {
+  // recv(2) itself: Asio's synchronous read_some would wait for a byte.
+  const auto into = s.buffer.prepare(kReadChunk);
+  const ssize_t n = ::recv(s.client.native_handle(), into.data(), into.size(), MSG_DONTWAIT);
+  if (n <= 0) return false;
+  s.buffer.commit(static_cast<std::size_t>(n));
+  const auto* data = static_cast<const char*>(s.buffer.data().data());
+  const auto end =
+      http::find_head_end(std::string_view(data, s.buffer.size()),
+                          {s.limits().max_request_line_bytes, s.limits().max_header_bytes});
+  return !end || *end > 0;
 }
 
 }  // namespace
@@ -126,9 +144,7 @@ Session::Session(tcp::socket s, const tcp::endpoint& peer, WorkerDeps d)
       snap(deps.shared->current()),
       watchdog(std::make_shared<Watchdog>(client.get_executor())),
       client_port(peer.port()),
-      client_ip(address_text(peer.address())),
-      pending(deps.shared->connections, client_ip, limits().max_unauthenticated_connections,
-              limits().max_unauthenticated_per_source) {
+      client_ip(address_text(peer.address())) {
   // TCP_NODELAY came with the socket from its listener (server.cpp). Non-blocking once, here:
   // Asio's first async operation would set it otherwise, and the relay's splice needs it set
   // in Asio's view too (a second ioctl). Nothing does blocking I/O on the client.
@@ -158,6 +174,13 @@ Session::~Session() {
   if (!client_send_shut) client.shutdown(tcp::socket::shutdown_both, ignored);
   client.close(ignored);
   deps.sessions->live.erase(this);
+}
+
+void Session::evict() {
+  if (!sandbox.empty() || aborted) return;
+  evicted = true;
+  boost::system::error_code ignored;
+  client.cancel(ignored);
 }
 
 void Session::abort() {
@@ -220,9 +243,13 @@ asio::awaitable<void> serve_connect(Session& s, const http::RequestHead& head) {
 asio::awaitable<void> serve_explicit(tcp::socket socket, tcp::endpoint peer, WorkerDeps deps) {
   const auto session = std::make_shared<Session>(std::move(socket), peer, std::move(deps));
   Session& s = *session;
-  if (!s.pending.held()) {  // over the caps of unauthenticated connections
-    co_await s.fail(policy::EntryMode::http, Errc::too_many_connections);
-    co_return;
+  // A connection that brought its whole request head authenticates at once and never waits in
+  // the pending pool. The others take a place there, and are never refused for the silence of
+  // others: a full pool ends its oldest instead (PendingSlot).
+  if (!head_arrived(s)) {
+    s.pending.enter(s.deps.shared->connections, s.client_ip, {session, s.client.get_executor()},
+                    pending_cap(s.limits().max_unauthenticated_connections),
+                    s.limits().max_unauthenticated_per_source);
   }
   for (bool first = true;; first = false) {
     auto request = co_await next_request(s, first);

@@ -29,6 +29,7 @@
 #include "proxy/upstream.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "secrets/redactor.hpp"
+#include "secrets/response_scrubber.hpp"
 #include "secrets/tripwire.hpp"
 
 namespace sandgate::proxy {
@@ -48,9 +49,10 @@ bool trailer_is_clean(const bhttp::fields& f) {
 
 // How relaying one message ended: `in` (reading it) or `out` (writing it) failed with `ec`;
 // `tripped`: the request body's placeholder tripwire refused it (nothing of the bytes that
-// held the placeholder went out).
+// held the placeholder went out); `undecodable`: a scrubbed response's body could not be
+// decoded (nothing undecoded went out, nor the end of the message).
 struct Relayed {
-  enum class Side { none, in, out, tripped } side = Side::none;
+  enum class Side { none, in, out, tripped, undecodable } side = Side::none;
   boost::system::error_code ec;
   bool ok() const { return side == Side::none; }
 };
@@ -58,8 +60,8 @@ struct Relayed {
 // Streams one message from `in` to `out`: the (already edited) header, then the body
 // through a fixed buffer as bytes arrive (server-sent events, streamed responses),
 // re-framed as the header says. Every transfer pushes the idle deadline forward.
-// With `redact`, the body goes through it (a credentialed request's response: the token
-// never reaches the client; lengths do not change). With `trip` (a request), the body is
+// (A response scanned for a credential goes through relay_scrubbed instead.) With `trip` (a
+// request), the body is
 // scanned for placeholders as it goes (secrets::BodyTripwire): the last kHoldBack bytes of
 // each chunk wait in front of the next one until they are decided.
 // `last`: `out` is shut down for sending right after this message. Its last piece is then sent
@@ -70,7 +72,6 @@ template <bool isRequest, class Allocator, class In, class Out>
 asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buffer,
                                        bhttp::parser<isRequest, bhttp::buffer_body, Allocator>& p,
                                        Out& out, std::uint64_t& bytes, Session& s, bool last,
-                                       secrets::Redactor* redact = nullptr,
                                        secrets::BodyTripwire* trip = nullptr) {
   using Side = Relayed::Side;
   const auto idle = s.limits().idle_timeout;
@@ -122,7 +123,6 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
       remaining ? static_cast<std::size_t>(std::min<std::uint64_t>(*remaining, kBodyChunk))
                 : kBodyChunk;
   std::unique_ptr<char[]> chunk;
-  std::string released;             // what `redact` lets go of this chunk
   std::size_t held = 0;             // bytes `trip` held back, just in front of chunk + kHold
   const char* held_from = nullptr;  // where they are until the write is done
   do {
@@ -151,12 +151,6 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
         held = size - go;
         held_from = data + go;
         p.get().body().size = go;
-      }
-      if (redact != nullptr) {
-        released = redact->feed({data, p.get().body().size});
-        if (p.is_done()) released += redact->finish();
-        data = released.data();
-        p.get().body().size = released.size();
       }
       // An empty buffer would be serialized as an empty chunk, which is the last-chunk marker.
       p.get().body().data = p.get().body().size > 0 ? data : nullptr;
@@ -192,6 +186,66 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
       s.watchdog->arm(idle);
     }
   } while (plain ? !p.is_done() || !head.empty() : !sr->is_done());
+  co_return Relayed{};
+}
+
+// Writes all of `buffers` to `out`, counting them and pushing the idle deadline forward.
+template <class Out, class Buffers>
+asio::awaitable<boost::system::error_code> write_counted(Out& out, const Buffers& buffers,
+                                                         std::uint64_t& bytes, Session& s) {
+  auto [ec, n] = co_await asio::async_write(out, buffers, use_tuple);
+  bytes += n;
+  if (!ec) s.watchdog->arm(s.limits().idle_timeout);
+  co_return ec;
+}
+
+// Streams a response from a host a credential is bound to: the (edited) header, then its body
+// through `scrubber`, decoded and redacted (THREATS 22, 30), as chunks when the header says
+// chunked, else as it comes (its length unchanged: no coding was undone; or the end of the
+// connection ends it, for an HTTP/1.0 client). Memory: one read buffer and the scrubber's.
+// When the body cannot be decoded, the message is left unfinished (no last chunk).
+template <class Allocator, class In, class Out>
+asio::awaitable<Relayed> relay_scrubbed(In& in, boost::beast::flat_buffer& in_buffer,
+                                        bhttp::parser<false, bhttp::buffer_body, Allocator>& p,
+                                        Out& out, std::uint64_t& bytes, Session& s,
+                                        secrets::ResponseScrubber& scrubber) {
+  using Side = Relayed::Side;
+  const bool chunked = p.get().chunked();
+  const std::string head = http::head_text(p.get().base());
+  if (auto ec = co_await write_counted(out, asio::buffer(head), bytes, s)) {
+    co_return Relayed{Side::out, ec};
+  }
+  std::vector<char> buf(kBodyChunk);
+  for (bool last = p.is_done(); !scrubber.finished();) {
+    std::size_t got = 0;
+    if (!last) {
+      p.get().body().data = buf.data();
+      p.get().body().size = buf.size();
+      auto ec = co_await read_some_into(in, in_buffer, p);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      if (ec) co_return Relayed{Side::in, ec};
+      got = buf.size() - p.get().body().size;
+      last = p.is_done();
+      s.watchdog->arm(s.limits().idle_timeout);
+    }
+    scrubber.push({buf.data(), got}, last);
+    for (std::string_view piece = scrubber.pull(); !piece.empty(); piece = scrubber.pull()) {
+      boost::system::error_code ec;
+      if (chunked) {
+        ec = co_await write_counted(out, bhttp::make_chunk(asio::buffer(piece)), bytes, s);
+      } else {
+        ec = co_await write_counted(out, asio::buffer(piece), bytes, s);
+      }
+      if (ec) co_return Relayed{Side::out, ec};
+    }
+    if (scrubber.failed()) co_return Relayed{Side::undecodable, {}};
+    if (last && !scrubber.finished()) co_return Relayed{Side::undecodable, {}};
+  }
+  if (chunked) {
+    if (auto ec = co_await write_counted(out, bhttp::make_chunk_last(), bytes, s)) {
+      co_return Relayed{Side::out, ec};
+    }
+  }
   co_return Relayed{};
 }
 
@@ -391,6 +445,8 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
     ~Forget() {
       s.request_method = s.request_path = {};
       s.request_credential = s.request_fingerprint = {};
+      s.request_endpoint_status = 0;
+      s.request_endpoint_error = {};
     }
   } forget{s};
   const ChainResult result = co_await filter_request(s, request);
@@ -398,6 +454,8 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   if (!result.allowed) {
     const std::string shown = host.display();
     if (result.error != Errc::ok) {
+      s.request_endpoint_status = result.endpoint_status;
+      s.request_endpoint_error = result.endpoint_error;
       co_await s.fail(policy::EntryMode::http, result.error, shown, request.port, result.message,
                       telemetry::Phase::unset, nullptr, result.retryable);
     } else {
@@ -427,8 +485,14 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
 asio::awaitable<void> linger_close(Session& s) {
   using namespace asio::experimental::awaitable_operators;
   tcp::socket& socket = s.client;
-  boost::system::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  // close_notify first when intercepted (its write bounded by close_client_tls's deadline),
+  // then the FIN; what the client sends is drained meanwhile, so that a client blocked on
+  // its own sends (it reads nothing until they went) never holds up either.
+  const auto shut = [](Session& session) -> asio::awaitable<void> {
+    co_await close_client_tls(session);
+    boost::system::error_code ignored;
+    session.client.shutdown(tcp::socket::shutdown_send, ignored);
+  };
   const auto drain = [](tcp::socket& from) -> asio::awaitable<void> {
     std::vector<char> buf(kBodyChunk);
     for (std::size_t total = 0; total < kLingerBytes;) {
@@ -438,7 +502,7 @@ asio::awaitable<void> linger_close(Session& s) {
     }
   };
   asio::steady_timer timer(socket.get_executor(), kLingerTime);
-  co_await (drain(socket) || timer.async_wait(use_tuple));
+  co_await ((shut(s) && drain(socket)) || timer.async_wait(use_tuple));
 }
 
 std::string upstream_authority(const Session& s, const policy::Host& host, std::uint16_t port) {
@@ -545,8 +609,11 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     req.set(bhttp::field::connection, "Upgrade");
   }
 
-  // A credentialed request's response is scanned for the token on its way back.
+  // A response from a host a credential is bound to is scanned for the token on its way back
+  // (secret_forms: the injected token's, or those cached for the host): its header fields by
+  // `redactor`, its body by a `scrubber` that first undoes its content codings.
   std::optional<secrets::Redactor> redactor;
+  std::optional<secrets::ResponseScrubber> scrubber;
   if (secret_forms != nullptr && !secret_forms->empty()) redactor.emplace(*secret_forms);
   const auto started = std::chrono::steady_clock::now();
   std::uint64_t bytes_up = 0;
@@ -584,6 +651,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     r.bytes_up = bytes_up;
     r.bytes_down = bytes_down;
     if (redactor) r.redactions = redactor->redactions();
+    if (scrubber) r.redactions += scrubber->redactions();
     r.ended = ended;
     r.phase = completed ? telemetry::Phase::unset : phase;
     shared.audit->write(r);
@@ -614,8 +682,8 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
   if (expect_continue && client_version == 11 && !req_parser.is_done()) {
     if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
   }
-  if (const Relayed e = co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s,
-                                               false, nullptr, trip);
+  if (const Relayed e =
+          co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s, false, trip);
       e.side == Relayed::Side::tripped) {
     // A placeholder in the body, going where it may not: the destination's connection is
     // reset (it never sees the request end, nor the bytes that held the placeholder), the
@@ -623,9 +691,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     boost::system::error_code ignored;
     up.socket.set_option(asio::socket_base::linger(true, 0), ignored);
     s.upstream.reset();
-    policy::Decision d;
-    d.reason = policy::Reason::placeholder_misuse;
-    if (!trip->check().credential.empty()) d.rule = "credentials." + trip->check().credential;
+    const policy::Decision d = policy::placeholder_denial(trip->check().credential);
     s.watchdog->arm(s.limits().header_timeout);
     co_await s.deny(policy::EntryMode::http, shown, port, d, &host);
     co_await linger_close(s);  // the client may still be sending: let it read the 403
@@ -651,6 +717,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     } else {
       report(Errc::ok, "request_truncated", ended, telemetry::Phase::request);
       s.upstream.reset();
+      s.client_cut = true;
     }
     co_return false;
   }
@@ -681,6 +748,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     }
     auto& res = res_parser.get();
     status = static_cast<int>(res.result_int());
+    if (redactor) redact_fields(*redactor, res.base());
     if (status == 101 && websocket) {
       // The destination switched: its head goes to the client, then bytes both ways until
       // either side ends (the exchange's one line then counts them).
@@ -691,12 +759,17 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
         report(Errc::ok, "response_truncated", ended_by(s, e.side == Relayed::Side::out, e.ec),
                telemetry::Phase::headers);
         s.upstream.reset();
+        s.client_cut = true;
         co_return false;
       }
       const telemetry::Ended ended =
           co_await relay_upgraded(s, client, s.buffer, upstream, up.buffer, bytes_up, bytes_down);
       report(Errc::ok, {}, ended, telemetry::Phase::body);
       s.upstream.reset();
+      // Either side's close ends the upgraded stream cleanly (its own protocol says whether
+      // it was whole); a reset is passed on as a cut.
+      s.client_cut =
+          ended == telemetry::Ended::client_reset || ended == telemetry::Ended::upstream_reset;
       co_return false;
     }
     if (status == 101) {
@@ -712,8 +785,38 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     const bool eof_delimited =
         !interim && !res_parser.is_done() && !res_parser.content_length() && !res.chunked();
     const bool was_chunked = res.chunked();
+    // A body the sandbox may read the token in is decoded to be scanned, and passed on decoded;
+    // one in a coding sandgate cannot decode is refused.
+    bool decoded = false;
+    if (redactor && !interim && !res_parser.is_done()) {
+      std::vector<std::string_view> encodings;
+      for (const auto& f : res.base()) {
+        if (f.name() == bhttp::field::content_encoding) encodings.push_back(f.value());
+      }
+      std::optional<std::vector<secrets::Coding>> codings =
+          secrets::parse_content_codings(encodings);
+      if (!codings) {
+        const std::string response =
+            refuse_now(Errc::upstream_encoding_unsupported, "response_not_decodable",
+                       telemetry::Ended::upstream_close, telemetry::Phase::headers,
+                       "the destination's response is in a Content-Encoding sandgate cannot "
+                       "decode to scan it for the credential");
+        s.watchdog->arm(s.limits().header_timeout);
+        co_await s.write_client(response);
+        co_return false;
+      }
+      decoded = !codings->empty();
+      scrubber.emplace(*secret_forms, std::move(*codings));
+      if (decoded) {
+        res.erase(bhttp::field::content_encoding);
+        res.erase(bhttp::field::content_length);
+        if (const auto etag = res.find(bhttp::field::etag); etag != res.end()) {
+          res.set(bhttp::field::etag, secrets::weakened_etag(etag->value()));
+        }
+      }
+    }
     http::strip_hop_by_hop(res.base());
-    if (was_chunked || eof_delimited) {
+    if (was_chunked || eof_delimited || decoded) {
       if (client_version == 11) {
         res.chunked(true);  // re-frame an EOF-delimited body so the client may keep alive
       } else {
@@ -722,12 +825,22 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
       }
     }
     if (!interim) res.keep_alive(keep_alive);
-    if (redactor) redact_fields(*redactor, res.base());
-    secrets::Redactor* body_redactor = redactor ? &*redactor : nullptr;
     const bool last = !interim && !keep_alive && plain_client;
-    if (const Relayed e = co_await relay_message(upstream, up.buffer, res_parser, client,
-                                                 bytes_down, s, last, body_redactor);
-        !e.ok()) {
+    const Relayed e = scrubber ? co_await relay_scrubbed(upstream, up.buffer, res_parser, client,
+                                                         bytes_down, s, *scrubber)
+                               : co_await relay_message(upstream, up.buffer, res_parser, client,
+                                                        bytes_down, s, last);
+    if (e.side == Relayed::Side::undecodable) {
+      // The head (and what decoded of the body) went out: the client sees the message cut
+      // off (no last chunk; a reset where only the close would end it).
+      report(Errc::upstream_encoding_unsupported, "response_not_decodable",
+             telemetry::Ended::upstream_close, telemetry::Phase::body);
+      s.upstream.reset();
+      s.client_cut = true;
+      if (!res.chunked()) s.reset_client();
+      co_return false;
+    }
+    if (!e.ok()) {
       // The head is already on its way: all that is left is to close, so the client sees a
       // truncated message, and to say in the audit line who broke off.
       const bool upstream_side = e.side == Relayed::Side::in;
@@ -736,6 +849,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
       report(upstream_fault ? Errc::upstream_protocol_error : Errc::ok, "response_truncated", ended,
              telemetry::Phase::body);
       s.upstream.reset();
+      s.client_cut = true;
       co_return false;
     }
     if (!interim) {

@@ -2,7 +2,8 @@
 // is one request: it goes through the same request filters as an HTTP/1.1 request, then to
 // the intercepted name over HTTP/2 (h2 to h2: one multiplexed upstream connection, trailers
 // and streaming both ways, as gRPC needs) or, when the destination speaks only HTTP/1.1, over
-// HTTP/1.1 connections of its own (one per stream in flight, kept alive between them).
+// HTTP/1.1 connections of its own (one per stream in flight, at most kMaxH1PerClient, kept
+// alive between them).
 // Bodies are pumped through fixed buffers under each side's flow control; nothing is held
 // whole.
 #include <linux/sockios.h>
@@ -34,6 +35,7 @@
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "secrets/redactor.hpp"
+#include "secrets/response_scrubber.hpp"
 #include "secrets/tripwire.hpp"
 
 namespace sandgate::proxy {
@@ -91,13 +93,89 @@ struct Tracked {
 };
 using TrackedPtr = std::unique_ptr<Tracked>;
 
-// The upstream side of one intercepted HTTP/2 connection.
+// How many HTTP/1.1 connections one HTTP/2 client connection may hold to its destination at
+// once (as browsers hold 6 per origin); further streams wait for one of them (THREATS 31).
+constexpr std::size_t kMaxH1PerClient = 6;
+// A waiting stream looks again this often even when no connection was given back, so that
+// one the client reset does not wait on.
+constexpr auto kH1WaitPoll = std::chrono::milliseconds(200);
+
+// The upstream side of one intercepted HTTP/2 connection. Touched only on the session's
+// worker.
 struct Upstreams {
+  explicit Upstreams(Session& session)
+      : s(session),
+        h1_freed(session.client.get_executor(), std::chrono::steady_clock::time_point::max()) {}
+  ~Upstreams() { settle(); }
+  Upstreams(const Upstreams&) = delete;
+  Upstreams& operator=(const Upstreams&) = delete;
+
+  // The HTTP/1.1 connections held (in use or idle) beyond the first count as connections of
+  // the sandbox and against max_connections (so against the descriptor budget too); gives
+  // back what is counted beyond what is held.
+  void settle() {
+    while (h1_counted > 0 && h1_busy + idle.size() <= h1_counted) {
+      --h1_counted;
+      s.deps.shared->connections.bound.fetch_sub(1);
+      if (s.sandbox_connections != nullptr) s.sandbox_connections->fetch_sub(1);
+    }
+  }
+  // Counts one more HTTP/1.1 connection beyond the first; false over the caps.
+  bool count_one_more() {
+    auto& connections = s.deps.shared->connections;
+    if (connections.bound.fetch_add(1) >= s.limits().max_connections) {
+      connections.bound.fetch_sub(1);
+      return false;
+    }
+    if (s.sandbox_connections != nullptr &&
+        s.sandbox_connections->fetch_add(1) >= s.limits().max_connections_per_sandbox) {
+      s.sandbox_connections->fetch_sub(1);
+      connections.bound.fetch_sub(1);
+      return false;
+    }
+    ++h1_counted;
+    return true;
+  }
+
+  Session& s;
   // ALPN chose h2: every stream goes over this one connection.
   TrackedPtr h2_conn;
   std::unique_ptr<h2::ClientConnection<UpstreamStream>> h2_client;
   // Else HTTP/1.1 connections not in use right now (kept alive by their destination).
   std::vector<TrackedPtr> idle;
+  std::size_t h1_busy = 0;     // streams using (or dialling) an HTTP/1.1 connection
+  std::size_t h1_counted = 0;  // how many of those held are counted (settle)
+  // Streams waiting for their turn wait on this; cancel() wakes them all.
+  asio::steady_timer h1_freed;
+};
+
+// Waits until this stream may use an HTTP/1.1 connection: an idle one (the caller's to take),
+// or room for one more (at most kMaxH1PerClient, and within the sandbox's connection caps
+// beyond the first). On true, ups.h1_busy counts the stream (H1Turn gives it back); false
+// when the stream or the session ended meanwhile.
+asio::awaitable<bool> wait_h1_turn(Session& s, Upstreams& ups, h2::ServerExchange& ex) {
+  using namespace asio::experimental::awaitable_operators;
+  for (;;) {
+    if (ex.closed() || s.aborted) co_return false;
+    const std::size_t held = ups.h1_busy + ups.idle.size();
+    if (!ups.idle.empty() || held == 0 || (held < kMaxH1PerClient && ups.count_one_more())) {
+      ++ups.h1_busy;
+      co_return true;
+    }
+    asio::steady_timer poll(s.client.get_executor(), kH1WaitPoll);
+    co_await (ups.h1_freed.async_wait(use_tuple) || poll.async_wait(use_tuple));
+  }
+}
+
+// A stream's turn on an HTTP/1.1 connection, given back when the stream is done with it (its
+// connection back among the idle ones, or dropped); the waiting streams are woken.
+struct H1Turn {
+  Upstreams& ups;
+  ~H1Turn() {
+    --ups.h1_busy;
+    ups.settle();
+    ups.h1_freed.cancel();
+  }
 };
 
 // Dials the intercepted name and makes sandgate's TLS to it. On failure the reply has been
@@ -139,8 +217,14 @@ struct Moved {
   int status = 0;
   bool complete = false;
   bool reported = false;  // the failure has its own line already (and reply, when one fits)
-  // A credentialed request: its response (fields, body, trailers) goes through this.
+  // A response from a host a credential is bound to: its fields (and trailers) go through
+  // `redact`, its body through `scrub`, made from `forms` once the head says its codings.
   secrets::Redactor* redact = nullptr;
+  const std::vector<std::string>* forms = nullptr;
+  std::optional<secrets::ResponseScrubber> scrub;
+  // Its coding could not be decoded: from the head (the client is answered 502), or in the
+  // body (the stream is reset).
+  enum class Undecodable { no, head, body } undecodable = Undecodable::no;
   // The request body's placeholder tripwire (when the sandbox has placeholders), and whether
   // it refused the body: the upstream stream was then reset before the placeholder's bytes.
   secrets::BodyTripwire* trip = nullptr;
@@ -179,6 +263,20 @@ class ScannedBody {
   std::size_t sent_ = 0;
 };
 
+// Whether the client's request trailers may leave: the body's tripwire reads them too (THREATS
+// 36). A refusal stops the request as one in its body does (moved.tripped).
+bool trailers_pass(Moved& moved, const h2::Fields& trailers) {
+  if (moved.trip == nullptr || trailers.empty()) return true;
+  std::vector<std::string_view> texts;
+  for (const auto& f : trailers) {
+    texts.push_back(f.name);
+    texts.push_back(f.value);
+  }
+  if (moved.trip->pass_trailers(texts)) return true;
+  moved.tripped = true;
+  return false;
+}
+
 // The response's fields with every occurrence of a secret replaced (same length).
 h2::Fields redacted(h2::Fields fields, secrets::Redactor* redact) {
   if (redact != nullptr) {
@@ -187,23 +285,63 @@ h2::Fields redacted(h2::Fields fields, secrets::Redactor* redact) {
   return fields;
 }
 
-// Sends body bytes (through the redactor when there is one); `last`: the body ends here and
-// what the redactor held back goes too. Returns the send's error.
+// The head of a response whose body is scanned (moved.forms; its fields already redacted):
+// its content codings decide how the body goes. A body to be decoded goes without
+// content-encoding and content-length, its etag weakened. False when a coding cannot be
+// decoded (moved.undecodable): nothing of the response may go out then.
+bool scrub_head(Moved& moved, h2::Fields& fields, bool has_body) {
+  if (moved.forms == nullptr || !has_body) return true;
+  std::vector<std::string_view> encodings;
+  for (const h2::Field& f : fields) {
+    if (f.name == "content-encoding") encodings.push_back(f.value);
+  }
+  std::optional<std::vector<secrets::Coding>> codings = secrets::parse_content_codings(encodings);
+  if (!codings) {
+    moved.undecodable = Moved::Undecodable::head;
+    return false;
+  }
+  const bool decoded = !codings->empty();
+  moved.scrub.emplace(*moved.forms, std::move(*codings));
+  if (decoded) {
+    std::erase_if(fields, [](const h2::Field& f) {
+      return f.name == "content-encoding" || f.name == "content-length";
+    });
+    for (h2::Field& f : fields) {
+      if (f.name == "etag") f.value = secrets::weakened_etag(f.value);
+    }
+  }
+  return true;
+}
+
+// Sends body bytes (through the scrubber when there is one: decoded, redacted); `last`: the
+// body ends here and what the scrubber held back goes too. Returns the send's error, or one
+// when the body could not be decoded (moved.undecodable).
 asio::awaitable<h2::error_code> send_body(h2::ServerExchange& ex, Moved& moved,
                                           std::span<const std::uint8_t> bytes, bool last,
                                           bool end_stream) {
-  if (moved.redact == nullptr) {
+  if (!moved.scrub) {
     if (bytes.empty() && !end_stream) co_return h2::error_code{};
     const h2::error_code ec = co_await ex.send_data(bytes, end_stream);
     co_return ec;
   }
-  std::string out = moved.redact->feed(
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  if (last) out += moved.redact->finish();
-  if (out.empty() && !end_stream) co_return h2::error_code{};
-  const std::span<const std::uint8_t> view(reinterpret_cast<const std::uint8_t*>(out.data()),
-                                           out.size());
-  const h2::error_code ec = co_await ex.send_data(view, end_stream);
+  moved.scrub->push({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, last);
+  // The piece that finishes the scrubber (what the redactor held back) is the body's last: it
+  // carries END_STREAM, empty only when nothing was held back.
+  for (;;) {
+    const std::string_view piece = moved.scrub->pull();
+    const bool end = end_stream && moved.scrub->finished();
+    if (piece.empty() && !end) break;
+    const std::span<const std::uint8_t> view(reinterpret_cast<const std::uint8_t*>(piece.data()),
+                                             piece.size());
+    if (const h2::error_code ec = co_await ex.send_data(view, end)) co_return ec;
+    if (end) co_return h2::error_code{};
+  }
+  if (moved.scrub->failed()) {
+    moved.undecodable = Moved::Undecodable::body;
+    co_return boost::system::errc::make_error_code(boost::system::errc::illegal_byte_sequence);
+  }
+  if (!end_stream) co_return h2::error_code{};
+  const h2::error_code ec = co_await ex.send_data({}, true);
   co_return ec;
 }
 
@@ -214,25 +352,29 @@ std::chrono::milliseconds owed_head_deadline(const Session& s) {
 }
 
 // The client's request body (its first `first` bytes already read) to an upstream stream,
-// then its trailers.
+// then its trailers. The bytes of the read that ends the body carry END_STREAM (or the
+// trailers follow them), so no empty DATA frame ends the upstream stream unless the client's
+// end came on its own.
 asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
                                    std::vector<std::uint8_t>& buf, std::size_t first,
                                    Moved& moved) {
   ScannedBody body(moved.trip);
   for (std::size_t n = first;;) {
-    const std::span<const std::uint8_t> go = body.pass({buf.data(), n}, n == 0);
-    if (body.refused()) {
-      moved.tripped = true;
+    const bool last = n == 0 || ex.body_ended();
+    const std::span<const std::uint8_t> go = body.pass({buf.data(), n}, last);
+    if (body.refused() || (last && !trailers_pass(moved, ex.trailers()))) {
+      if (body.refused()) moved.tripped = true;
       up.reset();
       co_return;
     }
-    if (!go.empty()) {
+    const bool end = last && ex.trailers().empty();
+    if (!go.empty() || end) {
       moved.up += go.size();
       s.watchdog->arm(moved.status == 0 ? owed_head_deadline(s) : s.limits().idle_timeout);
-      if (co_await up.send_data(go, false)) co_return;
+      if (co_await up.send_data(go, end)) co_return;
       moved.last_sent = std::chrono::steady_clock::now();
     }
-    if (n == 0) break;
+    if (last) break;
     auto [ec, got] = co_await ex.read_body(buf);
     if (ec) {
       up.reset();
@@ -240,12 +382,8 @@ asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::Clien
     }
     n = got;
   }
-  h2::error_code ec;
-  if (!ex.trailers().empty()) {
-    ec = co_await up.send_trailers(ex.trailers());
-  } else {
-    ec = co_await up.send_data({}, true);
-  }
+  if (ex.trailers().empty()) co_return;
+  const h2::error_code ec = co_await up.send_trailers(ex.trailers());
   if (!ec) moved.last_sent = std::chrono::steady_clock::now();
 }
 
@@ -307,6 +445,21 @@ asio::awaitable<void> head_failed(Session& s, h2::ServerExchange& ex, Moved& mov
                   telemetry::Phase::headers, &responder, f.retryable, f.ended);
 }
 
+// The destination's response head names a coding sandgate cannot decode to scan it: the
+// client's stream is answered 502 UPSTREAM_ENCODING_UNSUPPORTED (its line written).
+asio::awaitable<void> refuse_undecodable(Session& s, h2::ServerExchange& ex, Moved& moved,
+                                         StreamResponder& responder,
+                                         std::vector<std::uint8_t>& buf) {
+  moved.reported = true;
+  if (ex.closed() || s.aborted) co_return;
+  co_await drain_body(ex, buf);
+  co_await s.fail(policy::EntryMode::http, Errc::upstream_encoding_unsupported,
+                  s.intercepted->display(), s.intercepted_port,
+                  "the destination's response is in a Content-Encoding sandgate cannot decode to "
+                  "scan it for the credential",
+                  telemetry::Phase::headers, &responder, {}, telemetry::Ended::upstream_close);
+}
+
 // The upstream stream's response to the client: head, body, trailers.
 asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
                                     Moved& moved) {
@@ -330,8 +483,22 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
     co_return;
   }
   moved.status = up.response().status;
-  const h2::Fields fields = redacted(up.response().fields, moved.redact);
-  if (co_await ex.send_response_head(moved.status, fields, false)) co_return;
+  h2::Fields fields = redacted(up.response().fields, moved.redact);
+  const bool has_body = ex.request().method != "HEAD" && moved.status != 204 && moved.status != 304;
+  if (!scrub_head(moved, fields, has_body)) {
+    up.reset();  // answered once pump_request is done too (forward_h2)
+    co_return;
+  }
+  // A response the destination ended with its head (HEADERS with END_STREAM) ends with ours;
+  // one with a body ends with its last DATA frame, or with its trailers (body_ended() is
+  // known as soon as the destination's last frame arrived). An empty DATA frame with
+  // END_STREAM goes out only when the destination sent one itself.
+  const bool bodyless = !moved.scrub && up.body_ended() && up.trailers().empty();
+  if (co_await ex.send_response_head(moved.status, fields, bodyless)) co_return;
+  if (bodyless) {
+    moved.complete = true;
+    co_return;
+  }
   std::vector<std::uint8_t> buf(kChunk);
   for (;;) {
     auto [ec, n] = co_await up.read_body(buf);
@@ -339,16 +506,32 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
       ex.reset();
       co_return;
     }
-    if (n == 0) break;
     moved.down += n;
     s.watchdog->arm(s.limits().idle_timeout);
-    if (co_await send_body(ex, moved, {buf.data(), n}, false, false)) co_return;
+    const std::span<const std::uint8_t> bytes(buf.data(), n);
+    if (n > 0 && !up.body_ended()) {
+      if (co_await send_body(ex, moved, bytes, false, false)) co_return;
+      continue;
+    }
+    // The last bytes (with what the redactor held back), then the trailers if there are any.
+    const h2::Fields trailers = redacted(up.trailers(), moved.redact);
+    ec = co_await send_body(ex, moved, bytes, true, trailers.empty());
+    if (!ec && !trailers.empty()) ec = co_await ex.send_trailers(trailers);
+    moved.complete = !ec;
+    co_return;
   }
-  // What the redactor held back, then the end (with the trailers, when there are any).
-  const h2::Fields trailers = redacted(up.trailers(), moved.redact);
-  h2::error_code ec = co_await send_body(ex, moved, {}, true, trailers.empty());
-  if (!ec && !trailers.empty()) ec = co_await ex.send_trailers(trailers);
-  moved.complete = !ec;
+}
+
+// Beast adds a chunked body's trailer fields after the header's: those go out as trailers.
+h2::Fields chunk_trailers(const bhttp::response<bhttp::buffer_body>& res,
+                          std::size_t header_fields) {
+  h2::Fields trailers;
+  std::size_t i = 0;
+  for (const auto& f : res) {
+    if (i++ >= header_fields)
+      trailers.push_back({std::string(f.name_string()), std::string(f.value())});
+  }
+  return trailers;
 }
 
 // h2 to h2.
@@ -375,6 +558,9 @@ asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange&
     co_await (pump_request(s, ex, up, buf, first, moved) && pump_response(s, ex, up, moved));
   }
   if (moved.head_failure) co_await head_failed(s, ex, moved, responder, buf);
+  if (moved.undecodable == Moved::Undecodable::head) {
+    co_await refuse_undecodable(s, ex, moved, responder, buf);
+  }
 }
 
 // h2 to HTTP/1.1: the request head rebuilt, the body chunked unless it has a length, the
@@ -384,11 +570,16 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
                                  std::vector<std::uint8_t>& buf, std::size_t first, Moved& moved,
                                  StreamResponder& responder) {
   const policy::Host& host = *s.intercepted;
+  if (!co_await wait_h1_turn(s, ups, ex)) {
+    moved.reported = true;  // a cancelled request has no line
+    co_return;
+  }
+  const H1Turn turn{ups};
   TrackedPtr tracked;
   while (!ups.idle.empty() && !tracked) {
     tracked = std::move(ups.idle.back());
     ups.idle.pop_back();
-    // One the destination closed while it was idle is dropped.
+    // One the destination closed while it was idle is dropped (another takes its place).
     if (!upstream_reusable(*tracked->conn)) tracked.reset();
   }
   if (!tracked) {
@@ -414,12 +605,7 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   up->idle = false;
   UpstreamStream& stream = up->tls->stream;
 
-  bhttp::request<bhttp::empty_body> req;
-  for (const auto& f : fields) req.insert(f.name_string(), f.value());
-  req.method_string(head.method);
-  req.target(head.path);
-  req.version(11);
-  req.set(bhttp::field::host, head.authority);
+  bhttp::request<bhttp::empty_body> req = h2::to_h1_request(head, head.path, fields);
   const bool length = req.has_content_length();
   const bool chunked = first > 0 && !length;
   if (chunked) req.set(bhttp::field::transfer_encoding, "chunked");
@@ -455,6 +641,11 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     auto [ec, got] = co_await ex.read_body(buf);
     if (ec) co_return;
     n = got;
+  }
+  if (!trailers_pass(moved, ex.trailers())) {
+    boost::system::error_code ignored;
+    up->socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    co_return;
   }
   if (chunked) {
     bhttp::fields trailers;
@@ -494,11 +685,30 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   auto& res = p.get();
   moved.status = static_cast<int>(res.result_int());
   http::strip_hop_by_hop(res.base());
-  const h2::Fields out_fields = redacted(h2::from_h1(res.base()), moved.redact);
+  h2::Fields out_fields = redacted(h2::from_h1(res.base()), moved.redact);
+  if (!scrub_head(moved, out_fields, !p.is_done())) {
+    co_await refuse_undecodable(s, ex, moved, responder, buf);
+    co_return;  // the upstream connection, its response unread, is closed
+  }
   std::size_t header_fields = 0;
   for (auto it = res.begin(); it != res.end(); ++it) ++header_fields;
-  if (co_await ex.send_response_head(moved.status, out_fields, p.is_done())) co_return;
-  while (!p.is_done()) {
+  // The upstream connection is free once its response was read whole: back to the pool
+  // before the end goes to the client, who may send the next request on another stream
+  // before this coroutine resumes.
+  const auto response_read = [&] {
+    if (!p.keep_alive()) return;
+    up->idle = true;
+    ups.idle.push_back(std::move(tracked));
+  };
+  const bool bodyless = p.is_done();
+  if (bodyless) response_read();
+  if (co_await ex.send_response_head(moved.status, out_fields, bodyless)) co_return;
+  // Each read's bytes go out as they come; the read that completes the body (Beast knows it
+  // from Content-Length or the last chunk) sends its bytes with END_STREAM, or with the
+  // trailers after them. An empty DATA frame ends the stream only when the end came in a read
+  // of its own (a last chunk in a later segment, a body that ends with the connection).
+  h2::Fields trailers;
+  for (bool done = bodyless; !done;) {
     res.body().data = buf.data();
     res.body().size = buf.size();
     auto ec = co_await read_some_into(stream, up->buffer, p);
@@ -510,30 +720,32 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
     const std::size_t got = buf.size() - res.body().size;
     moved.down += got;
     s.watchdog->arm(s.limits().idle_timeout);
-    if (co_await send_body(ex, moved, {buf.data(), got}, p.is_done(), false)) co_return;
-  }
-  // Beast adds a chunked body's trailer fields after the header's: those go out as trailers.
-  h2::Fields trailers;
-  std::size_t i = 0;
-  for (const auto& f : res) {
-    if (i++ >= header_fields)
-      trailers.push_back({std::string(f.name_string()), std::string(f.value())});
-  }
-  // The upstream connection is free once its response was read whole: back to the pool
-  // before the end goes to the client, who may send the next request on another stream
-  // before this coroutine resumes.
-  if (p.keep_alive()) {
-    up->idle = true;
-    ups.idle.push_back(std::move(tracked));
+    done = p.is_done();
+    if (done) {
+      trailers = chunk_trailers(res, header_fields);
+      response_read();
+    }
+    if (co_await send_body(ex, moved, {buf.data(), got}, done, done && trailers.empty())) {
+      co_return;
+    }
   }
   h2::error_code ec;
-  if (trailers.empty()) {
-    ec = co_await ex.send_data({}, true);
-  } else {
+  if (!trailers.empty()) {
     const h2::Fields out = redacted(h2::sendable_fields(trailers), moved.redact);
     ec = co_await ex.send_trailers(out);
   }
   moved.complete = !ec;
+}
+
+// What an HTTP/1.1 client could not send is refused here as it is there, before any filter
+// reads it or any upstream, HTTP/1.1 or HTTP/2, gets it: nghttp2 lets a '#', a '\', a '"' or a
+// non-ASCII byte through in :path (found by tests/fuzz/h2_h1_head_fuzz.cpp), which forward_h1
+// would write into an HTTP/1.1 request line. Errc::ok when the request may go on.
+Errc h1_refusal(const h2::RequestHead& head) {
+  std::vector<std::string_view> values;
+  values.reserve(head.fields.size());
+  for (const h2::Field& f : head.fields) values.push_back(f.value);
+  return http::check_h2_request(head.method, head.path, values);
 }
 
 // One stream: decided, forwarded, logged.
@@ -551,6 +763,18 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   bhttp::fields fields;
   h2::to_h1(head.fields, fields);
 
+  StreamResponder responder(ex);
+  const std::string shown = host.display();
+  if (const Errc bad = h1_refusal(head); bad != Errc::ok) {
+    s.request_method = head.method;
+    s.request_path = head.path;
+    const std::string_view why = "not a request HTTP/1.1 could carry";
+    co_await s.fail(policy::EntryMode::http, bad, shown, port, why, telemetry::Phase::unset,
+                    &responder);
+    s.request_method = s.request_path = {};
+    co_return;
+  }
+
   ProxiedRequest request;
   request.method = head.method;
   request.scheme = "https";
@@ -560,8 +784,6 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   request.fields = &fields;
   request.intercepted = &*s.intercepted;
   request.intercepted_port = s.intercepted_port;
-  StreamResponder responder(ex);
-  const std::string shown = host.display();
   // Every line about this stream names it; set before each report, which reads them at once
   // (other streams of the connection set their own in between).
   const auto name_request = [&] {
@@ -582,6 +804,8 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   const ChainResult result = co_await filter_request(s, request);
   name_request();  // the credential a rule wanted, for a 503's line too
   if (!result.allowed && result.error != Errc::ok) {
+    s.request_endpoint_status = result.endpoint_status;  // read and reset by the 503's line
+    s.request_endpoint_error = result.endpoint_error;
     co_await s.fail(policy::EntryMode::http, result.error, shown, port, result.message,
                     telemetry::Phase::unset, &responder, result.retryable);
     co_return;
@@ -603,6 +827,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   if (!request.secret_forms.empty()) {
     redactor.emplace(request.secret_forms);
     moved.redact = &*redactor;
+    moved.forms = &request.secret_forms;
   }
   // The body is scanned for placeholders on its way out, as the head was.
   std::optional<secrets::BodyTripwire> trip;
@@ -621,9 +846,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   if (moved.tripped) {
     // A placeholder in the body, going where it may not: told as for one in a header (a 403
     // on this stream, unless the destination's answer had begun and the stream is reset).
-    policy::Decision d;
-    d.reason = policy::Reason::placeholder_misuse;
-    if (!trip->check().credential.empty()) d.rule = "credentials." + trip->check().credential;
+    const policy::Decision d = policy::placeholder_denial(trip->check().credential);
     if (moved.status != 0) {
       ex.reset();
     } else {
@@ -638,7 +861,11 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   if (moved.reported) co_return;
   name_request();
   telemetry::AuditRecord r = s.record(policy::EntryMode::http);
-  r.event = "http_request";
+  // A body that could not be decoded was cut off (its stream reset): the line says why.
+  const bool undecodable = moved.undecodable == Moved::Undecodable::body;
+  r.event = undecodable ? code_name(Errc::upstream_encoding_unsupported)
+                        : std::string_view("http_request");
+  if (undecodable) r.reason = "response_not_decodable";
   r.outcome = moved.complete ? "success" : "failure";
   r.host = shown;
   r.port = port;
@@ -646,6 +873,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   r.bytes_up = moved.up;
   r.bytes_down = moved.down;
   if (redactor) r.redactions = redactor->redactions();
+  if (moved.scrub) r.redactions += moved.scrub->redactions();
   r.http_version = "2";
   r.rule = result.decision.rule;
   if (result.decision.audit) r.would_deny = policy::reason_name(result.decision.reason);
@@ -657,6 +885,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   r.duration = std::chrono::steady_clock::now() - started;
   auto& shared = *s.deps.shared;
   shared.audit->write(r);
+  if (undecodable) shared.metrics->error(Errc::upstream_encoding_unsupported);
   shared.metrics->request(telemetry::Mode::https,
                           moved.complete ? telemetry::Outcome::allowed : telemetry::Outcome::error);
   shared.metrics->bytes(telemetry::Direction::upstream, moved.up);
@@ -716,18 +945,15 @@ asio::awaitable<void> linger(Session& s) {
 }  // namespace
 
 asio::awaitable<void> serve_h2(Session& s) {
-  Upstreams ups;
+  Upstreams ups(s);
   const policy::Host host = *s.intercepted;
-  // The destination's protocol is learnt once, before the first stream: every request on
-  // this connection must address it anyway (421 otherwise).
+  // The destination's protocol is learnt once, before the first stream, from ALPN with it:
+  // every request on this connection must address it anyway (421 otherwise). An idle
+  // HTTP/1.1 connection in the worker's pool proves nothing (an HTTP/1.1 client left it) and
+  // is used only once ALPN has said the destination speaks only HTTP/1.1.
   // (Quietly: a failure is reported by the first stream, which dials again over HTTP/1.1.)
-  // A connection this sandbox left in the worker's pool speaks HTTP/1.1 (HTTP/2 ones are
-  // never pooled): the destination's protocol is known then.
-  if (auto pooled = s.deps.upstreams->take(s, upstream_authority(s, host, s.intercepted_port))) {
-    ups.idle.push_back(std::make_unique<Tracked>(s, std::move(pooled)));
-  } else {
-    ups.h2_conn = co_await connect_upstream(s, host, s.intercepted_port, true, nullptr);
-  }
+  // A stream to the DNS sink is never dialled: its requests are only refused.
+  if (!s.sunk) ups.h2_conn = co_await connect_upstream(s, host, s.intercepted_port, true, nullptr);
   bool client_running = false;
   asio::steady_timer client_done(s.client.get_executor(),
                                  std::chrono::steady_clock::time_point::max());
@@ -760,6 +986,8 @@ asio::awaitable<void> serve_h2(Session& s) {
   }
   // HTTP/1.1 connections idle between responses outlive the client connection.
   for (TrackedPtr& idle : ups.idle) s.deps.upstreams->put(s, idle->release());
+  ups.idle.clear();
+  ups.settle();
   if (!conn.error_cause().empty()) {
     record_connection_error(s, conn.error_cause());
     co_await linger(s);

@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string_view>
 
@@ -83,7 +84,9 @@ std::shared_ptr<Interception> make_interception(const config::Interception& c) {
   tls::LeafCacheOptions cache;
   cache.capacity = c.leaf_cache_size;
   cache.renew_before = c.leaf_renew_before;
-  out->leaves = std::make_unique<tls::LeafCache>(out->authority, std::move(leaf), cache);
+  out->leaves = std::make_unique<tls::LeafCache>(out->authority, leaf, cache);
+  cache.capacity = std::min<std::size_t>(cache.capacity, kSinkLeaves);
+  out->sink_leaves = std::make_unique<tls::LeafCache>(out->authority, std::move(leaf), cache);
   out->mint_budget = std::make_unique<tls::MintBudget>(c.max_leaf_mints_per_minute);
 
   auto& ctx = out->upstream;

@@ -19,9 +19,15 @@
 
 namespace sandgate::proxy {
 
+inline constexpr std::size_t kSinkLeaves = 64;
+
 struct Interception {
   std::shared_ptr<const tls::Authority> authority;
   std::unique_ptr<tls::LeafCache> leaves;
+  // The leaves of names refused at the DNS sink (their streams are only answered with the
+  // refusal): a small cache of their own, so that a sandbox that makes sandgate mint for
+  // names without end never evicts the leaves other sandboxes' intercepted hosts use.
+  std::unique_ptr<tls::LeafCache> sink_leaves;
   // What each sandbox may still have minted ([interception] max_leaf_mints_per_minute).
   std::unique_ptr<tls::MintBudget> mint_budget;
   // Verifies every upstream against the system roots plus [interception] upstream_ca_file;

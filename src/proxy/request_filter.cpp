@@ -1,10 +1,12 @@
 #include "proxy/request_filter.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <vector>
 
 #include "common/ascii.hpp"
+#include "http/request_head.hpp"
 #include "policy/path.hpp"
 #include "policy/request.hpp"
 #include "policy/request_rules.hpp"
@@ -17,21 +19,37 @@ namespace sandgate::proxy {
 
 namespace {
 
-// The policy decision over the request's destination (policy::decide_request).
+// The policy decision over the request (policy::decide_request). A plain function, so that
+// what it builds stays out of the filter's coroutine frame.
+policy::Decision decide(const Session& s, const ProxiedRequest& r) {
+  policy::RequestFacts facts;
+  facts.sandbox = s.sandbox;
+  facts.host = r.host;
+  facts.port = r.port;
+  facts.method = r.method;
+  facts.path = r.path;
+  // The override fields' values, for the http rules (policy::request_methods). Nearly every
+  // request has none, and then nothing is allocated.
+  std::vector<std::string_view> overrides;
+  if (r.fields != nullptr) {
+    for (const std::string_view name : policy::kMethodOverrideFields) {
+      const auto [begin, end] = r.fields->equal_range(name);
+      for (auto it = begin; it != end; ++it) overrides.push_back(it->value());
+    }
+  }
+  facts.method_overrides = overrides;
+  facts.connect_to_origin = r.connect_to_origin;
+  facts.intercepted = r.intercepted;
+  facts.intercepted_port = r.intercepted_port;
+  facts.sunk = s.sunk;
+  return policy::decide_request(*s.snap->policy, facts);
+}
+
 class DecisionFilter final : public RequestFilter {
  public:
   boost::asio::awaitable<FilterResult> on_request(const Session& s,
                                                   ProxiedRequest& r) const override {
-    policy::RequestFacts facts;
-    facts.sandbox = s.sandbox;
-    facts.host = r.host;
-    facts.port = r.port;
-    facts.method = r.method;
-    facts.path = r.path;
-    facts.connect_to_origin = r.connect_to_origin;
-    facts.intercepted = r.intercepted;
-    facts.intercepted_port = r.intercepted_port;
-    r.decision = policy::decide_request(*s.snap->policy, facts);
+    r.decision = decide(s, r);
     FilterResult out;
     out.next = r.decision.allowed;
     if (!out.next) out.denial = r.decision;
@@ -39,13 +57,20 @@ class DecisionFilter final : public RequestFilter {
   }
 };
 
-// Whether the request's target or any header value holds "sgph_": the placeholder
-// tripwire's cheap first test, allocation-free, so that a request with no placeholder (all
-// but an agent's token-hungry tools) costs one scan of its header values.
-bool may_carry_placeholder(const ProxiedRequest& r) {
-  if (secrets::may_contain_placeholder(r.path)) return true;
+// Whether the request's method, target (as sent, and as it will be forwarded) or any field
+// name or value holds "sgph_": the placeholder tripwire's cheap first test, allocation-free,
+// so that a request with no placeholder (all but an agent's token-hungry tools) costs one
+// scan of its head.
+bool may_carry_placeholder(const ProxiedRequest& r, std::string_view forwarded) {
+  if (secrets::may_contain_placeholder(r.path) || secrets::may_contain_placeholder(forwarded) ||
+      secrets::may_contain_placeholder(r.method)) {
+    return true;
+  }
   for (const auto& f : *r.fields) {
-    if (secrets::may_contain_placeholder(f.value())) return true;
+    if (secrets::may_contain_placeholder(f.value()) ||
+        secrets::may_contain_placeholder(f.name_string())) {
+      return true;
+    }
   }
   return false;
 }
@@ -86,7 +111,10 @@ class CredentialFilter final : public RequestFilter {
     if (!s.snap->injection) co_return FilterResult{};
     if (std::optional<FilterResult> refused = placeholder_refusal(s, r)) co_return *refused;
     const secrets::InjectRule* rule = rule_for(s, r);
-    if (rule == nullptr) co_return FilterResult{};
+    if (rule == nullptr) {
+      cached_forms(s, r);
+      co_return FilterResult{};
+    }
     co_return co_await inject(s, r, *rule);
   }
 
@@ -97,21 +125,30 @@ class CredentialFilter final : public RequestFilter {
     const Snapshot& snap = *s.snap;
     if (!snap.placeholders || r.fields == nullptr) return std::nullopt;
     const std::string basic = basic_credentials(*r.fields);
-    if (!may_carry_placeholder(r) && !secrets::may_contain_placeholder(basic)) return std::nullopt;
+    // What leaves is scanned, not only what came: the target sandgate forwards is the
+    // canonical one where rules apply (`%5f` decoded to `_`; THREATS 36).
+    const std::string forwarded = r.path.find('%') == std::string_view::npos
+                                      ? std::string()
+                                      : forwarded_target(s, *r.host, r.port, r.path);
+    if (!may_carry_placeholder(r, forwarded) && !secrets::may_contain_placeholder(basic)) {
+      return std::nullopt;
+    }
     // Rare (some text holds "sgph_"): only then are the texts collected.
-    std::vector<std::string_view> texts = {r.path, basic};
-    for (const auto& f : *r.fields) texts.push_back(f.value());
+    std::vector<std::string_view> texts = {r.path, forwarded, r.method, basic};
+    for (const auto& f : *r.fields) {
+      texts.push_back(f.value());
+      texts.push_back(f.name_string());
+    }
     const secrets::PlaceholderCheck check =
         secrets::check_placeholders(*snap.placeholders, snap.injection->for_sandbox(s.sandbox),
                                     s.sandbox, *r.host, r.port, r.intercepted != nullptr, texts);
     if (check.allowed) return std::nullopt;
     FilterResult out;
     out.next = false;
-    out.denial.reason = policy::Reason::placeholder_misuse;
     // A git client is answered the way git prints it (as for a git rule's refusal).
     const policy::CanonicalPath path = policy::canonicalize_path(r.path);
-    out.denial.git = policy::recognize_git(r.method, path.path, path.query);
-    if (!check.credential.empty()) out.denial.rule = "credentials." + check.credential;
+    out.denial = policy::placeholder_denial(check.credential,
+                                            policy::recognize_git(r.method, path.path, path.query));
     return out;
   }
 
@@ -125,6 +162,32 @@ class CredentialFilter final : public RequestFilter {
     return rules->match(*r.host, r.port, r.path);
   }
 
+  // Every response of a host some rule binds a credential to is scanned for the tokens of
+  // those credentials that are cached now, also when the request got none (a path no rule
+  // names, an Upgrade): THREATS 30, the host may reflect a token it stored from an earlier
+  // request. Adds them to r.secret_forms. None is fetched for it; one not cached was not
+  // handed out lately.
+  static void cached_forms(const Session& s, ProxiedRequest& r) {
+    const secrets::InjectionRules* rules = s.snap->injection->for_sandbox(s.sandbox);
+    if (rules == nullptr) return;
+    for (const secrets::InjectRule& rule : rules->rules()) {
+      if (!rules->binds(rule.credential, *r.host, r.port)) continue;
+      const auto token = s.deps.shared->credentials->cached(rule.credential, rule.scope);
+      if (token == nullptr) continue;
+      secrets::Injection injection = secrets::apply(rule, token->value.view());
+      secrets::cleanse(injection.value);
+      for (std::string& form : injection.secret_forms) {
+        if (std::find(r.secret_forms.begin(), r.secret_forms.end(), form) == r.secret_forms.end()) {
+          r.secret_forms.push_back(std::move(form));
+        }
+      }
+    }
+    // As for a credentialed request: what is scanned is then what the sandbox reads.
+    if (!r.secret_forms.empty() && r.fields != nullptr) {
+      r.fields->set(boost::beast::http::field::accept_encoding, "identity");
+    }
+  }
+
   static boost::asio::awaitable<FilterResult> inject(const Session& s, ProxiedRequest& r,
                                                      const secrets::InjectRule& rule) {
     secrets::TokenResult got = co_await s.deps.shared->credentials->get(rule.credential, rule.scope,
@@ -136,6 +199,8 @@ class CredentialFilter final : public RequestFilter {
       out.error = Errc::credential_unavailable;
       out.retryable = got.error->retryable;
       out.message = "credential " + rule.credential + ": " + got.error->message;
+      out.endpoint_status = got.error->endpoint_status;
+      out.endpoint_error = got.error->endpoint_error;
       co_return out;
     }
     secrets::Injection injection = secrets::apply(rule, got.token->value.view());
@@ -143,11 +208,12 @@ class CredentialFilter final : public RequestFilter {
     r.fields->insert(injection.name, injection.value);
     secrets::cleanse(injection.value);
     // The response is scanned for the token on its way back (THREATS 22): ask for it
-    // uncompressed, so that what is scanned is what the sandbox reads.
+    // uncompressed (one compressed regardless is decoded to be scanned, THREATS 30).
     r.fields->set(boost::beast::http::field::accept_encoding, "identity");
     r.injected = &rule;
     r.token = std::move(got.token);
     r.secret_forms = std::move(injection.secret_forms);
+    cached_forms(s, r);  // another credential bound to the host may come back too
     co_return FilterResult{};
   }
 };
@@ -163,12 +229,20 @@ std::span<const RequestFilter* const> request_filters() {
 }
 
 boost::asio::awaitable<ChainResult> filter_request(const Session& s, ProxiedRequest& r) {
+  // What never leaves sandgate goes first, whatever the wire, so the filters see (and the
+  // tripwire scans) only what may be forwarded.
+  if (r.fields != nullptr) http::strip_proxy_only(*r.fields);
   for (const RequestFilter* f : request_filters()) {
     FilterResult result = co_await f->on_request(s, r);
     if (result.next) continue;
     if (result.error != Errc::ok) {
-      co_return ChainResult{false, r.decision, result.error, std::move(result.message),
-                            result.retryable};
+      co_return ChainResult{false,
+                            r.decision,
+                            result.error,
+                            std::move(result.message),
+                            result.retryable,
+                            result.endpoint_status,
+                            std::move(result.endpoint_error)};
     }
     co_return ChainResult{false, std::move(result.denial), Errc::ok, {}, true};
   }

@@ -52,6 +52,10 @@ struct FilterResult {
   Errc error = Errc::ok;    // when !next: a failure that is not a policy refusal
   std::string message;      // for `error`: what the client is told (never a secret)
   bool retryable = true;    // for `error`: whether waiting can help (the body's `retryable`)
+  // CREDENTIAL_UNAVAILABLE: the token endpoint's answer, for the audit line only
+  // (secrets::TokenError::endpoint_status, endpoint_error).
+  unsigned endpoint_status = 0;
+  std::string endpoint_error{};
 };
 
 // What the whole chain decided: `decision` is the policy's (allowed, or the first refusal);
@@ -62,7 +66,9 @@ struct ChainResult {
   policy::Decision decision;
   Errc error = Errc::ok;
   std::string message;
-  bool retryable = true;  // for `error`, when the code's own default is too coarse
+  bool retryable = true;         // for `error`, when the code's own default is too coarse
+  unsigned endpoint_status = 0;  // CREDENTIAL_UNAVAILABLE: as FilterResult's
+  std::string endpoint_error{};
 };
 
 // One step of the chain every request goes through before it is forwarded (the decision;

@@ -67,7 +67,8 @@ std::string reason_phrase(const ErrorInfo& info) {
   if (!info.sandbox.empty())
     tail += " for sandbox " + keep_right(printable(info.sandbox), kMaxSandbox);
   tail += " (";
-  if (info.code == Errc::network_denied && !info.reason.empty()) {
+  if ((info.code == Errc::network_denied || info.code == Errc::proxy_auth_required) &&
+      !info.reason.empty()) {
     tail += printable(info.reason.substr(0, kMaxReason)) + "; ";
   }
   tail += can_retry ? "retryable)" : "not retryable)";
@@ -99,7 +100,11 @@ Reply git_refusal_reply(std::string_view service, const ErrorInfo& info) {
   constexpr std::size_t kMaxMessage = 1000;
   message.resize(std::min(message.size(), kMaxMessage));
   for (char& c : message) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    if (c == '\n') {
+      c = ' ';  // a suggested [[...]] block, shown on the one line git prints
+    } else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) {
+      c = '?';
+    }
   }
   const std::string payload = "ERR " + message + "\n";
   char length[5];
@@ -122,6 +127,9 @@ Reply error_reply(const ErrorInfo& info) {
   if (!info.sandbox.empty()) body["sandbox"] = info.sandbox;
   if (!info.host.empty()) body["host"] = info.host;
   if (info.port != 0) body["port"] = info.port;
+  if (info.code == Errc::proxy_auth_required && !info.reason.empty()) {
+    body["reason"] = info.reason;
+  }
   if (info.code == Errc::network_denied) {
     body["reason"] = info.reason;
     body["rule"] = info.rule;

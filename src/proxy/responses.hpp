@@ -19,7 +19,7 @@ struct ErrorInfo {
   std::string_view sandbox;
   std::string_view host;
   std::uint16_t port = 0;
-  std::string_view reason;        // policy reason name, for denials
+  std::string_view reason;        // policy reason name, for denials; auth_refusal's, for 407s
   std::string_view rule;          // deciding rule, for denials
   std::string_view suggestion;    // config line that would allow it, for denials
   std::string_view message;       // human-readable detail; never contains a secret

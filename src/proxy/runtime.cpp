@@ -2,8 +2,13 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <boost/asio/post.hpp>
 #include <memory>
+
+#include "proxy/session.hpp"
 
 namespace sandgate::proxy {
 
@@ -14,42 +19,76 @@ std::atomic<std::size_t>& ConnectionCounter::for_sandbox(const std::string& id) 
   return *slot;
 }
 
-bool ConnectionCounter::enter_pending_source(const std::string& source, std::size_t cap) {
-  std::lock_guard lock(pending_mutex_);
-  std::size_t& n = pending_by_source_[source];
-  if (n >= cap) {
-    if (n == 0) pending_by_source_.erase(source);
-    return false;
+std::uint64_t ConnectionCounter::enter_pending(const std::string& source, PendingHolder holder,
+                                               std::size_t total_cap, std::size_t source_cap) {
+  std::vector<PendingHolder> victims;
+  std::uint64_t ticket = 0;
+  {
+    std::lock_guard lock(pending_mutex_);
+    auto own = pending_by_source_.find(source);
+    while (own != pending_by_source_.end() && own->second.size() >= source_cap) {
+      victims.push_back(take_oldest(own));
+      own = pending_by_source_.find(source);
+    }
+    while (!pending_by_source_.empty() && pending.load() >= total_cap) {
+      // The source holding the most; of equals, the one whose oldest waited longest.
+      auto most = pending_by_source_.begin();
+      for (auto it = most; it != pending_by_source_.end(); ++it) {
+        const std::size_t n = it->second.size(), m = most->second.size();
+        if (n > m || (n == m && it->second.begin()->first < most->second.begin()->first)) most = it;
+      }
+      victims.push_back(take_oldest(most));
+    }
+    ticket = next_ticket_++;
+    pending_by_source_[source].emplace(ticket, std::move(holder));
+    pending.fetch_add(1);
   }
-  ++n;
-  return true;
+  for (PendingHolder& victim : victims) {
+    if (!victim.executor) continue;  // nobody to tell (the pool's unit tests)
+    asio::post(victim.executor, [session = std::move(victim.session)] {
+      if (const auto s = session.lock()) s->evict();
+    });
+  }
+  return ticket;
 }
 
-void ConnectionCounter::leave_pending_source(const std::string& source) {
+ConnectionCounter::PendingHolder ConnectionCounter::take_oldest(
+    std::unordered_map<std::string, std::map<std::uint64_t, PendingHolder>>::iterator at) {
+  auto oldest = at->second.begin();
+  PendingHolder holder = std::move(oldest->second);
+  at->second.erase(oldest);
+  if (at->second.empty()) pending_by_source_.erase(at);
+  pending.fetch_sub(1);
+  return holder;
+}
+
+void ConnectionCounter::leave_pending(const std::string& source, std::uint64_t ticket) {
   std::lock_guard lock(pending_mutex_);
   const auto it = pending_by_source_.find(source);
-  if (it != pending_by_source_.end() && --it->second == 0) pending_by_source_.erase(it);
+  if (it == pending_by_source_.end() || it->second.erase(ticket) == 0) return;  // evicted
+  pending.fetch_sub(1);
+  if (it->second.empty()) pending_by_source_.erase(it);
 }
 
-PendingSlot::PendingSlot(ConnectionCounter& counter, std::string source, std::size_t total_cap,
-                         std::size_t source_cap)
-    : source_(std::move(source)) {
-  if (counter.pending.fetch_add(1) >= total_cap) {
-    counter.pending.fetch_sub(1);
-    return;
-  }
-  if (!counter.enter_pending_source(source_, source_cap)) {
-    counter.pending.fetch_sub(1);
-    return;
-  }
+void PendingSlot::enter(ConnectionCounter& counter, std::string source,
+                        ConnectionCounter::PendingHolder holder, std::size_t total_cap,
+                        std::size_t source_cap) {
+  release();
+  source_ = std::move(source);
+  ticket_ = counter.enter_pending(source_, std::move(holder), total_cap, source_cap);
   counter_ = &counter;
 }
 
 void PendingSlot::release() {
   if (counter_ == nullptr) return;
-  counter_->leave_pending_source(source_);
-  counter_->pending.fetch_sub(1);
+  counter_->leave_pending(source_, ticket_);
   counter_ = nullptr;
+}
+
+std::size_t pending_cap(std::size_t configured) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return configured;
+  return std::max<std::size_t>(1, std::min(configured, static_cast<std::size_t>(lim.rlim_cur) / 4));
 }
 
 std::string sha256(std::string_view data) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -21,6 +22,7 @@
 #include "proxy/audit_bursts.hpp"
 #include "proxy/denial_counts.hpp"
 #include "proxy/dns_memory.hpp"
+#include "proxy/reload_status.hpp"
 #include "secrets/injection.hpp"
 #include "secrets/placeholder.hpp"
 #include "telemetry/audit_log.hpp"
@@ -59,45 +61,73 @@ struct Snapshot {
   }
 };
 
+struct Session;
+
 // Connection counts, total and per sandbox. Lock-free on the hot path: a sandbox's counter is
 // created on first use under a mutex and never removed, so a pointer to it stays valid.
 class ConnectionCounter {
  public:
   std::atomic<std::size_t>& for_sandbox(const std::string& id);
-  // Takes one of a source address's places among connections that have not named their
-  // sandbox yet; false (nothing taken) when the source already holds `cap`.
-  bool enter_pending_source(const std::string& source, std::size_t cap);
-  void leave_pending_source(const std::string& source);
+
+  // A connection that has not named its sandbox yet, as the pending pool knows it: who to end
+  // (on its own worker) when the pool needs its place.
+  struct PendingHolder {
+    std::weak_ptr<Session> session;
+    asio::any_io_executor executor;
+  };
+  // Takes a place in the pending pool for `holder` (from `source`) and returns its ticket.
+  // Never refuses the newcomer: when the source already holds `source_cap`, its oldest pending
+  // connection is ended; when the pool holds `total_cap`, the oldest of the source holding the
+  // most is. An ended connection loses its place at once (the newcomer has it) and is told
+  // TOO_MANY_CONNECTIONS on its worker (Session::evict).
+  std::uint64_t enter_pending(const std::string& source, PendingHolder holder,
+                              std::size_t total_cap, std::size_t source_cap);
+  // Gives a place back; nothing when the ticket was evicted.
+  void leave_pending(const std::string& source, std::uint64_t ticket);
 
   std::atomic<std::size_t> total{0};    // every open session (shutdown waits for 0)
   std::atomic<std::size_t> bound{0};    // sessions bound to a sandbox: max_connections
   std::atomic<std::size_t> pending{0};  // not bound yet: max_unauthenticated_connections
 
  private:
+  // Takes the oldest pending connection of `at` out of the pool; returns who to end.
+  PendingHolder take_oldest(
+      std::unordered_map<std::string, std::map<std::uint64_t, PendingHolder>>::iterator at);
+
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<std::atomic<std::size_t>>> by_sandbox_;
   std::mutex pending_mutex_;
-  std::unordered_map<std::string, std::size_t> pending_by_source_;  // no zero entries
+  // source -> its pending connections by ticket (oldest first); no empty entries.
+  std::unordered_map<std::string, std::map<std::uint64_t, PendingHolder>> pending_by_source_;
+  std::uint64_t next_ticket_ = 1;
 };
 
 // A connection's place among those that have not authenticated yet (per source address and
-// in total), so that they cannot take the capacity of sandboxes that have. Given back when
-// the connection binds its sandbox or closes.
+// in total), so that they cannot take the capacity of sandboxes that have, nor hold more than
+// their share of descriptors. Given back when the connection binds its sandbox or closes;
+// taken away when the pool evicts it (ConnectionCounter::enter_pending).
 class PendingSlot {
  public:
-  PendingSlot(ConnectionCounter& counter, std::string source, std::size_t total_cap,
-              std::size_t source_cap);
+  PendingSlot() = default;
   ~PendingSlot() { release(); }
   PendingSlot(const PendingSlot&) = delete;
   PendingSlot& operator=(const PendingSlot&) = delete;
 
-  bool held() const { return counter_ != nullptr; }
+  void enter(ConnectionCounter& counter, std::string source,
+             ConnectionCounter::PendingHolder holder, std::size_t total_cap,
+             std::size_t source_cap);
   void release();
 
  private:
   ConnectionCounter* counter_ = nullptr;
   std::string source_;
+  std::uint64_t ticket_ = 0;
 };
+
+// The most unauthenticated connections the pool holds: the configured cap, and never more
+// than a quarter of the process's descriptor limit as it is now (so silent connections cannot
+// use up the descriptors that authenticated ones and their upstreams need).
+std::size_t pending_cap(std::size_t configured);
 
 struct Interception;
 
@@ -116,6 +146,8 @@ struct Shared {
   // Refusals per sandbox, for GET /sandboxes/ID/denials (bounded; a reload drops the counts
   // of sandboxes it no longer has).
   DenialCounts denials;
+  // How the config's reloads went (GET /sandboxes/ID's `reload`).
+  ReloadStatus reloads;
   // The addresses of this host's interfaces, kept current by HostAddressWatch (never null
   // once the server runs). Never a destination unless allow_host_services opens one.
   std::atomic<std::shared_ptr<const policy::AddressSet>> host_addresses{
@@ -131,8 +163,6 @@ struct Shared {
     return snapshot.load(std::memory_order_acquire);
   }
 };
-
-struct Session;
 
 // The sessions alive on one worker, so shutdown can close them. Touched only on that
 // worker's thread.

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,11 +16,14 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,6 +114,18 @@ std::vector<std::string> denial_reasons() {
 std::string endpoint_text(const tcp::endpoint& ep) {
   const auto a = ep.address();
   return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+}
+
+// Every second, closes the worker's idle upstream connections whose keep-alive ended (the
+// pool itself looks only when a connection comes back). Ends with the worker's io_context.
+asio::awaitable<void> expire_upstreams(UpstreamPool* pool) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    timer.expires_after(std::chrono::seconds(1));
+    auto [ec] = co_await timer.async_wait(use_tuple);
+    if (ec) co_return;
+    pool->expire();
+  }
 }
 
 asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, ServeFn serve, WorkerDeps deps) {
@@ -218,6 +234,23 @@ std::string serving_status(const config::Config& cfg, unsigned n_workers) {
          std::to_string(n_workers) + " workers";
 }
 
+// A sandboxes_dir the config names but nobody made (the example config copied to
+// /etc/sandgate): made here, 0750 (drop-ins may hold sandbox tokens), and said on stderr.
+// Only the directory itself: a missing parent is a mistake in the path, reported.
+void ensure_sandboxes_dir(const config::Config& cfg) {
+  const std::string& dir = cfg.sandboxes_dir;
+  if (dir.empty() || !cfg.sandboxes_dir_named) return;
+  if (::mkdir(dir.c_str(), 0750) != 0) {
+    if (errno == EEXIST) return;
+    throw std::runtime_error("sandboxes_dir " + dir +
+                             " does not exist and cannot be created: " + std::strerror(errno));
+  }
+  ::chmod(dir.c_str(), 0750);  // whatever the umask
+  const boost::json::object event{
+      {"event", "sandboxes_dir_created"}, {"path", dir}, {"mode", "0750"}};
+  std::cerr << boost::json::serialize(event) << std::endl;
+}
+
 }  // namespace
 
 int run_server(std::shared_ptr<const config::Config> cfg) {
@@ -239,6 +272,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   std::unique_ptr<HostAddressWatch> host_watch;
   boost::json::object ready{{"event", "ready"}, {"version", kVersion}, {"workers", n_workers}};
   try {
+    ensure_sandboxes_dir(*cfg);
     shared->audit = std::make_shared<telemetry::AuditLog>(cfg->logging.audit);
     shared->metrics = std::make_shared<telemetry::Metrics>(kVersion, denial_reasons(),
                                                            telemetry::all_error_codes());
@@ -248,11 +282,16 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       shared->interception = make_interception(cfg->interception);
       ready["ca_fingerprint"] = shared->interception->authority->fingerprint();
       shared->metrics->set_leaf_counts_source([interception = shared->interception] {
+        // Both caches: the intercepted names' and the DNS sink's.
         const tls::LeafCacheStats s = interception->leaves->stats();
-        return telemetry::Metrics::LeafCounts{s.hits, s.misses, s.mints, s.mint_failures, s.size};
+        const tls::LeafCacheStats k = interception->sink_leaves->stats();
+        return telemetry::Metrics::LeafCounts{s.hits + k.hits, s.misses + k.misses,
+                                              s.mints + k.mints, s.mint_failures + k.mint_failures,
+                                              s.size + k.size};
       });
     }
     secrets::StoreOptions store;
+    store.dns = resolver_options(*cfg);  // token endpoints resolve as upstreams do
     store.log = [](std::string_view line) {
       std::cerr << boost::json::serialize(
                        boost::json::object{{"event", "credential"}, {"message", line}})
@@ -264,7 +303,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       std::vector<telemetry::Metrics::CredentialCounts> out;
       for (const secrets::CredentialStats& c : store->stats()) {
         out.push_back({c.name, std::string(secrets::kind_name(c.kind)), c.refreshes, c.failures,
-                       c.seconds_to_expiry});
+                       c.seconds_to_expiry, c.cache_entries});
       }
       return out;
     });
@@ -346,7 +385,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       ::pthread_setname_np(::pthread_self(), ("sg-worker-" + std::to_string(index)).c_str());
       auto resolver =
           std::make_unique<dns::Resolver>(w.ioc->get_executor(), resolver_options(*cfg));
-      auto upstreams = std::make_unique<UpstreamPool>();
+      auto upstreams = std::make_unique<UpstreamPool>(shared->metrics.get());
       const WorkerDeps deps{shared, resolver.get(), &w.sessions, upstreams.get()};
       for (auto& listener : w.acceptors) {
         asio::co_spawn(*w.ioc, accept_loop(*listener.acceptor, listener.serve, deps),
@@ -359,6 +398,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
         asio::co_spawn(*w.ioc, dns_tcp_accept_loop(*acceptor, deps), asio::detached);
       }
       if (w.admin) asio::co_spawn(*w.ioc, admin_accept_loop(*w.admin, shared), asio::detached);
+      asio::co_spawn(*w.ioc, expire_upstreams(upstreams.get()), asio::detached);
       // Runs until the main thread calls stop(), even when no acceptor is left.
       auto work = asio::make_work_guard(*w.ioc);
       w.ioc->run();
@@ -383,6 +423,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   // a failed reload everything is looked at again, so that a drop-in refused then (and not
   // in the running config) keeps the next reload failing, as a whole load would.
   const auto reload_once = [&](const std::optional<std::vector<std::string>>& changed) -> bool {
+    const std::uint64_t attempt = shared->reloads.begin();
     try {
       const auto current = shared->current();
       auto loaded =
@@ -390,15 +431,31 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       // The CA and the leaves minted with it live as long as the process: a reload that
       // would change them (or turn interception on or off) is refused as a whole.
       if (loaded->interception != cfg->interception) {
-        std::cerr << cfg->path
-                  << ": interception: [interception] differs from the running daemon's; "
-                     "restart sandgate to change it (nothing was reloaded)\n"
+        const std::string error = cfg->path +
+                                  ": interception: [interception] differs from the running "
+                                  "daemon's; restart sandgate to change it (nothing was reloaded)";
+        shared->reloads.finish(attempt, true, {error});  // before the event a reader waits for
+        std::cerr << error << "\n"
                   << R"({"event":"reload_failed"})" << std::endl;
         return false;
       }
       auto next = make_snapshot(loaded, self, current.get());
+      // Applied with the rest at the next start; said now, so an operator is not left
+      // wondering why a new listener does not answer.
+      if (const auto fixed = config::restart_only_changes(*cfg, *loaded); !fixed.empty()) {
+        boost::json::array sections;
+        for (const std::string& s : fixed) sections.emplace_back(s);
+        const boost::json::object event{
+            {"event", "reload_ignored"},
+            {"sections", std::move(sections)},
+            {"message",
+             "set up once at start; restart sandgate to apply (the rest of the "
+             "config was reloaded)"}};
+        std::cerr << boost::json::serialize(event) << std::endl;
+      }
       shared->credentials->update(loaded->credentials);
       shared->snapshot.store(next);
+      shared->reloads.finish(attempt, false);
       if (!drops_sandboxes(*loaded)) {
         std::cerr << R"({"event":"reloaded"})" << std::endl;
         service::notify_status(serving_status(*next->config, n_workers));
@@ -418,9 +475,13 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       service::notify_status(serving_status(*next->config, n_workers));
       return true;
     } catch (const config::ConfigErrors& e) {
-      for (const auto& error : e.errors()) std::cerr << error.to_string() << "\n";
+      std::vector<std::string> errors;
+      for (const auto& error : e.errors()) errors.push_back(error.to_string());
+      shared->reloads.finish(attempt, true, errors);
+      for (const std::string& error : errors) std::cerr << error << "\n";
       std::cerr << R"({"event":"reload_failed"})" << std::endl;
     } catch (const std::runtime_error& e) {  // the placeholder key file
+      shared->reloads.finish(attempt, true, {std::string("reload: ") + e.what()});
       std::cerr << "sandgate: reload: " << e.what() << "\n"
                 << R"({"event":"reload_failed"})" << std::endl;
     }

@@ -1,6 +1,7 @@
 // What every explicit session shares: the audit record, denials and failures.
 #include "proxy/session.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -43,6 +44,13 @@ telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
 }
 
 asio::awaitable<Dialed> Session::dial(const policy::Host& host, std::uint16_t port) {
+  if (sunk) {  // a stream to the DNS sink is never dialled (every request on it is refused)
+    Dialed refused(client.get_executor());
+    refused.error = Errc::network_denied;
+    refused.denial.reason = policy::Reason::stale_dns_answer;
+    refused.denied_host = host;
+    co_return refused;
+  }
   const auto bound = snap->config->dns.timeout + kDialBudgetTimeouts * limits().connect_timeout;
   watchdog->arm(bound + std::chrono::seconds(1));
   Dialed dialed = co_await dial_checked(deps, *snap, sandbox, host, port);
@@ -57,6 +65,10 @@ asio::awaitable<Dialed> Session::dial(const policy::Host& host, std::uint16_t po
 void Session::record_denial(policy::EntryMode mode, std::string_view host, std::uint16_t port,
                             const policy::Decision& d, std::string_view sni,
                             std::string_view suggestion) {
+  if (reported_at_dns(host)) {  // its line, counts and listing are the DNS listener's
+    deps.shared->metrics->connection(metrics_mode(mode), telemetry::Outcome::denied);
+    return;
+  }
   const std::string_view reason = policy::reason_name(d.reason);
   telemetry::AuditRecord r = record(mode);
   r.event = code_name(Errc::network_denied);
@@ -70,8 +82,12 @@ void Session::record_denial(policy::EntryMode mode, std::string_view host, std::
   if (mode == policy::EntryMode::http || mode == policy::EntryMode::connect) r.http_status = 403;
   deps.shared->audit->write(r);
   deps.shared->metrics->denial(reason);
-  deps.shared->denials.add(sandbox, r.protocol, host, port, reason);
+  deps.shared->denials.add(sandbox, r.protocol, host, port, reason, suggestion);
   deps.shared->metrics->connection(metrics_mode(mode), telemetry::Outcome::denied);
+}
+
+bool Session::reported_at_dns(std::string_view host) const {
+  return sunk && std::find(sunk_names.begin(), sunk_names.end(), host) != sunk_names.end();
 }
 
 telemetry::Ended Session::ended(telemetry::Ended seen) const {
@@ -94,13 +110,16 @@ void Session::record_tunnel(policy::EntryMode mode, std::string_view host, std::
   r.ended = ended(stats.ended);
   r.phase = telemetry::Phase::body;
   r.duration = std::chrono::steady_clock::now() - started;
+  std::string suggestion;  // r holds a view of it until the line is written
   if (denial != nullptr) {
     r.event = code_name(Errc::network_denied);
     r.outcome = "failure";
     r.reason = policy::reason_name(denial->reason);
     r.rule = denial->rule;
     metrics.denial(r.reason);
-    deps.shared->denials.add(sandbox, r.protocol, host, port, r.reason);
+    suggestion = placed_suggestion(*denial, policy::normalize_host(host), port, mode);
+    r.suggestion = suggestion;
+    deps.shared->denials.add(sandbox, r.protocol, host, port, r.reason, suggestion);
     metrics.connection(metrics_mode(mode), telemetry::Outcome::denied);
   } else {
     r.event = "connection_closed";
@@ -141,10 +160,10 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
   // The body's suggestion is made for `suggest_for`; the audit line's also for a refusal
   // without a body (a transparent stream), from the host as shown.
   const std::string suggestion_line =
-      suggest_for != nullptr ? placed_suggestion(d, *suggest_for, port) : std::string();
+      suggest_for != nullptr ? placed_suggestion(d, *suggest_for, port, mode) : std::string();
   const std::string logged_suggestion =
       suggest_for != nullptr ? suggestion_line
-                             : placed_suggestion(d, policy::normalize_host(shown), port);
+                             : placed_suggestion(d, policy::normalize_host(shown), port, mode);
   record_denial(mode, shown, port, d, sni, logged_suggestion);
   if (mode == policy::EntryMode::tls) {
     co_await asio::async_write(client, asio::buffer(tls_access_denied_alert()), use_tuple);
@@ -163,20 +182,19 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
   info.reason = reason;
   info.rule = d.rule;
   info.suggestion = suggestion_line;
+  // A stale answer of the sink: resolving the name again reaches it.
+  if (d.reason == policy::Reason::stale_dns_answer) info.retryable = true;
   const Reply reply =
       d.git.advertisement ? git_refusal_reply(d.git.service(), info) : error_reply(info);
   co_await answer(reply, to);
 }
 
 std::string Session::placed_suggestion(const policy::Decision& d, const policy::Host& host,
-                                       std::uint16_t port) const {
-  const std::string suggestion = policy::suggest_rule(d, host, port);
-  if (suggestion.empty() || sandbox.empty()) return {};
+                                       std::uint16_t port, policy::EntryMode mode) const {
+  if (sandbox.empty() || !snap) return {};
   // Where the operator can add it: the sandbox's table, its drop-in, or for a launcher-made
-  // sandbox its profile or the launcher's flag (config::suggestion_for).
-  const config::Sandbox* defined = snap ? snap->config->find_sandbox(sandbox) : nullptr;
-  return defined != nullptr ? config::suggestion_for(*defined, suggestion)
-                            : "[sandboxes." + sandbox + "] " + suggestion;
+  // sandbox its profile or the launcher's flag (config::home_of).
+  return policy::suggest(config::home_of(*snap->config, sandbox), host, port, d, mode).text();
 }
 
 void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view host,
@@ -198,7 +216,14 @@ void Session::record_failure(policy::EntryMode mode, Errc code, std::string_view
               : code == Errc::local_resources_exhausted ? Ended::resources
                                                         : Ended::unset;
   }
+  if (code == Errc::credential_unavailable) {
+    r.credential_endpoint_status = static_cast<int>(request_endpoint_status);
+    r.credential_endpoint_error = request_endpoint_error;
+  }
   deps.shared->audit->write(r);
+  // Said once: another stream of the connection must not carry it.
+  request_endpoint_status = 0;
+  request_endpoint_error = {};
   deps.shared->metrics->error(code);
   deps.shared->metrics->connection(metrics_mode(mode), telemetry::Outcome::error);
 }
@@ -249,6 +274,9 @@ asio::awaitable<void> Session::refuse_auth(policy::EntryMode mode, const AuthRes
   info.sandbox = sandbox;  // only a connection's bound identity is ever told back
   info.host = host;
   info.port = port;
+  const AuthRefusal told = auth_refusal(auth.outcome);  // an unknown id looks like a bad token
+  info.reason = told.reason;
+  info.message = told.message;
   const Reply reply = error_reply(info);
   co_await answer(reply, nullptr);
 }

@@ -75,6 +75,10 @@ struct Session : std::enable_shared_from_this<Session> {
   // Closes both sockets: every pending operation ends and the session unwinds (shutdown, or a
   // reload that removed the sandbox). What is in flight is then logged as ended by shutdown.
   void abort();
+  // Ends a connection that has not bound its sandbox yet because the pending pool needs its
+  // place: its read is cancelled and it is answered TOO_MANY_CONNECTIONS. Runs on the
+  // session's worker (posted by the pool); nothing once the sandbox is bound.
+  void evict();
   // Binds the connection to its sandbox, enforcing max_connections and the per-sandbox cap,
   // and gives back its unauthenticated place. A later request on the same connection must
   // name the same sandbox.
@@ -89,6 +93,10 @@ struct Session : std::enable_shared_from_this<Session> {
   std::string client_ip;
   // The client has had its FIN (the relay passed upstream's on): the close needs no shutdown.
   bool client_send_shut = false;
+  // The client connection ends in the middle of what it was being sent (a response cut
+  // short, an upgraded stream that was reset): its TLS leg is closed without close_notify,
+  // so that the client cannot take the cut for the end (close_client_tls).
+  bool client_cut = false;
   std::string sandbox;               // bound at the first authenticated request
   AuthMemo auth_memo;                // the Proxy-Authorization value it was bound with
   std::string original_destination;  // transparent: "ip:port" the sandbox dialled
@@ -109,11 +117,22 @@ struct Session : std::enable_shared_from_this<Session> {
   // ... and the credential attached to it, if any (credential.name, credential.fingerprint).
   std::string_view request_credential;
   std::string_view request_fingerprint;
+  // ... and when its credential could not be had, what the token endpoint answered (the
+  // CREDENTIAL_UNAVAILABLE line's credential.endpoint.*; secrets::TokenError).
+  unsigned request_endpoint_status = 0;
+  std::string_view request_endpoint_error;
+  // The stream came to the DNS sink (StreamVerdict::sunk): every request on it is refused
+  // (RequestFacts::sunk). `sunk_names`: the names the sandbox's DNS refused with the sink
+  // address, whose refusal the DNS line reported already (reported_at_dns).
+  bool sunk = false;
+  std::vector<std::string> sunk_names;
   bool aborted = false;  // abort() was called
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  // Held from construction until the sandbox is bound (see PendingSlot); not held from the
-  // start when the source or all unauthenticated connections are over their caps.
+  // An explicit-proxy connection's place in the pending pool, held from its start until the
+  // sandbox is bound (see PendingSlot).
   PendingSlot pending;
+  // The pending pool ended this connection to make room for a newer one (evict()).
+  bool evicted = false;
   telemetry::Metrics::Active active_connection;
   telemetry::Metrics::Active active_tunnel;  // while a tunnel is relayed
 
@@ -125,7 +144,8 @@ struct Session : std::enable_shared_from_this<Session> {
 
   // Dials an allowed destination (dial_checked) with the watchdog armed for the whole dial's
   // bound (DNS, then the connect budget). Should the deadline pass anyway, the dial counts as
-  // upstream_timeout and its socket is closed: no phase goes on without a deadline.
+  // upstream_timeout and its socket is closed: no phase goes on without a deadline. A sunk
+  // session never dials (network_denied, stale_dns_answer).
   asio::awaitable<Dialed> dial(const policy::Host& host, std::uint16_t port);
 
   // Writes raw bytes to the client (through its TLS when intercepted) under the session's
@@ -138,9 +158,9 @@ struct Session : std::enable_shared_from_this<Session> {
                      const policy::Decision& d, std::string_view sni = {},
                      std::string_view suggestion = {});
   // The config line that would allow what `d` refused, placed where this sandbox is defined
-  // (config::suggestion_for), as the 403 body and the audit line carry it; "" when none.
+  // (policy::suggest), as the 403 body and the audit line carry it; "" when none.
   std::string placed_suggestion(const policy::Decision& d, const policy::Host& host,
-                                std::uint16_t port) const;
+                                std::uint16_t port, policy::EntryMode mode) const;
   // Audit line and metrics of a failure with its own code; `status`: the HTTP status sent, if
   // any (0: none, e.g. a stream that is reset).
   // `phase`: where an exchange past the decision ended (connect for a failed dial).
@@ -183,6 +203,10 @@ struct Session : std::enable_shared_from_this<Session> {
   asio::awaitable<void> answer(const Reply& reply, Responder* to);
   // Closes the client connection with a TCP reset, so it fails at once instead of timing out.
   void reset_client();
+
+  // A sunk stream's refusal of a name the DNS listener refused and logged already: counted,
+  // not written again (one refusal, one line).
+  bool reported_at_dns(std::string_view host) const;
 
   // The metrics' mode of a line in `mode`: https for a request inside an intercepted stream.
   telemetry::Mode metrics_mode(policy::EntryMode mode) const {
@@ -265,10 +289,20 @@ asio::awaitable<void> serve_h2(Session& s);
 // Returns true when the connection may carry another request.
 asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::uint16_t port);
 
+// Ends the client's TLS leg of an intercepted connection cleanly, as nginx does: close_notify
+// is sent (under a deadline of kTlsCloseTime, so that a client that reads nothing cannot hold
+// the session), the client's own is not waited for. OpenSSL keeps a session for resumption
+// by ID only when its connection ended so. Nothing when there is no TLS leg, its handshake
+// never finished or failed, close_notify went already, or the connection is gone or cut
+// (reset, abort, client_cut, client_send_shut).
+asio::awaitable<void> close_client_tls(Session& s);
+inline constexpr std::chrono::milliseconds kTlsCloseTime{1000};
+
 // Closes the client connection after a reply sent before its request was read whole: our
-// side is shut (FIN), then what the client still sends is read and dropped until it closes,
-// a second passes or 4 MiB arrived, so that no reset makes its kernel drop the reply unread.
-// (intercept_h2.cpp's linger() uses it, then resets what a flooding client never read.)
+// side is shut (close_notify first when intercepted, then FIN), then what the client still sends is
+// read and dropped until it closes, a second passes or 4 MiB arrived, so that no reset makes its
+// kernel drop the reply unread. (intercept_h2.cpp's linger() uses it, then resets what a flooding
+// client never read.)
 asio::awaitable<void> linger_close(Session& s);
 // How long, and how much of, what a client still sends after a refusal is read and dropped
 // (linger_close, and intercept_h2.cpp's drain of a refused stream's body).

@@ -2,7 +2,9 @@
 // sandbox is known by its source address; the destination name comes from the connection's
 // own first bytes (TLS SNI, HTTP Host) or, for protocols that carry no name, from the
 // sandbox's recent DNS answers. The original destination address is only recorded: the name
-// is decided, resolved and dialled like any other, on the same decision path.
+// is decided, resolved and dialled like any other, on the same decision path. The one
+// address that matters is the DNS sink's (Dns::sink_address): a connection to it was refused
+// at DNS and is only answered with its refusal, in its own protocol (policy::decide_stream).
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -149,7 +151,7 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, tcp::endpoint peer, 
     co_await s.deny(v.mode, v.shown, port, v.decision, nullptr);
     co_return;
   }
-  if (!s.pending.held() || s.bind_sandbox(*facts.sandbox) != Errc::ok) {
+  if (s.bind_sandbox(*facts.sandbox) != Errc::ok) {
     co_await s.fail(policy::EntryMode::tcp, Errc::too_many_connections, {}, port);
     co_return;
   }
@@ -162,11 +164,16 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, tcp::endpoint peer, 
   facts.sandbox = &s.sandbox;
   facts.opening = to_opening(first.kind);
   facts.sni = first.hello.sni ? &*first.hello.sni : nullptr;
-  const std::vector<std::string> names = facts.opening == policy::Opening::tls && facts.sni
-                                             ? std::vector<std::string>()
-                                             : shared.dns_memory.names_for(s.sandbox, original_ip);
+  facts.sink = original_ip == s.snap->config->dns.sink_address;
+  std::vector<std::string> names = facts.opening == policy::Opening::tls && facts.sni && !facts.sink
+                                       ? std::vector<std::string>()
+                                       : shared.dns_memory.names_for(s.sandbox, original_ip);
   facts.dns_names = names;
   const policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
+  if (v.sunk) {
+    s.sunk = true;
+    s.sunk_names = std::move(names);
+  }
   const std::string_view sni = facts.sni ? std::string_view(*facts.sni) : std::string_view();
   switch (v.action) {
     case policy::StreamAction::serve_http:

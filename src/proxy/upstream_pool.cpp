@@ -1,6 +1,7 @@
 #include "proxy/upstream_pool.hpp"
 
 #include "proxy/session.hpp"
+#include "telemetry/metrics.hpp"
 
 namespace sandgate::proxy {
 
@@ -17,8 +18,17 @@ std::string key_of(const Session& s, const std::string& authority) {
 
 }  // namespace
 
-UpstreamPool::UpstreamPool() = default;
-UpstreamPool::~UpstreamPool() = default;
+UpstreamPool::UpstreamPool(telemetry::Metrics* metrics) : metrics_(metrics) {}
+UpstreamPool::~UpstreamPool() {
+  resize(0);
+}
+
+void UpstreamPool::resize(std::size_t n) {
+  if (metrics_ != nullptr && n != size_) {
+    metrics_->upstream_pool_changed(static_cast<double>(n) - static_cast<double>(size_));
+  }
+  size_ = n;
+}
 
 void UpstreamPool::put(const Session& s, std::unique_ptr<UpstreamConn> conn) {
   const config::Limits& limits = s.limits();
@@ -31,7 +41,7 @@ void UpstreamPool::put(const Session& s, std::unique_ptr<UpstreamConn> conn) {
   }
   by_key_[key_of(s, conn->authority)].push_back(
       {s.snap, std::move(conn), now + limits.upstream_keepalive});
-  ++size_;
+  resize(size_ + 1);
 }
 
 std::unique_ptr<UpstreamConn> UpstreamPool::take(const Session& s, const std::string& authority) {
@@ -44,17 +54,21 @@ std::unique_ptr<UpstreamConn> UpstreamPool::take(const Session& s, const std::st
   while (!entries.empty() && !found) {
     Entry e = std::move(entries.back());
     entries.pop_back();
-    --size_;
+    resize(size_ - 1);
     if (e.snap == s.snap && now < e.until && upstream_reusable(*e.conn)) found = std::move(e.conn);
   }
   if (entries.empty()) by_key_.erase(it);
   return found;
 }
 
+void UpstreamPool::expire() {
+  sweep(Clock::now());
+}
+
 void UpstreamPool::close_all() {
   closed_ = true;
   by_key_.clear();
-  size_ = 0;
+  resize(0);
 }
 
 void UpstreamPool::sweep(Clock::time_point now) {
@@ -65,7 +79,7 @@ void UpstreamPool::sweep(Clock::time_point now) {
     const auto before = entries.size();
     std::erase_if(entries,
                   [&](const Entry& e) { return now >= e.until || !upstream_reusable(*e.conn); });
-    size_ -= before - entries.size();
+    resize(size_ - (before - entries.size()));
     it = entries.empty() ? by_key_.erase(it) : std::next(it);
   }
 }

@@ -17,6 +17,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace sandgate::telemetry {
+class Metrics;
+}
+
 namespace sandgate::proxy {
 
 struct Session;
@@ -25,7 +29,9 @@ struct UpstreamConn;
 
 class UpstreamPool {
  public:
-  UpstreamPool();
+  // `metrics` (may be null) gets the pool's size as sandgate_upstream_pool_connections, summed
+  // over the workers' pools; it must outlive the pool.
+  explicit UpstreamPool(telemetry::Metrics* metrics = nullptr);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -37,6 +43,12 @@ class UpstreamPool {
   // A kept connection of `s`'s sandbox to `authority` (upstream_authority) that still looks
   // usable, or null.
   std::unique_ptr<UpstreamConn> take(const Session& s, const std::string& authority);
+
+  // Closes what expired or the destination closed. put() does it too, but only when a
+  // connection comes back: without this an idle worker would keep them, with their
+  // descriptors and the config snapshots they were kept under, until the next one did.
+  // The worker calls it every second.
+  void expire();
 
   // Closes every kept connection; later ones are closed as they come (worker shutdown).
   void close_all();
@@ -51,7 +63,10 @@ class UpstreamPool {
   };
   // Closes what expired or the destination closed; drops emptied keys.
   void sweep(std::chrono::steady_clock::time_point now);
+  // Sets size_ and moves the metrics gauge by the difference.
+  void resize(std::size_t n);
 
+  telemetry::Metrics* metrics_ = nullptr;
   std::unordered_map<std::string, std::vector<Entry>> by_key_;  // most recent last
   std::size_t size_ = 0;
   bool closed_ = false;

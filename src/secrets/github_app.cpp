@@ -89,6 +89,9 @@ class GithubAppProvider final : public Provider {
   }
 
   asio::awaitable<FetchResult> fetch(Scope scope) override {
+    // One deadline for the whole fetch (the installation's lookup included): every lookup,
+    // connect, handshake, request and response.
+    const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
     if (!client_.error.empty()) co_return fetch_failure(false, client_.error);
     std::string error;
     const KeyPtr key = load_key(spec_.private_key_file, error);
@@ -97,7 +100,7 @@ class GithubAppProvider final : public Provider {
     if (jwt.empty()) co_return fetch_failure(false, "cannot sign the app's JWT with the key");
 
     if (installation_id_ == 0) {
-      FetchResult lookup = co_await find_installation(jwt);
+      FetchResult lookup = co_await find_installation(jwt, deadline);
       if (!lookup.error.message.empty()) {
         cleanse(jwt);
         co_return lookup;
@@ -124,8 +127,8 @@ class GithubAppProvider final : public Provider {
         spec_.api_url + "/app/installations/" + std::to_string(installation_id_) + "/access_tokens";
     request.headers.emplace_back("Content-Type", "application/json");
     request.body = json::serialize(body);
-    HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), spec_.timeout,
-                                                 detail::kMaxTokenResponse);
+    HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
+                                                 deadline, detail::kMaxTokenResponse);
     FetchResult out = interpret(result, jwt);
     cleanse(jwt);
     // An installation looked up by account may have been replaced (the app reinstalled): look
@@ -177,7 +180,8 @@ class GithubAppProvider final : public Provider {
   }
 
   // GET /orgs/{account}/installation, then /users/{account}/installation; remembers the id.
-  asio::awaitable<FetchResult> find_installation(const std::string& jwt) {
+  asio::awaitable<FetchResult> find_installation(const std::string& jwt,
+                                                 std::chrono::steady_clock::time_point deadline) {
     const std::string what =
         "credentials." + spec_.name + ": installation of " + spec_.installation_account;
     for (const std::string_view kind : {"orgs", "users"}) {
@@ -185,8 +189,8 @@ class GithubAppProvider final : public Provider {
       request.method = "GET";
       request.url = spec_.api_url + "/" + std::string(kind) + "/" + spec_.installation_account +
                     "/installation";
-      HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), spec_.timeout,
-                                                   detail::kMaxTokenResponse);
+      HttpsResult result = co_await https_exchange(
+          client_.ctx, std::move(request), context_.resolver, deadline, detail::kMaxTokenResponse);
       if (!result.response) co_return fetch_failure(true, what + ": " + result.error);
       if (result.response->status == 404 && kind == "orgs") continue;
       if (result.response->status / 100 != 2) {

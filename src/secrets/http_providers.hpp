@@ -14,10 +14,20 @@ namespace sandgate::secrets::detail {
 
 inline constexpr std::size_t kMaxTokenResponse = 64 * 1024;
 
-// Turns a non-2xx answer into a failure: "<what>: HTTP <status>: <excerpt>"; 401, 403 (but
-// not a rate limit), 404, 400 and 422 are not retryable, 429 and 5xx are.
+// Turns a non-2xx answer into a failure: "<what>: HTTP <status>: <code>" when the body is JSON
+// naming an error (endpoint_error_code), else "<what>: HTTP <status>: <excerpt>"; 401, 403 (but
+// not a rate limit), 404, 400 and 422 are not retryable, 429 and 5xx are. The error carries
+// the status and the code (TokenError::endpoint_status, endpoint_error) for the audit line.
 FetchResult status_failure(std::string_view what, const HttpsResponse& response,
                            const std::vector<std::string_view>& secrets);
+
+// The error code a token endpoint's JSON body names: OAuth2's `error` (RFC 6749 5.2, e.g.
+// "invalid_client"), else GitHub's `message` (e.g. "Bad credentials"); "" when the body is not
+// JSON or names neither. Only printable ASCII is kept, every word that looks like a secret
+// (a known token prefix such as ghs_ or eyJ, any of `secrets`, or a long run of letters and
+// digits) becomes "[redacted]", and the result is cut to kMaxEndpointErrorBytes.
+std::string endpoint_error_code(std::string_view body,
+                                const std::vector<std::string_view>& secrets);
 
 // The client context for `ca_file`, or the reason it cannot be made (then every fetch fails).
 struct ClientContext {

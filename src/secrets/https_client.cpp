@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/ssl/stream.hpp>
@@ -15,7 +16,9 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <stdexcept>
+#include <variant>
 
+#include "dns/resolver.hpp"
 #include "policy/host.hpp"
 #include "secrets/secret_bytes.hpp"
 
@@ -35,6 +38,62 @@ std::string describe(const boost::system::error_code& ec) {
   return ec.message();
 }
 
+asio::ip::address to_asio(const policy::IpAddress& a) {
+  if (a.is_v4()) return asio::ip::address_v4(a.v4_value());
+  return asio::ip::address_v6(a.bytes);
+}
+
+// RFC 6761 6.3: "localhost" and every name below it are loopback, without asking DNS.
+bool is_localhost(std::string_view name) {
+  return name == "localhost" || name.ends_with(".localhost");
+}
+
+// Where to connect for `host` (normalised, valid), or why nowhere: a literal as it is, a
+// localhost name on loopback, any other name as `resolver` answers it by `deadline`.
+struct Endpoints {
+  std::vector<tcp::endpoint> endpoints;
+  std::string error;
+};
+
+asio::awaitable<Endpoints> endpoints_for(const policy::Host& host, std::uint16_t port,
+                                         dns::Resolver* resolver,
+                                         std::chrono::steady_clock::time_point deadline) {
+  using namespace asio::experimental::awaitable_operators;
+  Endpoints out;
+  if (host.is_address()) {
+    out.endpoints.emplace_back(to_asio(host.address), port);
+    co_return out;
+  }
+  if (is_localhost(host.name)) {
+    out.endpoints.emplace_back(asio::ip::address_v4::loopback(), port);
+    out.endpoints.emplace_back(asio::ip::address_v6::loopback(), port);
+    co_return out;
+  }
+  if (resolver == nullptr) {
+    out.error = "cannot resolve " + host.name + ": no resolver";
+    co_return out;
+  }
+  // The resolver's own timeout (dns.timeout_ms) may be longer than what is left of the fetch:
+  // race it. The losing lookup is cancelled for this caller only.
+  asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
+  auto answered = co_await (resolver->resolve(host.name) || timer.async_wait(use_tuple));
+  if (answered.index() == 1) {
+    out.error = "cannot resolve " + host.name + ": timed out";
+    co_return out;
+  }
+  const Result<dns::Answer>& answer = std::get<0>(answered);
+  if (!answer) {
+    out.error =
+        "cannot resolve " + host.name + ": " +
+        (answer.error() == make_error_code(Errc::upstream_timeout) ? std::string("timed out")
+                                                                   : answer.error().message());
+    co_return out;
+  }
+  for (const policy::IpAddress& a : answer->addresses) out.endpoints.emplace_back(to_asio(a), port);
+  if (out.endpoints.empty()) out.error = "cannot resolve " + host.name + ": no addresses";
+  co_return out;
+}
+
 }  // namespace
 
 std::shared_ptr<asio::ssl::context> make_client_context(const std::string& ca_file) {
@@ -52,7 +111,8 @@ std::shared_ptr<asio::ssl::context> make_client_context(const std::string& ca_fi
 }
 
 asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> ctx,
-                                            HttpsRequest request, std::chrono::milliseconds timeout,
+                                            HttpsRequest request, dns::Resolver* resolver,
+                                            std::chrono::steady_clock::time_point deadline,
                                             std::size_t max_body) {
   HttpsResult out;
   const auto target = policy::parse_target(request.url);
@@ -63,32 +123,28 @@ asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> 
   const std::string host(target->host);
   const std::string port = std::to_string(*target->port);
   std::string path(target->rest.empty() ? "/" : target->rest);
+  const policy::Host normalised = policy::normalize_host(host);
+  if (!normalised.is_valid()) {
+    out.error = "invalid host in the URL";
+    co_return out;
+  }
   const auto executor = co_await asio::this_coro::executor;
 
-  // The resolver has no deadline of its own: a watchdog cancels it.
-  auto resolver = std::make_shared<tcp::resolver>(executor);
-  asio::steady_timer watchdog(executor);
-  watchdog.expires_after(timeout);
-  watchdog.async_wait([resolver](boost::system::error_code ec) {
-    if (!ec) resolver->cancel();
-  });
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto [resolve_ec, endpoints] = co_await resolver->async_resolve(host, port, use_tuple);
-  watchdog.cancel();
-  if (resolve_ec) {
-    out.error = "cannot resolve " + host + ": " + describe(resolve_ec);
+  const Endpoints endpoints = co_await endpoints_for(normalised, *target->port, resolver, deadline);
+  if (endpoints.endpoints.empty()) {
+    out.error = endpoints.error;
     co_return out;
   }
 
   asio::ssl::stream<beast::tcp_stream> stream(executor, *ctx);
   beast::get_lowest_layer(stream).expires_at(deadline);
   auto [connect_ec, unused] =
-      co_await beast::get_lowest_layer(stream).async_connect(endpoints, use_tuple);
+      co_await beast::get_lowest_layer(stream).async_connect(endpoints.endpoints, use_tuple);
   if (connect_ec) {
     out.error = "cannot connect to " + host + ":" + port + ": " + describe(connect_ec);
     co_return out;
   }
-  if (!target->ip_literal && !policy::normalize_host(host).is_address()) {
+  if (!target->ip_literal && !normalised.is_address()) {
     SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
   }
   stream.set_verify_callback(asio::ssl::host_name_verification(host));

@@ -1,8 +1,11 @@
 #pragma once
 
 // The one HTTPS exchange the token providers need: a request, a bounded response, a deadline.
-// Runs on the credential store's io_context. TLS: the system's roots plus a credential's
-// ca_file, peer verification and the host name checked, TLS 1.2 or later.
+// Runs on the credential store's io_context. The host's addresses come from the store's
+// dns::Resolver (c-ares, on that same io_context), never from getaddrinfo: Asio's resolver runs
+// every lookup on one hidden thread, so a token endpoint whose name never answers would hold up
+// every other credential's fetch behind it (THREATS 35). TLS: the system's roots plus a
+// credential's ca_file, peer verification and the host name checked, TLS 1.2 or later.
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -12,6 +15,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace sandgate::dns {
+class Resolver;
+}
 
 namespace sandgate::secrets {
 
@@ -38,11 +45,17 @@ struct HttpsResult {
 // Throws std::runtime_error naming the file when it cannot be loaded.
 std::shared_ptr<boost::asio::ssl::context> make_client_context(const std::string& ca_file);
 
-// One exchange under `timeout` (the whole of it: resolve, connect, handshake, write, read).
-// The response body is limited to `max_body` bytes. The connection is closed afterwards.
+// One exchange that is over by `deadline`, all of it: resolve, connect, handshake, write, read.
+// The URL's host is resolved by `resolver`, which must run on the executor this coroutine
+// runs on (the store's); a lookup that outlasts the deadline is abandoned (other lookups and
+// exchanges go on). An IP literal needs no lookup, and `localhost` and names below it are the
+// loopback addresses 127.0.0.1 and ::1 (RFC 6761), as /etc/hosts has them; /etc/hosts is not
+// read otherwise. A null `resolver`: any other name fails. The addresses are tried in order
+// until one connects. The response body is limited to `max_body` bytes. The connection is
+// closed afterwards.
 boost::asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<boost::asio::ssl::context> ctx,
-                                                   HttpsRequest request,
-                                                   std::chrono::milliseconds timeout,
+                                                   HttpsRequest request, dns::Resolver* resolver,
+                                                   std::chrono::steady_clock::time_point deadline,
                                                    std::size_t max_body);
 
 // A short, single-line excerpt of a response body for an error message: at most `max` bytes,

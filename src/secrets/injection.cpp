@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "common/ascii.hpp"
 #include "policy/path.hpp"
+#include "policy/request_rules.hpp"
 #include "secrets/encoding.hpp"
 #include "secrets/secret_bytes.hpp"
 
@@ -36,10 +38,20 @@ Injection apply(const InjectRule& rule, std::string_view token) {
     case InjectAs::basic: {
       std::string pair = rule.user + ":" + std::string(token);
       std::string encoded = base64(pair);
+      // An echo may write the base64 URL-safe, or without its padding (THREATS 30).
+      std::string url = base64url(pair);
       cleanse(pair);
       out.name = "Authorization";
       out.value = "Basic " + encoded;
-      out.secret_forms.push_back(std::move(encoded));
+      std::string unpadded = encoded.substr(0, encoded.find_last_not_of('=') + 1);
+      std::string url_padded = url + std::string(encoded.size() - unpadded.size(), '=');
+      for (std::string* form : {&encoded, &unpadded, &url, &url_padded}) {
+        if (std::find(out.secret_forms.begin(), out.secret_forms.end(), *form) ==
+            out.secret_forms.end()) {
+          out.secret_forms.push_back(*form);
+        }
+        cleanse(*form);
+      }
       break;
     }
     case InjectAs::header: {
@@ -75,13 +87,24 @@ bool InjectionRules::host_matches(const InjectRule& rule, const policy::Host& ho
 const InjectRule* InjectionRules::match(const policy::Host& host, std::uint16_t port,
                                         std::string_view target) const {
   std::optional<policy::CanonicalPath> canonical;  // only when a rule has prefixes
+  // Where the http rules match paths without case (GitHub resolves owners and repositories in
+  // any case), so do the prefixes: "/Acme/Widgets.git" is "/acme/widgets.git" there.
+  const bool fold = policy::host_ignores_path_case(host.name);
+  const auto lowered = [](std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), lower_ascii);
+    return out;
+  };
   for (const InjectRule& rule : rules_) {
     if (!host_matches(rule, host, port)) continue;
     if (rule.path_prefixes.empty()) return &rule;
-    if (!canonical) canonical = policy::canonicalize_path(target);
+    if (!canonical) {
+      canonical = policy::canonicalize_path(target);
+      if (fold) canonical->path = lowered(canonical->path);
+    }
     if (canonical->ambiguous) continue;
     for (const std::string& prefix : rule.path_prefixes) {
-      if (path_prefix_matches(prefix, canonical->path)) return &rule;
+      if (path_prefix_matches(fold ? lowered(prefix) : prefix, canonical->path)) return &rule;
     }
   }
   return nullptr;

@@ -42,7 +42,8 @@ struct InjectRule {
 
 // The header a request gets: the proxy removes every field named `name` the client sent,
 // then adds this one. `secret_forms` are what of the value reveals the token (the token
-// itself and, for Basic, the base64 text): what the response redactor looks for.
+// itself and, for Basic, the base64 text, padded and not, standard and URL-safe): what the
+// response redactor looks for (it also finds each form escaped, see Redactor).
 struct Injection {
   std::string name;
   std::string value;

@@ -1,6 +1,7 @@
 // provider = "oauth2_client_credentials": RFC 6749 section 4.4.
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
+#include <cctype>
 
 #include "common/version.hpp"
 #include "secrets/encoding.hpp"
@@ -20,6 +21,8 @@ class OAuth2Provider final : public Provider {
       : spec_(spec), context_(std::move(context)), client_(detail::client_context(spec.ca_file)) {}
 
   asio::awaitable<FetchResult> fetch(Scope scope) override {
+    // One deadline for the whole fetch: resolve, connect, handshake, request, response.
+    const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
     if (!client_.error.empty()) co_return fetch_failure(false, client_.error);
     SecretFile secret = read_secret_file(spec_.client_secret_file, "client secret file");
     if (!secret.ok()) co_return fetch_failure(false, secret.error);
@@ -45,8 +48,8 @@ class OAuth2Provider final : public Provider {
       request.body += "&scope=" + detail::form_encode(joined);
     }
     if (!spec_.audience.empty()) request.body += "&audience=" + detail::form_encode(spec_.audience);
-    HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), spec_.timeout,
-                                                 detail::kMaxTokenResponse);
+    HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
+                                                 deadline, detail::kMaxTokenResponse);
     FetchResult out = interpret(result, {secret.content.view(), basic});
     cleanse(basic);
     if (result.response) cleanse(result.response->body);
@@ -117,8 +120,63 @@ FetchResult status_failure(std::string_view what, const HttpsResponse& response,
       status == 403 && (response.body.find("rate limit") != std::string::npos ||
                         response.body.find("Rate limit") != std::string::npos);
   const bool retryable = status == 429 || status == 408 || status / 100 == 5 || rate_limited;
-  return fetch_failure(retryable, std::string(what) + ": HTTP " + std::to_string(status) + ": " +
-                                      excerpt(response.body, secrets));
+  std::string code = endpoint_error_code(response.body, secrets);
+  FetchResult out =
+      fetch_failure(retryable, std::string(what) + ": HTTP " + std::to_string(status) + ": " +
+                                   (code.empty() ? excerpt(response.body, secrets) : code));
+  out.error.endpoint_status = status;
+  out.error.endpoint_error = std::move(code);
+  return out;
+}
+
+namespace {
+
+// Whether one word of an endpoint's error text may be a secret it echoed.
+bool secret_looking(std::string_view word, const std::vector<std::string_view>& secrets) {
+  for (const std::string_view prefix : {"ghs_", "ghp_", "gho_", "ghu_", "ghr_", "github_pat_",
+                                        "eyJ", "Bearer", "Basic", "-----BEGIN"}) {
+    if (word.starts_with(prefix) && word.size() > prefix.size() + 3) return true;
+  }
+  for (const std::string_view secret : secrets) {
+    if (secret.size() >= 4 && (word.find(secret) != std::string_view::npos ||
+                               secret.find(word) != std::string_view::npos)) {
+      return word.size() >= 4;
+    }
+  }
+  // A long run of letters and digits (a key, a token, a hash) with digits in it.
+  std::size_t digits = 0;
+  for (const char c : word) digits += std::isdigit(static_cast<unsigned char>(c)) != 0 ? 1 : 0;
+  return word.size() >= 20 && digits > 0;
+}
+
+}  // namespace
+
+std::string endpoint_error_code(std::string_view body,
+                                const std::vector<std::string_view>& secrets) {
+  boost::system::error_code ec;
+  const json::value parsed = json::parse(body, ec);
+  const json::object* object = ec ? nullptr : parsed.if_object();
+  if (object == nullptr) return {};
+  const json::value* field = object->if_contains("error");
+  if (field == nullptr || !field->is_string()) field = object->if_contains("message");
+  if (field == nullptr || !field->is_string()) return {};
+  // Words of printable ASCII; anything else separates words.
+  const std::string_view text(field->as_string().data(),
+                              std::min<std::size_t>(field->as_string().size(), 4096));
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size() && out.size() <= kMaxEndpointErrorBytes) {
+    const auto printable = [](char c) { return c > 0x20 && c < 0x7f; };
+    while (at < text.size() && !printable(text[at])) ++at;
+    const std::size_t start = at;
+    while (at < text.size() && printable(text[at])) ++at;
+    if (start == at) break;
+    const std::string_view word = text.substr(start, at - start);
+    if (!out.empty()) out += ' ';
+    out += secret_looking(word, secrets) ? std::string_view("[redacted]") : word;
+  }
+  if (out.size() > kMaxEndpointErrorBytes) out.resize(kMaxEndpointErrorBytes);
+  return out;
 }
 
 ClientContext client_context(const std::string& ca_file) {

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace sandgate::secrets {
@@ -27,7 +28,7 @@ std::runtime_error file_error(const std::string& path, const std::string& what) 
 }
 
 // Reads exactly kSize bytes from an open key file, checking what it is first.
-std::string read_key(int fd, const std::string& path) {
+std::string read_key(int fd, const std::string& path, uid_t owner) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw file_error(path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
@@ -36,7 +37,7 @@ std::string read_key(int fd, const std::string& path) {
   }
   // The daemon's user owns it; root (sandgate-launch, which computes the same placeholders)
   // may read it too.
-  if (st.st_uid != ::geteuid() && ::geteuid() != 0) {
+  if (st.st_uid != owner && owner != 0) {
     throw file_error(
         path, "owned by uid " + std::to_string(st.st_uid) + ", not by the user sandgate runs as");
   }
@@ -75,13 +76,38 @@ PlaceholderKey PlaceholderKey::from_bytes(std::string_view bytes) {
   return PlaceholderKey(std::make_shared<const SecretBytes>(bytes));
 }
 
+std::string PlaceholderKey::problem(const std::string& path, uid_t owner) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+  if (fd >= 0) {
+    std::string problem;
+    try {
+      std::string bytes = read_key(fd, path, owner);
+      cleanse(bytes);
+    } catch (const std::runtime_error& e) {
+      problem = e.what();
+    }
+    ::close(fd);
+    return problem;
+  }
+  if (errno != ENOENT) return file_error(path, std::strerror(errno)).what();
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  struct stat st {};
+  if (!dir.empty() && (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    return file_error(path, "directory " + dir +
+                                " does not exist; the daemon creates the key but not its directory "
+                                "(systemd's RuntimeDirectory= makes it)")
+        .what();
+  }
+  return {};
+}
+
 PlaceholderKey PlaceholderKey::load_or_create(const std::string& path) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
     if (fd >= 0) {
       std::string bytes;
       try {
-        bytes = read_key(fd, path);
+        bytes = read_key(fd, path, ::geteuid());
       } catch (...) {
         ::close(fd);
         throw;

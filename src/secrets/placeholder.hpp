@@ -10,6 +10,8 @@
 // The key is 32 random bytes in a file (load_or_create), so a daemon restart keeps the
 // placeholders of running sandboxes valid and sandgate-launch can compute them too.
 
+#include <sys/types.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +43,10 @@ class PlaceholderKey {
   // processes racing to create it agree on one key). Throws std::runtime_error naming the
   // file otherwise.
   static PlaceholderKey load_or_create(const std::string& path);
+  // What would make load_or_create fail for a daemon running as `owner`, without creating
+  // anything: an existing key it could not use, or a missing key whose directory is missing.
+  // Empty when it would succeed (as far as can be told before start).
+  static std::string problem(const std::string& path, uid_t owner);
 
   std::string placeholder_for(std::string_view sandbox, std::string_view credential) const;
 

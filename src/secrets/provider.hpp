@@ -17,6 +17,10 @@
 #include "secrets/spec.hpp"
 #include "secrets/token.hpp"
 
+namespace sandgate::dns {
+class Resolver;
+}
+
 namespace sandgate::secrets {
 
 // A token as a provider fetched it.
@@ -37,6 +41,9 @@ struct ProviderContext {
   std::function<TimePoint()> clock;
   // A line for the daemon's log (a helper's stderr, a lookup's result); never a secret.
   std::function<void(std::string_view)> log;
+  // Resolves token endpoints' host names (https_exchange): the store's own, on the store's
+  // io_context; it outlives every fetch. Null: only IP literals and localhost can be reached.
+  dns::Resolver* resolver = nullptr;
 };
 
 class Provider {

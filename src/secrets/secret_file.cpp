@@ -23,7 +23,7 @@ std::string mode_text(mode_t mode) {
 
 }  // namespace
 
-SecretFile read_secret_file(const std::string& path, std::string_view what) {
+SecretFile read_secret_file(const std::string& path, std::string_view what, uid_t owner) {
   SecretFile out;
   const std::string role(what);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -41,9 +41,9 @@ SecretFile read_secret_file(const std::string& path, std::string_view what) {
   } else if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     out.error = path + ": " + role + " is accessible by group or others (mode " +
                 mode_text(st.st_mode) + "); run chmod 600 " + path;
-  } else if (st.st_uid != ::geteuid()) {
+  } else if (st.st_uid != owner) {
     out.error = path + ": " + role + " is owned by uid " + std::to_string(st.st_uid) +
-                ", not by the user sandgate runs as (uid " + std::to_string(::geteuid()) + ")";
+                ", not by the user sandgate runs as (uid " + std::to_string(owner) + ")";
   } else if (static_cast<std::size_t>(st.st_size) > kMaxSecretFileBytes) {
     out.error =
         path + ": " + role + " is larger than " + std::to_string(kMaxSecretFileBytes) + " bytes";
@@ -80,11 +80,11 @@ SecretFile read_secret_file(const std::string& path, std::string_view what) {
   return out;
 }
 
-std::vector<std::string> check_credential(const CredentialSpec& spec) {
+std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owner) {
   std::vector<std::string> problems;
   const std::string prefix = "credentials." + spec.name + ": ";
   const auto check = [&](const std::string& path, std::string_view role) {
-    SecretFile file = read_secret_file(path, role);
+    SecretFile file = read_secret_file(path, role, owner);
     if (!file.ok()) problems.push_back(prefix + file.error);
     return file;
   };

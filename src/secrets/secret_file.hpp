@@ -4,6 +4,8 @@
 // regular file of this user, no access for group or others. Used by the providers and by
 // `sandgate --check-config`.
 
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -28,11 +30,14 @@ struct SecretFile {
   std::string identity;
   bool ok() const { return error.empty(); }
 };
-SecretFile read_secret_file(const std::string& path, std::string_view what);
+// The file must belong to `owner`: the user sandgate runs as, or the one `--check-config --user`
+// names.
+SecretFile read_secret_file(const std::string& path, std::string_view what,
+                            uid_t owner = ::geteuid());
 
 // What --check-config reports for one credential: every secret file unreadable, too open, or
 // empty, and a github_app private key that OpenSSL cannot parse as an unencrypted PEM RSA
 // private key. Empty when all is well.
-std::vector<std::string> check_credential(const CredentialSpec& spec);
+std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owner = ::geteuid());
 
 }  // namespace sandgate::secrets

@@ -79,7 +79,14 @@ namespace {
 
 TokenResult failed(bool retryable, std::string message) {
   TokenResult out;
-  out.error = TokenError{retryable, std::move(message)};
+  out.error = TokenError{retryable, std::move(message), 0, {}};
+  return out;
+}
+
+// A fetch's failure as it was (the token endpoint's status and code included).
+TokenResult failed(const TokenError& error) {
+  TokenResult out;
+  out.error = error;
   return out;
 }
 
@@ -101,9 +108,13 @@ CredentialStore::CredentialStore(StoreOptions options)
     auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
     options_.random = [rng] { return std::uniform_real_distribution<double>(0.0, 1.0)(*rng); };
   }
+  resolver_ = std::make_unique<dns::Resolver>(io_.get_executor(), options_.dns);
   thread_ = std::thread([this] {
     auto guard = asio::make_work_guard(io_);
     io_.run();
+    // On this thread, as the resolver requires; its pending lookups end as cancelled (their
+    // fetches are never resumed: the io_context has stopped).
+    resolver_.reset();
   });
 }
 
@@ -132,6 +143,7 @@ void CredentialStore::update(std::vector<CredentialSpec> specs) {
         ProviderContext context;
         context.clock = options_.clock;
         context.log = [this](std::string_view line) { log(line); };
+        context.resolver = resolver_.get();
         kept->provider = make_provider(kept->spec, std::move(context));
       }
       next->push_back(std::move(kept));
@@ -252,7 +264,7 @@ void CredentialStore::handle(std::shared_ptr<Credential> credential, std::string
       break;
     case RefreshState::Action::fail: {
       const TokenError& error = *slot->state.last_error();
-      if (waiter) waiter->complete(failed(error.retryable, error.message), waiter);
+      if (waiter) waiter->complete(failed(error), waiter);
       break;
     }
   }
@@ -302,7 +314,7 @@ asio::awaitable<void> CredentialStore::refresh(std::shared_ptr<Credential> crede
     if (auto usable = slot->state.usable(now)) {
       answer = served(std::move(usable));
     } else {
-      answer = failed(result.error.retryable, result.error.message);
+      answer = failed(result.error);
     }
   }
   for (const auto& waiter : slot->waiters) waiter->complete(answer, waiter);
@@ -323,6 +335,7 @@ std::vector<CredentialStats> CredentialStore::stats() const {
     s.failures = c->failures.load(std::memory_order_relaxed);
     std::optional<TimePoint> soonest;
     const auto slots = c->slots.load();
+    s.cache_entries = slots->size();
     for (const auto& [key, slot] : *slots) {
       const auto token = slot->token.load();
       if (!is_usable(token.get(), now) || token->expires_at == TimePoint::max()) continue;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "dns/resolver.hpp"
 #include "secrets/provider.hpp"
 #include "secrets/scope.hpp"
 #include "secrets/spec.hpp"
@@ -29,6 +30,9 @@ struct StoreOptions {
   // A line for the daemon's log: refresh failures, a helper's (redacted) stderr. Never holds a
   // secret. Called on the store's thread.
   std::function<void(std::string_view)> log;
+  // How token endpoints' names are resolved: the daemon's [dns] settings, so that they use the
+  // servers, static hosts and timeout the proxy's own lookups use.
+  dns::ResolverOptions dns;
 };
 
 // What a scrape of the store shows for one credential (no per-sandbox label).
@@ -40,18 +44,25 @@ struct CredentialStats {
   // Seconds until the soonest-expiring usable cached token expires; nullopt when none is
   // cached or none expires (static).
   std::optional<double> seconds_to_expiry;
+  // Entries of its token cache: one per scope a rule asked for (each holds a token, a refresh
+  // in flight or its last failure).
+  std::size_t cache_entries = 0;
 };
 
 // Every credential's tokens, for the daemon's whole life: it lives outside the config
 // snapshot, and update() on reload keeps the tokens of credentials whose spec did not change.
 //
 // Threads: the store owns one thread and io_context on which providers run and all refresh
-// state changes (RefreshState per (credential, scope)). Worker coroutines call get() on their
-// own io_contexts: a fresh cached token is read with atomic loads only (no lock, no thread
-// hop); otherwise the request is posted to the store's thread and the caller waits, bounded by
-// max_wait, for the one refresh in flight, then resumes on its own executor.
+// state changes (RefreshState per (credential, scope)), and a dns::Resolver (c-ares) on that
+// io_context for the providers' token endpoints: lookups are asynchronous, so a name that never
+// answers holds up only the fetch that asked for it (each fetch has its own deadline). Worker
+// coroutines call get() on their own io_contexts: a fresh cached token is read with atomic loads
+// only (no lock, no thread hop); otherwise the request is posted to the store's thread and the
+// caller waits, bounded by max_wait, for the one refresh in flight, then resumes on its own
+// executor.
 class CredentialStore {
  public:
+  // Throws std::runtime_error when options.dns is invalid (startup only).
   explicit CredentialStore(StoreOptions options = {});
   ~CredentialStore();  // stops the thread; waiting callers time out on their own
   CredentialStore(const CredentialStore&) = delete;
@@ -98,6 +109,8 @@ class CredentialStore {
   StoreOptions options_;
   boost::asio::io_context io_;
   std::atomic<std::shared_ptr<const CredentialMap>> credentials_;
+  // Made by the constructor before the thread starts, used and destroyed on the thread.
+  std::unique_ptr<dns::Resolver> resolver_;
   std::thread thread_;  // last: starts once everything above exists
 };
 

@@ -29,7 +29,14 @@ struct TokenError {
   // installation, a 401/403/404 from the endpoint).
   bool retryable = true;
   std::string message;
+  // A token endpoint that answered with an error: its HTTP status (0: none, the failure was
+  // elsewhere) and the error code its body named (OAuth2's `error`, GitHub's `message`), at
+  // most kMaxEndpointErrorBytes of printable ASCII with secret-looking words removed
+  // (endpoint_error_code). For the audit line, which never carries the free-text message.
+  unsigned endpoint_status = 0;
+  std::string endpoint_error{};
 };
+inline constexpr std::size_t kMaxEndpointErrorBytes = 80;
 
 // What CredentialStore::get gives a request: a token, or why there is none.
 struct TokenResult {

@@ -102,4 +102,13 @@ std::size_t BodyTripwire::feed(std::string_view data, bool last) {
   return decided;
 }
 
+bool BodyTripwire::pass_trailers(std::span<const std::string_view> texts) {
+  if (refused()) return false;
+  PlaceholderCheck one =
+      check_placeholders(*index_, rules_, sandbox_, *host_, port_, intercepted_, texts);
+  check_.found = check_.found || one.found;
+  if (!one.allowed) check_ = std::move(one);
+  return !refused();
+}
+
 }  // namespace sandgate::secrets

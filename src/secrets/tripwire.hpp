@@ -55,6 +55,9 @@ class BodyTripwire {
   // with `data` (all of it is decided). Once refused(), nothing of `data` may go (0) and the
   // body must not be finished: the request is to be stopped.
   std::size_t feed(std::string_view data, bool last);
+  // The same over the request's trailers (names and values), which leave after its body;
+  // false (and refused()) when one carries a placeholder where it may not go.
+  bool pass_trailers(std::span<const std::string_view> texts);
 
   bool refused() const { return !check_.allowed; }
   bool found() const { return check_.found; }

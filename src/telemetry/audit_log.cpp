@@ -434,6 +434,14 @@ std::string_view format_line(const AuditRecord& r) {
     line.open("credential");
     line.str("name", r.credential_name);
     if (!r.credential_fingerprint.empty()) line.str("fingerprint", r.credential_fingerprint);
+    if (r.credential_endpoint_status != 0 || !r.credential_endpoint_error.empty()) {
+      line.open("endpoint");
+      if (r.credential_endpoint_status != 0) {
+        line.num("status_code", r.credential_endpoint_status);
+      }
+      if (!r.credential_endpoint_error.empty()) line.str("error", r.credential_endpoint_error);
+      line.close();
+    }
     line.close();
   }
   if (!r.method.empty() || r.http_status != 0 || !r.http_version.empty()) {

@@ -72,6 +72,11 @@ struct AuditRecord {
   // request (never the token: the fingerprint is the first 12 hex digits of its SHA-256).
   std::string_view credential_name;
   std::string_view credential_fingerprint;
+  // credential.endpoint.status_code and credential.endpoint.error: on a CREDENTIAL_UNAVAILABLE
+  // line, the HTTP status the token endpoint answered the failed mint with (0 = omit) and the
+  // error code its body named (bounded and sanitized by the provider; never a secret).
+  int credential_endpoint_status = 0;
+  std::string_view credential_endpoint_error;
   // labels.redactions: occurrences of the attached token that sandgate removed from the
   // response before the sandbox saw it.
   std::uint64_t redactions = 0;

@@ -312,6 +312,16 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
                                 "Seconds until the soonest-expiring cached token of each "
                                 "credential expires.")
                             .Register(reg);
+  credential_cache_entries_ =
+      &BuildGauge()
+           .Name("sandgate_credential_token_cache_entries")
+           .Help("Entries of each credential's token cache (one per scope asked for).")
+           .Register(reg);
+  upstream_pool_ = &BuildGauge()
+                        .Name("sandgate_upstream_pool_connections")
+                        .Help("Idle upstream connections of intercepted streams kept for reuse.")
+                        .Register(reg)
+                        .Add({});
 
   BuildGauge()
       .Name("sandgate_build_info")
@@ -422,6 +432,8 @@ std::string Metrics::serialize() const {
         failures.Increment(static_cast<double>(c.failures - seen.failures));
         seen.refreshes = c.refreshes;
         seen.failures = c.failures;
+        credential_cache_entries_->Add({{"credential", c.name}})
+            .Set(static_cast<double>(c.cache_entries));
         if (c.seconds_to_expiry) {
           if (seen.expiry == nullptr)
             seen.expiry = &credential_expiry_->Add({{"credential", c.name}});
@@ -453,6 +465,10 @@ std::string Metrics::serialize() const {
     }
   }
   return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+void Metrics::upstream_pool_changed(double delta) noexcept {
+  upstream_pool_->Increment(delta);
 }
 
 Metrics::Active::Active(prometheus::Gauge* gauge) noexcept : gauge_(gauge) {

@@ -154,13 +154,15 @@ class Metrics {
   // sandgate_credential_refreshes_total{credential,provider},
   // sandgate_credential_refresh_failures_total{credential,provider} and
   // sandgate_credential_expiry_seconds{credential} (the soonest-expiring cached token; absent
-  // when none is cached or it never expires), read at scrape time from the credential store.
+  // when none is cached or it never expires) and sandgate_credential_token_cache_entries
+  // {credential} (one per scope asked for), read at scrape time from the credential store.
   // No per-sandbox label.
   struct CredentialCounts {
     std::string name;
     std::string provider;
     std::uint64_t refreshes = 0, failures = 0;
     std::optional<double> seconds_to_expiry;
+    std::size_t cache_entries = 0;
   };
   void set_credentials_source(std::function<std::vector<CredentialCounts>()> source);
 
@@ -184,6 +186,10 @@ class Metrics {
   };
   [[nodiscard]] Active active_connection() noexcept { return Active(active_connections_); }
   [[nodiscard]] Active active_tunnel() noexcept { return Active(active_tunnels_); }
+
+  // sandgate_upstream_pool_connections: idle upstream connections kept by every worker's
+  // UpstreamPool; each pool adds what it takes in and subtracts what it lets go.
+  void upstream_pool_changed(double delta) noexcept;
 
  private:
   using ByModeOutcome = std::array<std::array<prometheus::Counter*, kOutcomeCount>, kModeCount>;
@@ -212,6 +218,7 @@ class Metrics {
   prometheus::Counter* leaf_mints_ = nullptr;
   prometheus::Counter* leaf_mint_failures_ = nullptr;
   prometheus::Gauge* leaf_entries_ = nullptr;
+  prometheus::Gauge* upstream_pool_ = nullptr;
 
   mutable std::mutex audit_mutex_;  // guards the source and what was already counted
   std::function<std::uint64_t()> audit_source_;
@@ -221,6 +228,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* credential_refreshes_ = nullptr;
   prometheus::Family<prometheus::Counter>* credential_failures_ = nullptr;
   prometheus::Family<prometheus::Gauge>* credential_expiry_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* credential_cache_entries_ = nullptr;
   struct CredentialSeen {
     std::uint64_t refreshes = 0, failures = 0;
     prometheus::Gauge* expiry = nullptr;

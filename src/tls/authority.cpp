@@ -46,23 +46,7 @@ bool is_certifiable_name(std::string_view name) {
   return true;
 }
 
-std::vector<X509Ptr> read_certificates(const std::filesystem::path& file) {
-  BioPtr bio(BIO_new_file(file.c_str(), "r"));
-  if (!bio) {
-    throw CaError(shown(file) + ": cannot read CA certificate: " + std::strerror(errno));
-  }
-  std::vector<X509Ptr> certs;
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-    certs.emplace_back(cert);
-  }
-  const std::string errors = take_openssl_errors();  // the last read always ends in "no start line"
-  if (certs.empty()) {
-    throw CaError(shown(file) + ": no PEM certificate in file (" + errors + ")");
-  }
-  return certs;
-}
-
-PkeyPtr read_private_key(const std::filesystem::path& file) {
+PkeyPtr read_private_key(const std::filesystem::path& file, uid_t owner) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw CaError(shown(file) + ": cannot read CA key: " + std::strerror(errno));
   BioPtr bio(BIO_new_fd(fd, BIO_CLOSE));
@@ -78,9 +62,9 @@ PkeyPtr read_private_key(const std::filesystem::path& file) {
     throw CaError(shown(file) + ": CA key is accessible by group or others (mode " +
                   mode_text(st.st_mode & 07777) + "); run chmod 600 " + shown(file));
   }
-  if (st.st_uid != ::geteuid()) {
+  if (st.st_uid != owner) {
     throw CaError(shown(file) + ": CA key is owned by uid " + std::to_string(st.st_uid) +
-                  ", not by the user sandgate runs as (uid " + std::to_string(::geteuid()) + ")");
+                  ", not by the user sandgate runs as (uid " + std::to_string(owner) + ")");
   }
   PkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key) {
@@ -120,11 +104,27 @@ Problem check_authority(X509* cert, EVP_PKEY* key, Clock::time_point now) {
 
 }  // namespace
 
+std::vector<X509Ptr> read_certificates(const std::filesystem::path& file) {
+  BioPtr bio(BIO_new_file(file.c_str(), "r"));
+  if (!bio) {
+    throw CaError(shown(file) + ": cannot read CA certificate: " + std::strerror(errno));
+  }
+  std::vector<X509Ptr> certs;
+  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    certs.emplace_back(cert);
+  }
+  const std::string errors = take_openssl_errors();  // the last read always ends in "no start line"
+  if (certs.empty()) {
+    throw CaError(shown(file) + ": no PEM certificate in file (" + errors + ")");
+  }
+  return certs;
+}
+
 std::shared_ptr<const Authority> Authority::load(const std::filesystem::path& cert_file,
                                                  const std::filesystem::path& key_file,
-                                                 Clock::time_point now) {
+                                                 Clock::time_point now, uid_t owner) {
   std::vector<X509Ptr> certs = read_certificates(cert_file);
-  PkeyPtr key = read_private_key(key_file);
+  PkeyPtr key = read_private_key(key_file, owner);
   X509Ptr cert = std::move(certs.front());
   certs.erase(certs.begin());
   if (const Problem p = check_authority(cert.get(), key.get(), now); !p.what.empty()) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -21,6 +23,10 @@ class CaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Every PEM certificate in `file`, in order. Throws CaError naming the file when it cannot be
+// read or holds none.
+std::vector<X509Ptr> read_certificates(const std::filesystem::path& file);
+
 // The interception CA: its certificate and key, loaded once at startup and shared read-only by
 // every worker (shared_ptr<const Authority>). mint() is const and thread-safe.
 class Authority {
@@ -28,12 +34,14 @@ class Authority {
   // Reads `cert_file` (PEM: the CA certificate first, then any certificates between it and a
   // root, which are sent after every leaf) and `key_file` (PEM private key). Throws CaError,
   // naming the file, when a file cannot be read or parsed; when the key file is not a regular
-  // file owned by this process's effective user with no group or other permission bits; when
+  // file owned by `owner` (this process's effective user; `--check-config --user` names
+  // another) with no group or other permission bits; when
   // the first certificate is not a CA (basicConstraints CA:TRUE, keyCertSign if keyUsage is
   // present) or not valid at `now`; when the key does not belong to the certificate.
   static std::shared_ptr<const Authority> load(
       const std::filesystem::path& cert_file, const std::filesystem::path& key_file,
-      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+      std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
+      uid_t owner = ::geteuid());
 
   // The same checks on objects in memory, except the file ones. Throws CaError.
   Authority(X509Ptr cert, PkeyPtr key, std::vector<X509Ptr> chain = {},

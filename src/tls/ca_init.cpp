@@ -79,9 +79,15 @@ void install(const fs::path& tmp, const fs::path& final, bool replace) {
   fail(final, "cannot create", err);
 }
 
-void ensure_directory(const fs::path& dir) {
-  if (::mkdir(dir.c_str(), 0700) == 0) return;
-  const int err = errno;
+// `dir` itself 0700; missing parents as `mkdir -p` makes them (0755 less the umask).
+void ensure_directory(const fs::path& dir, mode_t mode = 0700) {
+  if (::mkdir(dir.c_str(), mode) == 0) return;
+  int err = errno;
+  if (err == ENOENT && !dir.parent_path().empty() && dir.parent_path() != dir) {
+    ensure_directory(dir.parent_path(), 0755);
+    if (::mkdir(dir.c_str(), mode) == 0) return;
+    err = errno;
+  }
   struct stat st {};
   if (err == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return;
   fail(dir, "cannot create directory", err == EEXIST ? ENOTDIR : err);

@@ -53,8 +53,10 @@ class Leaf {
 
 // A server SSL_CTX presenting `cert` with `key` and the extra `chain` certificates (those
 // between the leaf's issuer and the trust anchor, sent after the leaf): TLS 1.2 and 1.3 only,
-// no renegotiation, server session cache and session tickets on. `hook` runs last. Null on an
-// OpenSSL failure (the error queue says why).
+// TLS 1.2 with only ECDHE-ECDSA AEAD suites (AES-GCM, ChaCha20-Poly1305) in the server's
+// order, TLS 1.3 with OpenSSL's default suites, no renegotiation, the server_name extension
+// acknowledged, resumption by session ID (a bounded server cache) and by ticket. `hook` runs
+// last. Null on an OpenSSL failure (the error queue says why).
 std::shared_ptr<SSL_CTX> make_server_context(X509* cert, EVP_PKEY* key,
                                              const std::vector<X509Ptr>& chain,
                                              const ContextHook& hook = {});

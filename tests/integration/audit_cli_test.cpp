@@ -303,6 +303,38 @@ TEST_F(AuditCli, TableShowsTheGroupsAndTheLinesToPaste) {
       << r.out;
 }
 
+// Issue 37: lines without the daemon's suggestion (an earlier sandgate's) get one from the same
+// builder: a DNS line names the host without a port (never ":0"), and a sandbox the --config
+// does not have (a launched one, gone with its drop-in) is never named by its id.
+TEST(AuditCliDerived, DnsLinesAndSandboxesTheConfigDoesNotHave) {
+  TempDir dir;
+  const std::string config = dir.write("sandgate.toml", "[sandboxes.known]\ntoken = \"t\"\n");
+  const auto line = [](const std::string& sandbox, const std::string& host, int port,
+                       const std::string& protocol) {
+    return R"({"@timestamp":"2026-12-02T13:00:00.000Z","event":{"code":"SANDBOX_NETWORK_DENIED",)"
+           R"("outcome":"failure","reason":"no_matching_rule"},"labels":{"sandbox_id":")" +
+           sandbox + R"("},"destination":{"address":")" + host + "\"" +
+           (port != 0 ? ",\"port\":" + std::to_string(port) : std::string()) +
+           R"(},"network":{"protocol":")" + protocol + "\"}}\n";
+  };
+  const std::string log = dir.write("audit.log", line("known", "dns.example", 0, "dns") +
+                                                     line("gone", "dns.example", 0, "dns") +
+                                                     line("gone", "web.example", 8443, "connect"));
+  const json::object report = audit_json({"--config", config, log});
+  auto known = denials_of(report, "known");
+  EXPECT_EQ(known["dns.example:0 no_matching_rule"].at("suggestion").as_string(),
+            "[sandboxes.known] allow = [\"dns.example\"]");
+  auto gone = denials_of(report, "gone");
+  EXPECT_EQ(gone["dns.example:0 no_matching_rule"].at("suggestion").as_string(),
+            "sandgate-launch --allow \"dns.example\"");
+  EXPECT_EQ(gone["web.example:8443 no_matching_rule"].at("suggestion").as_string(),
+            "sandgate-launch --allow \"web.example:8443\"");
+  EXPECT_EQ(gone["web.example:8443 no_matching_rule"].at("suggestion_source").as_string(),
+            "config");
+  EXPECT_EQ(json::serialize(report.at("suggestions")).find(":0\\\""), std::string::npos)
+      << json::serialize(report.at("suggestions"));
+}
+
 TEST(AuditCliUsage, RefusesBadArgumentsAndReportsUnreadableInputs) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"--format", "xml"},

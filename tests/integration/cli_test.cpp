@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,6 +28,8 @@
 namespace {
 
 namespace json = boost::json;
+using sandgate::test::run_command;
+using sandgate::test::TempDir;
 
 // CTest sets both variables; the compiled-in fallbacks let the binary also run on its own.
 std::string env_or(const char* name, const char* fallback) {
@@ -179,6 +182,35 @@ TEST(CliHelp, PrintsUsageOnStdout) {
   EXPECT_EQ(r.err, "");
 }
 
+// `sandgate CMD --help` (or -h, anywhere after CMD): that command's usage alone.
+TEST(CliHelp, EachCommandPrintsItsOwn) {
+  for (const auto& [args, first] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"decide", "--help"}, "usage: sandgate decide --config FILE --sandbox ID"},
+           {{"audit", "-h"}, "usage: sandgate audit [--sandbox ID]..."},
+           {{"ca", "init", "--help"}, "usage: sandgate ca init DIR [--force]"},
+           {{"--check-config", "x.toml", "--help"}, "usage: sandgate --check-config FILE"}}) {
+    const RunResult r = run_sandgate(args);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_TRUE(r.out.starts_with(first)) << r.out;
+    EXPECT_EQ(r.out.find("sandgate --version"), std::string::npos) << r.out;  // only its own
+    EXPECT_EQ(r.err, "");
+  }
+}
+
+// `sandgate audit` with no FILE reads standard input; on a terminal that is someone who forgot
+// the file, told so at once instead of a silent wait (script(1) gives it a terminal).
+TEST(CliHelp, AuditOnATerminalWithoutFilePrintsItsUsage) {
+  const auto r =
+      run_command({"timeout", "5", "script", "-qec", sandgate_bin() + " audit", "/dev/null"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("no FILE given and standard input is a terminal"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("usage: sandgate audit"), std::string::npos) << r.out;
+  // Control: from a pipe it reads standard input (empty here) and reports.
+  const RunResult piped = run_sandgate({"audit"});
+  EXPECT_EQ(piped.exit_code, 0) << describe(piped);
+}
+
 // ---------------------------------------------------------------------------------------------
 // decide: one row per decision. `expected` is the whole JSON object on stdout, without the
 // "sandbox" key (the test adds the row's). The exit status follows the decision: 0 allow,
@@ -215,15 +247,15 @@ std::vector<DecideRow> decide_rows() {
       {"WildcardDoesNotCoverApex", "dev", "wild.example",
        R"({"decision":"deny","reason":"no_matching_rule","rule":"",
            "host":"wild.example","host_kind":"name","port":443,
-           "suggestion":"allow = [\"wild.example:443\"]"})"},
+           "suggestion":"[sandboxes.dev] allow = [\"wild.example:443\"]"})"},
       {"NoRule", "dev", "example.com",
        R"({"decision":"deny","reason":"no_matching_rule","rule":"",
            "host":"example.com","host_kind":"name","port":443,
-           "suggestion":"allow = [\"example.com:443\"]"})"},
+           "suggestion":"[sandboxes.dev] allow = [\"example.com:443\"]"})"},
       {"SuffixIsNotSubdomain", "dev", "notgithub.com",
        R"({"decision":"deny","reason":"no_matching_rule","rule":"",
            "host":"notgithub.com","host_kind":"name","port":443,
-           "suggestion":"allow = [\"notgithub.com:443\"]"})"},
+           "suggestion":"[sandboxes.dev] allow = [\"notgithub.com:443\"]"})"},
 
       // Target spellings: host, host:port, URLs; case and trailing dot normalised.
       {"HttpUrlDefaultsTo80", "dev", "http://github.com",
@@ -251,11 +283,11 @@ std::vector<DecideRow> decide_rows() {
       {"PortOutsideDefaults", "dev", "github.com:8080",
        R"({"decision":"deny","reason":"port_not_allowed","rule":"profiles.base.allow:github.com",
            "host":"github.com","host_kind":"name","port":8080,
-           "suggestion":"allow = [\"github.com:8080\"]"})"},
+           "suggestion":"[sandboxes.dev] allow = [\"github.com:8080\"]"})"},
       {"ExplicitPortIsNotInherited", "dev", "api.github.com:22",
        R"({"decision":"deny","reason":"port_not_allowed","rule":"profiles.base.allow:*.github.com",
            "host":"api.github.com","host_kind":"name","port":22,
-           "suggestion":"allow = [\"api.github.com:22\"]"})"},
+           "suggestion":"[sandboxes.dev] allow = [\"api.github.com:22\"]"})"},
       {"CustomPorts443", "ports", "api.example.com",
        R"({"decision":"allow","reason":"allowed_by_rule",
            "rule":"sandboxes.ports.allow:api.example.com",
@@ -268,7 +300,7 @@ std::vector<DecideRow> decide_rows() {
        R"({"decision":"deny","reason":"port_not_allowed",
            "rule":"sandboxes.ports.allow:api.example.com",
            "host":"api.example.com","host_kind":"name","port":80,
-           "suggestion":"allow = [\"api.example.com:80\"]"})"},
+           "suggestion":"[sandboxes.ports] allow = [\"api.example.com:80\"]"})"},
       {"PinnedPortRule", "ports", "ssh.example.com:2222",
        R"({"decision":"allow","reason":"allowed_by_rule",
            "rule":"sandboxes.ports.allow:ssh.example.com:2222",
@@ -277,19 +309,22 @@ std::vector<DecideRow> decide_rows() {
        R"({"decision":"deny","reason":"port_not_allowed",
            "rule":"sandboxes.ports.allow:ssh.example.com:2222",
            "host":"ssh.example.com","host_kind":"name","port":443,
-           "suggestion":"allow = [\"ssh.example.com:443\"]"})"},
+           "suggestion":"[sandboxes.ports] allow = [\"ssh.example.com:443\"]"})"},
 
       // Deny beats allow, on every port.
       {"DenyBeatsWildcardAllow", "dev", "gist.github.com",
        R"({"decision":"deny","reason":"denied_by_rule","rule":"profiles.base.deny:gist.github.com",
-           "host":"gist.github.com","host_kind":"name","port":443})"},
+           "host":"gist.github.com","host_kind":"name","port":443,
+           "no_suggestion":"rule profiles.base.deny:gist.github.com refuses it and comes first (deny beats allow); remove or narrow that rule"})"},
       {"DenyWithoutPortCoversEveryPort", "dev", "gist.github.com:22",
        R"({"decision":"deny","reason":"denied_by_rule","rule":"profiles.base.deny:gist.github.com",
-           "host":"gist.github.com","host_kind":"name","port":22})"},
+           "host":"gist.github.com","host_kind":"name","port":22,
+           "no_suggestion":"rule profiles.base.deny:gist.github.com refuses it and comes first (deny beats allow); remove or narrow that rule"})"},
       {"WildcardDeny", "dev", "a.b.internal.github.com",
        R"({"decision":"deny","reason":"denied_by_rule",
            "rule":"profiles.base.deny:*.internal.github.com",
-           "host":"a.b.internal.github.com","host_kind":"name","port":443})"},
+           "host":"a.b.internal.github.com","host_kind":"name","port":443,
+           "no_suggestion":"rule profiles.base.deny:*.internal.github.com refuses it and comes first (deny beats allow); remove or narrow that rule"})"},
 
       // allow_all_hosts: names only, still subject to deny rules and ports.
       {"AllowAllHosts", "trusted", "anything.example",
@@ -301,14 +336,15 @@ std::vector<DecideRow> decide_rows() {
       {"AllowAllHostsPort", "trusted", "anything.example:8080",
        R"({"decision":"deny","reason":"port_not_allowed","rule":"allow_all_hosts",
            "host":"anything.example","host_kind":"name","port":8080,
-           "suggestion":"allow = [\"anything.example:8080\"]"})"},
+           "suggestion":"[sandboxes.trusted] allow = [\"anything.example:8080\"]"})"},
       {"AllowAllHostsDeny", "trusted", "gist.github.com",
        R"({"decision":"deny","reason":"denied_by_rule","rule":"profiles.base.deny:gist.github.com",
-           "host":"gist.github.com","host_kind":"name","port":443})"},
+           "host":"gist.github.com","host_kind":"name","port":443,
+           "no_suggestion":"rule profiles.base.deny:gist.github.com refuses it and comes first (deny beats allow); remove or narrow that rule"})"},
       {"AllowAllHostsNotLiterals", "trusted", "8.8.8.8",
        R"({"decision":"deny","reason":"ip_literal_not_allowed","rule":"",
            "host":"8.8.8.8","host_kind":"address","port":443,"address_class":"global",
-           "suggestion":"allow_cidrs = [\"8.8.8.8/32\"]"})"},
+           "suggestion":"[sandboxes.trusted] allow_cidrs = [\"8.8.8.8/32\"]"})"},
 
       // A sandbox from a drop-in file: the main file's profile plus its own rules and ports.
       {"DropInOwnRule", "dropped", "pkg.example.dev",
@@ -322,48 +358,54 @@ std::vector<DecideRow> decide_rows() {
        R"({"decision":"deny","reason":"port_not_allowed",
            "rule":"sandboxes.dropped.allow:pkg.example.dev",
            "host":"pkg.example.dev","host_kind":"name","port":80,
-           "suggestion":"allow = [\"pkg.example.dev:80\"]"})"},
+           "suggestion":"policy.d/dropped.toml: allow = [\"pkg.example.dev:80\"]"})"},
 
       // Hosts that are neither names nor addresses.
       {"NumericNotAnAddress", "dev", "1.2.3.999",
        R"({"decision":"deny","reason":"invalid_host","rule":"",
            "host":"1.2.3.999","host_kind":"invalid","port":443,
-           "detail":"numeric host that is not a valid IPv4 address"})"},
+           "detail":"numeric host that is not a valid IPv4 address",
+           "no_suggestion":"not a valid host name or IP address"})"},
       {"FiveNumericParts", "dev", "1.2.3.4.5",
        R"({"decision":"deny","reason":"invalid_host","rule":"",
            "host":"1.2.3.4.5","host_kind":"invalid","port":443,
-           "detail":"numeric host that is not a valid IPv4 address"})"},
+           "detail":"numeric host that is not a valid IPv4 address",
+           "no_suggestion":"not a valid host name or IP address"})"},
       {"HexLastLabel", "dev", "example.0x1f",
        R"({"decision":"deny","reason":"invalid_host","rule":"",
            "host":"example.0x1f","host_kind":"invalid","port":443,
-           "detail":"numeric host that is not a valid IPv4 address"})"},
+           "detail":"numeric host that is not a valid IPv4 address",
+           "no_suggestion":"not a valid host name or IP address"})"},
       {"BracketsWithoutAnAddress", "dev", "[1:2]",
        R"({"decision":"deny","reason":"invalid_host","rule":"",
            "host":"1:2","host_kind":"invalid","port":443,
-           "detail":"invalid character in host name"})"},
+           "detail":"invalid character in host name",
+           "no_suggestion":"not a valid host name or IP address"})"},
       {"LabelStartsWithDash", "dev", "-bad.example",
        R"({"decision":"deny","reason":"invalid_host","rule":"",
            "host":"-bad.example","host_kind":"invalid","port":443,
-           "detail":"label starts or ends with '-'"})"},
+           "detail":"label starts or ends with '-'",
+           "no_suggestion":"not a valid host name or IP address"})"},
 
       // IP literals with no allow_cidrs: a special address says which class; a public one
       // needs a range.
       {"PublicLiteralNoCidrs", "dev", "8.8.8.8",
        R"({"decision":"deny","reason":"ip_literal_not_allowed","rule":"",
            "host":"8.8.8.8","host_kind":"address","port":443,"address_class":"global",
-           "suggestion":"allow_cidrs = [\"8.8.8.8/32\"]"})"},
+           "suggestion":"[sandboxes.dev] allow_cidrs = [\"8.8.8.8/32\"]"})"},
       {"PrivateNoCidrs", "dev", "10.1.2.3",
        R"({"decision":"deny","reason":"special_address","rule":"",
            "host":"10.1.2.3","host_kind":"address","port":443,"address_class":"private",
-           "suggestion":"allow_cidrs = [\"10.1.2.3/32\"]"})"},
+           "suggestion":"[sandboxes.dev] allow_cidrs = [\"10.1.2.3/32\"]"})"},
       {"CgnatNoCidrs", "dev", "100.64.0.1",
        R"({"decision":"deny","reason":"special_address","rule":"",
            "host":"100.64.0.1","host_kind":"address","port":443,"address_class":"cgnat",
-           "suggestion":"allow_cidrs = [\"100.64.0.1/32\"]"})"},
+           "suggestion":"[sandboxes.dev] allow_cidrs = [\"100.64.0.1/32\"]"})"},
       {"MetadataNoCidrs", "dev", "169.254.169.254",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"169.254.169.254","host_kind":"address","port":443,
-           "address_class":"metadata"})"},
+           "address_class":"metadata",
+           "no_suggestion":"metadata addresses are refused whatever the config says"})"},
 
       // allow_cidrs and deny_cidrs.
       {"AllowCidr", "lan", "10.1.2.3",
@@ -377,26 +419,30 @@ std::vector<DecideRow> decide_rows() {
       {"AllowCidrWrongPort", "lan", "10.1.2.3:22",
        R"({"decision":"deny","reason":"port_not_allowed",
            "rule":"sandboxes.lan.allow_cidrs:10.0.0.0/8",
-           "host":"10.1.2.3","host_kind":"address","port":22,"address_class":"private"})"},
+           "host":"10.1.2.3","host_kind":"address","port":22,"address_class":"private",
+           "suggestion":"[sandboxes.lan] allow_host_services = [\"10.1.2.3:22\"]"})"},
       // The launcher's pool (default 10.201.0.0/16) holds the host's own link addresses: no
       // range opens it, as in the daemon (THREATS 28).
       {"PoolAddressIsTheHosts", "lan", "10.201.0.1:443",
        R"({"decision":"deny","reason":"host_address","rule":"",
            "host":"10.201.0.1","host_kind":"address","port":443,"address_class":"private",
-           "suggestion":"allow_host_services = [\"10.201.0.1:443\"]"})"},
+           "suggestion":"[sandboxes.lan] allow_host_services = [\"10.201.0.1:443\"]"})"},
       {"PoolAddressMappedForm", "lan", "[::ffff:10.201.3.2]:80",
        R"({"decision":"deny","reason":"host_address","rule":"",
            "host":"[::ffff:10.201.3.2]","host_kind":"address","port":80,
-           "address_class":"private","suggestion":"allow_host_services = [\"10.201.3.2:80\"]"})"},
+           "address_class":"private",
+           "suggestion":"[sandboxes.lan] allow_host_services = [\"10.201.3.2:80\"]"})"},
       {"DenyCidrBeatsAllowCidr", "lan", "10.9.0.1",
        R"({"decision":"deny","reason":"denied_by_rule",
            "rule":"sandboxes.lan.deny_cidrs:10.9.0.0/16",
-           "host":"10.9.0.1","host_kind":"address","port":443,"address_class":"private"})"},
+           "host":"10.9.0.1","host_kind":"address","port":443,"address_class":"private",
+           "no_suggestion":"rule sandboxes.lan.deny_cidrs:10.9.0.0/16 refuses it and comes first (deny beats allow); remove or narrow that rule"})"},
       {"DenyCidrSeesMappedV4", "lan", "[::ffff:10.9.0.1]",
        R"({"decision":"deny","reason":"denied_by_rule",
            "rule":"sandboxes.lan.deny_cidrs:10.9.0.0/16",
            "host":"[::ffff:10.9.0.1]","host_kind":"address","port":443,
-           "address_class":"private"})"},
+           "address_class":"private",
+           "no_suggestion":"rule sandboxes.lan.deny_cidrs:10.9.0.0/16 refuses it and comes first (deny beats allow); remove or narrow that rule"})"},
       {"AllowCidrCgnat", "lan", "100.64.0.1",
        R"({"decision":"allow","reason":"allowed_by_cidr",
            "rule":"sandboxes.lan.allow_cidrs:100.64.0.0/10",
@@ -412,61 +458,72 @@ std::vector<DecideRow> decide_rows() {
       {"PublicOutsideCidrs", "lan", "1.1.1.1",
        R"({"decision":"deny","reason":"ip_literal_not_allowed","rule":"",
            "host":"1.1.1.1","host_kind":"address","port":443,"address_class":"global",
-           "suggestion":"allow_cidrs = [\"1.1.1.1/32\"]"})"},
+           "suggestion":"[sandboxes.lan] allow_cidrs = [\"1.1.1.1/32\"]"})"},
       {"PrivateOutsideCidrs", "lan", "192.168.1.1",
        R"({"decision":"deny","reason":"special_address","rule":"",
            "host":"192.168.1.1","host_kind":"address","port":443,"address_class":"private",
-           "suggestion":"allow_cidrs = [\"192.168.1.1/32\"]"})"},
+           "suggestion":"[sandboxes.lan] allow_cidrs = [\"192.168.1.1/32\"]"})"},
       {"V6LoopbackIsNotV4Loopback", "lan", "[::1]",
        R"({"decision":"deny","reason":"special_address","rule":"",
            "host":"[::1]","host_kind":"address","port":443,"address_class":"loopback",
-           "suggestion":"allow_cidrs = [\"::1/128\"]"})"},
+           "suggestion":"[sandboxes.lan] allow_cidrs = [\"::1/128\"]"})"},
       {"NamesIgnoreCidrs", "lan", "github.com",
        R"({"decision":"deny","reason":"no_matching_rule","rule":"",
            "host":"github.com","host_kind":"name","port":443,
-           "suggestion":"allow = [\"github.com:443\"]"})"},
+           "suggestion":"[sandboxes.lan] allow = [\"github.com:443\"]"})"},
 
       // Always denied, even though lan's allow_cidrs cover every one of them.
       {"MetadataV4", "lan", "169.254.169.254",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"169.254.169.254","host_kind":"address","port":443,
-           "address_class":"metadata"})"},
+           "address_class":"metadata",
+           "no_suggestion":"metadata addresses are refused whatever the config says"})"},
       {"MetadataV4Http", "lan", "http://169.254.169.254/latest/meta-data/",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"169.254.169.254","host_kind":"address","port":80,
-           "address_class":"metadata"})"},
+           "address_class":"metadata",
+           "no_suggestion":"metadata addresses are refused whatever the config says"})"},
       {"MetadataV6", "lan", "[fd00:ec2::254]",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"[fd00:ec2::254]","host_kind":"address","port":443,
-           "address_class":"metadata"})"},
+           "address_class":"metadata",
+           "no_suggestion":"metadata addresses are refused whatever the config says"})"},
       {"MetadataMapped", "lan", "[::ffff:169.254.169.254]",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"[::ffff:169.254.169.254]","host_kind":"address","port":443,
-           "address_class":"metadata"})"},
+           "address_class":"metadata",
+           "no_suggestion":"metadata addresses are refused whatever the config says"})"},
       {"MetadataNat64", "lan", "[64:ff9b::a9fe:a9fe]",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"[64:ff9b::a9fe:a9fe]","host_kind":"address","port":443,
-           "address_class":"metadata"})"},
+           "address_class":"metadata",
+           "no_suggestion":"metadata addresses are refused whatever the config says"})"},
       {"LinkLocal", "lan", "169.254.1.1",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"169.254.1.1","host_kind":"address","port":443,
-           "address_class":"link_local"})"},
+           "address_class":"link_local",
+           "no_suggestion":"link_local addresses are refused whatever the config says"})"},
       {"Unspecified", "lan", "0.0.0.0",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
-           "host":"0.0.0.0","host_kind":"address","port":443,"address_class":"unspecified"})"},
+           "host":"0.0.0.0","host_kind":"address","port":443,"address_class":"unspecified",
+           "no_suggestion":"unspecified addresses are refused whatever the config says"})"},
       {"UnspecifiedAsZero", "lan", "0",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
-           "host":"0.0.0.0","host_kind":"address","port":443,"address_class":"unspecified"})"},
+           "host":"0.0.0.0","host_kind":"address","port":443,"address_class":"unspecified",
+           "no_suggestion":"unspecified addresses are refused whatever the config says"})"},
       {"UnspecifiedV6", "lan", "[::]",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
-           "host":"[::]","host_kind":"address","port":443,"address_class":"unspecified"})"},
+           "host":"[::]","host_kind":"address","port":443,"address_class":"unspecified",
+           "no_suggestion":"unspecified addresses are refused whatever the config says"})"},
       {"Broadcast", "lan", "255.255.255.255",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
            "host":"255.255.255.255","host_kind":"address","port":443,
-           "address_class":"broadcast"})"},
+           "address_class":"broadcast",
+           "no_suggestion":"broadcast addresses are refused whatever the config says"})"},
       {"Multicast", "lan", "224.0.0.1",
        R"({"decision":"deny","reason":"always_denied_address","rule":"",
-           "host":"224.0.0.1","host_kind":"address","port":443,"address_class":"multicast"})"},
+           "host":"224.0.0.1","host_kind":"address","port":443,"address_class":"multicast",
+           "no_suggestion":"multicast addresses are refused whatever the config says"})"},
   };
 }
 
@@ -526,10 +583,14 @@ std::vector<LoopbackSpelling> loopback_spellings() {
   };
 }
 
-// The address inside the host text, as suggest_rule writes it: no brackets, full length.
-std::string single_address_cidr(const std::string& host) {
-  if (host.front() == '[') return host.substr(1, host.size() - 2) + "/128";
-  return host + "/32";
+// The suggestion policy::suggest places for the address in `sandbox`'s table: its own range,
+// an IPv4 address translated on the way (mapped, NAT64) as that IPv4 address, which opens those
+// forms too; a tunnelled one (6to4, Teredo, IPv4-compatible) as the IPv6 address itself.
+std::string cidr_suggestion(const std::string& sandbox, const LoopbackSpelling& row) {
+  const std::string cidr = row.host.front() != '[' ? row.host + "/32"
+                           : row.tunnelled ? row.host.substr(1, row.host.size() - 2) + "/128"
+                                           : "127.0.0.1/32";
+  return "[sandboxes." + sandbox + "] allow_cidrs = [\"" + cidr + "\"]";
 }
 
 class CliLoopbackLiteral : public ::testing::TestWithParam<LoopbackSpelling> {};
@@ -548,7 +609,7 @@ TEST_P(CliLoopbackLiteral, RefusedWithoutAllowCidrs) {
       {"host_kind", "address"},
       {"port", 443},
       {"address_class", "loopback"},
-      {"suggestion", "allow_cidrs = [\"" + single_address_cidr(row.host) + "\"]"},
+      {"suggestion", cidr_suggestion("dev", row)},
   };
   EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
 }
@@ -574,7 +635,7 @@ TEST_P(CliLoopbackLiteral, AllowedByCidr) {
     expected["decision"] = "deny";
     expected["reason"] = "special_address";
     expected["rule"] = "";
-    expected["suggestion"] = "allow_cidrs = [\"" + single_address_cidr(row.host) + "\"]";
+    expected["suggestion"] = cidr_suggestion("lan", row);
   }
   EXPECT_EQ(r.exit_code, row.tunnelled ? 3 : 0) << describe(r);
   EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
@@ -605,6 +666,7 @@ TEST(CliDecideLongHost, KeepsTheRegisteredDomain) {
       {"host_kind", "invalid"},
       {"port", 443},
       {"detail", "host name longer than 253 characters"},
+      {"no_suggestion", "not a valid host name or IP address"},
   };
   EXPECT_EQ(json_line(r), json::value(expected)) << describe(r);
 }
@@ -637,7 +699,7 @@ std::vector<DecideRequestRow> decide_request_rows() {
        R"({"decision":"deny","reason":"no_matching_http_rule","rule":"",
            "host":"api.example.com","host_kind":"name","port":443,
            "method":"POST","path":"/repos/acme/widgets",
-           "suggestion":"http_rules = [{ hosts = [\"api.example.com\"], methods = [\"POST\"], paths = [\"/repos/acme/widgets\"], action = \"allow\" }]"})"},
+           "suggestion":"[[sandboxes.agent.http_rules]]\nhosts = [\"api.example.com\"]\nmethods = [\"POST\"]\npaths = [\"/repos/acme/widgets\"]\naction = \"allow\""})"},
       // --path alone is a GET; the path the rules see is the canonical one.
       {"PathAloneIsAGetAndIsCanonicalised",
        {"--path", "/repos/x/../acme/%77idgets", "api.example.com"},
@@ -649,7 +711,8 @@ std::vector<DecideRequestRow> decide_request_rows() {
        {"--path", "/repos/acme%2Fwidgets", "api.example.com"},
        R"({"decision":"deny","reason":"ambiguous_path","rule":"",
            "host":"api.example.com","host_kind":"name","port":443,
-           "method":"GET","path":"/repos/acme%2Fwidgets","path_ambiguous":true})"},
+           "method":"GET","path":"/repos/acme%2Fwidgets","path_ambiguous":true,
+           "no_suggestion":"the path holds an encoding servers read differently; no rule matches it"})"},
       // Plain HTTP (an http:// TARGET) goes through the same rules.
       {"PlainHttpUrl",
        {"--method", "HEAD", "http://api.example.com/repos/acme/x"},
@@ -663,14 +726,16 @@ std::vector<DecideRequestRow> decide_request_rows() {
            "rule":"sandboxes.agent.git[0]:github.com/acme/*",
            "host":"github.com","host_kind":"name","port":443,
            "method":"POST","path":"/acme/widgets.git/git-receive-pack",
-           "git":"push","repository":"acme/widgets"})"},
+           "git":"push","repository":"acme/widgets",
+           "no_suggestion":"git rule sandboxes.agent.git[0]:github.com/acme/* matches the repository first and does not allow this operation; change it"})"},
       {"GitPushDiscoveryIsRefused",
        {"--method", "GET", "https://github.com/Acme/Widgets/info/refs?service=git-receive-pack"},
        R"({"decision":"deny","reason":"git_not_allowed",
            "rule":"sandboxes.agent.git[0]:github.com/acme/*",
            "host":"github.com","host_kind":"name","port":443,
            "method":"GET","path":"/Acme/Widgets/info/refs",
-           "git":"push","repository":"acme/widgets"})"},
+           "git":"push","repository":"acme/widgets",
+           "no_suggestion":"git rule sandboxes.agent.git[0]:github.com/acme/* matches the repository first and does not allow this operation; change it"})"},
       {"GitFetchIsAllowed",
        {"--method", "GET", "https://github.com/acme/widgets/info/refs?service=git-upload-pack"},
        R"({"decision":"allow","reason":"allowed_by_rule",
@@ -684,7 +749,8 @@ std::vector<DecideRequestRow> decide_request_rows() {
        R"({"decision":"allow","reason":"denied_by_http_rule",
            "rule":"sandboxes.agent.http_rules[1]",
            "host":"staging.example.com","host_kind":"name","port":443,
-           "method":"DELETE","path":"/db","would_deny":"denied_by_http_rule"})"},
+           "method":"DELETE","path":"/db","would_deny":"denied_by_http_rule",
+           "no_suggestion":"rule sandboxes.agent.http_rules[1] refuses it and comes first (deny beats allow); remove or narrow that rule"})"},
       {"AuditModeRuleDoesNotMatch",
        {"--method", "PUT", "https://staging.example.com/db"},
        R"({"decision":"allow","reason":"allowed_by_rule","rule":"sandboxes.agent.http_rules[2]",
@@ -700,7 +766,7 @@ std::vector<DecideRequestRow> decide_request_rows() {
        {"--method", "GET", "https://other.example.com/"},
        R"({"decision":"deny","reason":"no_matching_rule","rule":"",
            "host":"other.example.com","host_kind":"name","port":443,"method":"GET","path":"/",
-           "suggestion":"allow = [\"other.example.com:443\"]"})"},
+           "suggestion":"[sandboxes.agent] allow = [\"other.example.com:443\"]"})"},
       // Without --method or --path a URL's path is not used: the destination alone.
       {"UrlPathWithoutFlagsIsDestinationOnly",
        {"https://api.example.com/repos/other/x"},
@@ -769,7 +835,7 @@ std::vector<UsageRow> usage_rows() {
       {"UnknownArgument", {"--frobnicate"}, "sandgate: unknown argument \"--frobnicate\"\n", true},
       {"CheckConfigWithoutFile",
        {"--check-config"},
-       "sandgate: --check-config takes one FILE\n",
+       "sandgate: --check-config takes a FILE\n",
        true},
       {"MissingSandbox", with({"github.com"}),
        "sandgate: decide needs --config FILE, --sandbox ID and a TARGET\n", true},
@@ -980,7 +1046,8 @@ struct CredentialFiles {
   std::string config(const std::string& credentials) const {
     return dir.write("sandgate.toml",
                      "sandboxes_dir = \"\"\n[interception]\nca_cert = "
-                     "\"ca/ca.pem\"\nca_key = \"ca/ca.key\"\n" +
+                     "\"ca/ca.pem\"\nca_key = \"ca/ca.key\"\n"
+                     "[credentials]\nplaceholder_key_file = \"placeholder.key\"\n" +
                          credentials);
   }
 };
@@ -1018,15 +1085,130 @@ TEST(CliCheckConfig, ReadsEveryCredentialFile) {
                 bad + ": credentials.npm: " + d +
                 "/open-token: token file is accessible by group or others (mode 0644); run chmod "
                 "600 " +
-                d + "/open-token\n");
+                d + "/open-token\n" + bad + ": 4 error(s)\n");
   EXPECT_EQ(r.err.find("npm_secret_value"), std::string::npos);
+}
+
+// What start reads, read as the user the daemon runs as (`--user`): root's check of files that
+// belong to `nobody` passes with --user nobody and names the owner without it; and every
+// problem at once, whatever part of the start it belongs to.
+TEST(CliCheckConfig, ChecksForTheDaemonsUserEverythingInOneRound) {
+  const CredentialFiles files;
+  const passwd* nobody = ::getpwnam("nobody");
+  ASSERT_NE(nobody, nullptr);
+  const std::string d = files.dir.path().string();
+  for (const char* name : {"ca/ca.key", "app.pem"}) {
+    ASSERT_EQ(::chown(files.dir.file(name).c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+  }
+  const std::string path = files.config(
+      "[credentials.gh]\nprovider = \"github_app\"\napp_id = 1\nprivate_key_file = "
+      "\"app.pem\"\ninstallation_id = 2\n");
+  RunResult r = run_sandgate({"--check-config", path, "--user", "nobody"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.err, "");
+  r = run_sandgate({"--check-config", path});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  const std::string uid = std::to_string(nobody->pw_uid);
+  EXPECT_EQ(r.err, path + ": interception: " + d + "/ca/ca.key: CA key is owned by uid " + uid +
+                       ", not by the user sandgate runs as (uid 0)\n" + path +
+                       ": credentials.gh: " + d + "/app.pem: private key file is owned by uid " +
+                       uid + ", not by the user sandgate runs as (uid 0)\n" + path +
+                       ": 2 error(s)\n");
+
+  // The placeholder key's directory, launcher.ca_file and the CA, all in one report.
+  const std::string many = files.dir.write(
+      "many.toml",
+      "sandboxes_dir = \"\"\n[launcher]\nca_file = \"extra-ca.pem\"\n[interception]\n"
+      "ca_cert = \"ca/ca.pem\"\nca_key = \"ca/ca.key\"\n[credentials]\n"
+      "placeholder_key_file = \"run/placeholder.key\"\n[credentials.npm]\n"
+      "provider = \"static\"\nfile = \"token\"\n");
+  r = run_sandgate({"--check-config", many});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_NE(r.err.find(many + ": interception: "), std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find(many + ": credentials.placeholder_key_file: " + d +
+                 "/run/placeholder.key: placeholder key: directory " + d + "/run does not exist"),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(many + ": launcher.ca_file: " + d +
+                       "/extra-ca.pem: cannot read CA certificate: No such file or directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(many + ": 3 error(s)\n"), std::string::npos) << r.err;
+  EXPECT_EQ(run_sandgate({"--check-config", many, "--user", "no-such-user-here"}).err,
+            "sandgate: --check-config: no user \"no-such-user-here\" on this host\n");
+}
+
+// Loads, but cannot be what was meant: warned, and the check still passes.
+TEST(CliCheckConfig, WarnsOfASandboxOrProfileThatReachesNothingAndACredentialNeverSent) {
+  TempDir dir;
+  dir.write("token", "t0k3n\n");
+  ::chmod(dir.file("token").c_str(), 0600);
+  ASSERT_EQ(run_sandgate({"ca", "init", dir.file("ca")}).exit_code, 0);
+  const std::string path = dir.write(
+      "sandgate.toml",
+      "sandboxes_dir = \"\"\n[interception]\nca_cert = \"ca/ca.pem\"\nca_key = \"ca/ca.key\"\n"
+      "[credentials]\nplaceholder_key_file = \"pk\"\n"
+      "[credentials.npm]\nprovider = \"static\"\nfile = \"token\"\n"
+      "[profiles.web]\nallow = [\"registry.npmjs.org\"]\n"
+      "[[profiles.web.inject]]\nhosts = [\"registry.npmjs.org\", \"npm.pkg.github.com\"]\n"
+      "credential = \"npm\"\nas = \"bearer\"\n"
+      "[profiles.bare]\nports = [443]\n"
+      "[sandboxes.a]\nprofile = \"web\"\ntoken = \"a\"\n"
+      "[sandboxes.b]\ntoken = \"b\"\n");
+  const RunResult r = run_sandgate({"--check-config", path});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out, path + ": ok (2 sandboxes)\n");
+  // Each sandbox, then each profile as a sandbox launched with it alone would be.
+  EXPECT_EQ(r.err, path +
+                       ": warning: sandbox a (profile web): profiles.web.inject[0] names "
+                       "npm.pkg.github.com:443, which the sandbox may not reach "
+                       "(no_matching_rule): credential npm is never sent there\n" +
+                       path +
+                       ": warning: sandbox b has no allow list: every destination is "
+                       "refused\n" +
+                       path +
+                       ": warning: profile bare has no allow list: a sandbox launched with it "
+                       "alone refuses every destination (unless sandgate-launch --allow adds "
+                       "some)\n" +
+                       path +
+                       ": warning: profile web: profiles.web.inject[0] names "
+                       "npm.pkg.github.com:443, which a sandbox launched with it may not reach "
+                       "(no_matching_rule): credential npm is never sent there\n");
+}
+
+// The example config copied elsewhere without its sandboxes.d: a note, and the daemon makes it.
+TEST(CliCheckConfig, AMissingSandboxesDirIsMadeAtStart) {
+  TempDir dir;
+  const std::string path =
+      dir.write("sandgate.toml",
+                "sandboxes_dir = \"sandboxes.d\"\n[listeners]\nexplicit = [\"127.0.0.1:0\"]\n"
+                "[sandboxes.a]\ntoken = \"a\"\nallow = [\"example.org\"]\n");
+  RunResult r = run_sandgate({"--check-config", path});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.err, path + ": note: sandboxes_dir " + dir.file("sandboxes.d") +
+                       " does not exist; the daemon makes it at start (mode 0750)\n");
+  // The daemon runs for a second (it is ready in far less), then `timeout` ends it.
+  const auto daemon = run_command({"timeout", "1", sandgate_bin(), "--config", path});
+  EXPECT_NE(daemon.err.find("\"event\":\"sandboxes_dir_created\""), std::string::npos)
+      << daemon.err;
+  EXPECT_NE(daemon.err.find("\"event\":\"ready\""), std::string::npos) << daemon.err;
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.file("sandboxes.d").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  // A parent that is missing is a mistake in the path: an error, before start.
+  const std::string deeper = dir.write("deeper.toml",
+                                       "sandboxes_dir = \"no/such\"\n[sandboxes.a]\ntoken = \"a\"\n"
+                                       "allow = [\"example.org\"]\n");
+  r = run_sandgate({"--check-config", deeper});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.err, deeper + ": sandboxes_dir " + dir.file("no/such") + ": its directory " +
+                       dir.file("no") + " does not exist\n" + deeper + ": 1 error(s)\n");
 }
 
 // ---------------------------------------------------------------------------------------------
 // ca init: the files, their modes, what openssl makes of them, refusal and --force.
-
-using sandgate::test::run_command;
-using sandgate::test::TempDir;
 
 mode_t mode_of(const std::string& path) {
   struct stat st {};
@@ -1150,14 +1332,17 @@ TEST(CliCaInit, RefusesExistingFilesUnlessForced) {
   }
 }
 
+// Missing parents are made (as mkdir -p); a path through a file cannot be.
 TEST(CliCaInit, UnwritableDirectoryIsExitOne) {
   const TempDir tmp;
-  const std::string dir = tmp.file("missing/ca");
+  tmp.write("file", "x");
+  const std::string dir = tmp.file("file/ca");
   const RunResult r = run_sandgate({"ca", "init", dir});
   EXPECT_EQ(r.exit_code, 1) << describe(r);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "sandgate ca init: " + dir + ": cannot create directory: No such file or directory\n");
+  EXPECT_EQ(r.err, "sandgate ca init: " + dir + ": cannot create directory: Not a directory\n");
+  const RunResult made = run_sandgate({"ca", "init", tmp.file("missing/ca")});
+  EXPECT_EQ(made.exit_code, 0) << describe(made);
 }
 
 std::vector<UsageRow> ca_usage_rows() {

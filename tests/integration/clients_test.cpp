@@ -122,7 +122,9 @@ allow_cidrs = ["127.0.0.1/32"]
            " for sandbox agent-1 (no_matching_rule; not retryable)";
   }
   std::string auth_phrase(bool https) const {
-    return "PROXY_AUTH_REQUIRED " + authority(true, https) + " (not retryable)";
+    // A wrong token: told as invalid_credentials (an unknown id looks the same).
+    return "PROXY_AUTH_REQUIRED " + authority(true, https) +
+           " (invalid_credentials; not retryable)";
   }
   std::size_t lines() const { return daemon_->audit_lines().size(); }
 

@@ -223,7 +223,8 @@ TEST_F(LauncherOutcomes, JsonReportsTheRunsDenials) {
                    "denied.test:80:192.0.2.1 http://denied.test/; done; "
                    "getent hosts other.denied.test >/dev/null; echo dns=$?; exit 4"});
   EXPECT_EQ(r.exit_code, 4) << r.err;
-  EXPECT_TRUE(r.out.starts_with("403\n403\ndns=2\n{")) << r.out;
+  // The refused name resolves to the DNS sink (docs/dns.md): the lookup succeeds.
+  EXPECT_TRUE(r.out.starts_with("403\n403\ndns=0\n{")) << r.out;
   json::object j = status_from_stdout(r.out);
   EXPECT_EQ(j.at("sandbox"), json::value(sb));
   EXPECT_TRUE(j.at("error").is_null());
@@ -242,6 +243,8 @@ TEST_F(LauncherOutcomes, JsonReportsTheRunsDenials) {
       EXPECT_EQ(d.at("protocol"), "http");
       EXPECT_EQ(d.at("reason"), "no_matching_rule");
       EXPECT_EQ(d.at("count"), 2);
+      // As the daemon suggested it: the launcher's flag for a sandbox without a profile.
+      EXPECT_EQ(d.at("suggestion"), "sandgate-launch --allow \"denied.test:80\"");
     }
     if (d.at("host") == "other.denied.test") {
       dns = true;
@@ -261,6 +264,75 @@ TEST_F(LauncherOutcomes, JsonReportsTheRunsDenials) {
   j = status_from_stdout(r.out);
   EXPECT_EQ(j.at("denials"), json::array{});
   EXPECT_EQ(j.at("denials_total"), 0);
+}
+
+// Without --quiet, run and exec end with a short summary on stderr of what the network refused
+// while the command ran: one line per destination with its count, reason and the line that
+// would allow it (the daemon's suggestion), after the command's own output; at most 20 lines.
+// Nothing when nothing was refused, nothing with --quiet (--json still carries them).
+TEST_F(LauncherOutcomes, RunAndExecSummariseTheRefusalsOnStderr) {
+  start_daemon();
+  const std::string sb = id("summary");
+  auto r = launch({"run", "--sandbox", sb, "--", "sh", "-c",
+                   "for i in 1 2; do curl -s -o /dev/null -w '%{http_code}\\n' -m 5 --resolve "
+                   "denied.test:80:192.0.2.1 http://denied.test/; done; "
+                   "getent hosts other.denied.test >/dev/null; echo done >&2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "403\n403\n");
+  // The command's own stderr first, then the summary.
+  EXPECT_TRUE(r.err.starts_with("done\nsandgate-launch: sandbox \"" + sb +
+                                "\": the network refused 2 destinations ("))
+      << r.err;
+  EXPECT_NE(r.err.find("\n  denied.test:80 (http, 2x): no_matching_rule; to allow: "
+                       "sandgate-launch --allow \"denied.test:80\"\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("\n  other\\.denied\\.test \\(dns, [0-9]+x\\): "
+                                                  "no_matching_rule; to allow: sandgate-launch "
+                                                  "--allow \"other\\.denied\\.test\"\n")))
+      << r.err;
+  expect_nothing_left(sb);
+
+  // --quiet: none; --json still has them.
+  const std::string quiet = id("quiet");
+  r = launch({"run", "--sandbox", quiet, "--quiet", "--json", "--", "sh", "-c",
+              "getent hosts quiet.denied.test >/dev/null; true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_GE(status_from_stdout(r.out).at("denials_total").as_int64(), 1);
+
+  // Control: nothing refused, nothing said.
+  const std::string clean = id("clean");
+  r = launch({"run", "--sandbox", clean, "--", "true"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");
+
+  // Many destinations: at most 20 lines, the rest counted.
+  const std::string many = id("many");
+  r = launch({"run", "--sandbox", many, "--", "sh", "-c",
+              "for i in $(seq 1 30); do getent hosts n$i.denied.test >/dev/null; done; true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 20) << r.err;
+  EXPECT_NE(r.err.find("the network refused 30 destinations"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\n  and 12 more (sandgate-launch run --json lists them)\n"),
+            std::string::npos)
+      << r.err;
+
+  // exec: what the sandbox was refused while its command ran.
+  const std::string up = id("exec");
+  ASSERT_EQ(launch({"up", "--sandbox", up}).exit_code, 0);
+  r = launch({"exec", "--sandbox", up, "--", "sh", "-c",
+              "getent hosts exec.denied.test >/dev/null; true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the network refused 1 destination ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\n  exec.denied.test (dns, "), std::string::npos) << r.err;
+  r = launch({"exec", "--sandbox", up, "--quiet", "--", "sh", "-c",
+              "getent hosts exec.denied.test >/dev/null; true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  r = launch({"exec", "--sandbox", up, "--", "true"});  // control
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(launch({"down", "--sandbox", up}).exit_code, 0);
 }
 
 // --json-fd N: the status object goes to a descriptor the caller opened, which the command

@@ -172,14 +172,14 @@ class Launcher : public LauncherFixture {
  protected:
   // The daemon with interception (a CA `sandgate ca init` makes in sgca/), the placeholder
   // key `key` and a static credential "gh" (token file 0600 holding npm_realtoken; env
-  // GH_TOKEN and GITHUB_TOKEN) injected as Bearer for example.com.
+  // GH_TOKEN and GITHUB_TOKEN) injected as Bearer for example.com, after extra_tables_.
   void start_with_static_credential(const std::string& key) {
     ASSERT_EQ(run_command({sandgate_binary(), "ca", "init", dir_.file("sgca")}).exit_code, 0);
     dir_.write("placeholder.key", key);
     ::chmod(dir_.file("placeholder.key").c_str(), 0600);
     dir_.write("token", "npm_realtoken\n");
     ::chmod(dir_.file("token").c_str(), 0600);
-    extra_tables_ =
+    extra_tables_ +=
         "\n[interception]\nca_cert = \"" + dir_.file("sgca/ca.pem") + "\"\nca_key = \"" +
         dir_.file("sgca/ca.key") + "\"\n\n[credentials]\nplaceholder_key_file = \"" +
         dir_.file("placeholder.key") + "\"\n\n[credentials.gh]\nprovider = \"static\"\nfile = \"" +
@@ -290,6 +290,38 @@ TEST_F(Launcher, CredentialVariablesHoldThePlaceholderNotTheOperatorsToken) {
       secrets::PlaceholderKey::from_bytes(key).placeholder_for(sb, "gh");
   EXPECT_EQ(r.out, placeholder + "\n" + placeholder + "\n2\n");
   EXPECT_EQ(r.out.find("ghp_the_operators_own"), std::string::npos);
+}
+
+// `env` gives a client outside any launched sandbox (the explicit proxy's) what a launched
+// sandbox gets: the bundle of system roots and sandgate's CA in every CA variable, and the
+// sandbox's placeholders; `eval` of its output in a shell sets them. An id the config does
+// not define gets the CA lines only, and a warning. No real token is ever printed.
+TEST_F(Launcher, EnvPrintsTheBundleAndThePlaceholdersOfAConfiguredSandbox) {
+  const std::string key(32, '\x44');
+  extra_tables_ += "\n[sandboxes.proxied]\nprofile = \"default\"\ntoken = \"t0k3n\"\n";
+  ASSERT_NO_FATAL_FAILURE(start_with_static_credential(key));
+  const std::string b = state_dir() + "/ca/ca-bundle.pem";
+  auto r = launch({"env", "--sandbox", "proxied"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string placeholder =
+      secrets::PlaceholderKey::from_bytes(key).placeholder_for("proxied", "gh");
+  EXPECT_NE(r.out.find("export SSL_CERT_FILE='" + b + "'\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("export GIT_SSL_CAINFO='" + b + "'\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("export GH_TOKEN='" + placeholder + "'\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("npm_realtoken"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+  const std::string bundle = read_file(b);
+  EXPECT_TRUE(bundle.starts_with(read_file("/etc/ssl/certs/ca-certificates.crt")));
+  EXPECT_NE(bundle.find(read_file(dir_.file("sgca/ca.pem"))), std::string::npos);
+  const std::string script =
+      dir_.write("env.sh", r.out + "echo \"$GITHUB_TOKEN $CURL_CA_BUNDLE\"\n");
+  EXPECT_EQ(run_command({"sh", script}).out, placeholder + " " + b + "\n");
+
+  r = launch({"env", "--sandbox", "nobody-here"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("export SSL_CERT_FILE='" + b + "'\n"), std::string::npos);
+  EXPECT_EQ(r.out.find("GH_TOKEN"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no sandbox \"nobody-here\""), std::string::npos) << r.err;
 }
 
 // THREATS 25: an unprivileged (--user) command reaches the directory that holds the daemon's
@@ -446,10 +478,12 @@ TEST_F(Launcher, SandboxTrafficOnlyReachesTheDaemon) {
   const auto admin = launch({"exec", "--sandbox", sb, "--", "curl", "-sS", "-m", "5", "-o",
                              "/dev/null", "-w", "%{http_code}", "http://10.201.0.1:19090/metrics"});
   EXPECT_EQ(admin.out, "403");  // the transparent listener's denial, not the metrics page
-  // DNS to any resolver is answered by the daemon.
+  // DNS to any resolver is answered by the daemon: a refused name with the sink address.
   const auto dns = launch({"exec", "--sandbox", sb, "--", "dig", "+time=2", "+tries=1",
                            "@198.51.100.53", "denied.test"});
-  EXPECT_NE(dns.out.find("status: REFUSED"), std::string::npos) << dns.out;
+  EXPECT_NE(dns.out.find("status: NOERROR"), std::string::npos) << dns.out;
+  EXPECT_NE(dns.out.find("192.0.2.254"), std::string::npos) << dns.out;
+  EXPECT_NE(dns.out.find("EDE: 15 (Blocked)"), std::string::npos) << dns.out;
   // IPv6 is off inside.
   EXPECT_EQ(
       launch({"exec", "--sandbox", sb, "--", "cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"})
@@ -605,7 +639,7 @@ TEST_F(Launcher, GcRemovesWhatACrashedLauncherLeft) {
       in_host({"ip", "link", "add", "sg8h", "type", "veth", "peer", "name", "sgt8"}).exit_code, 0);
   dir_.write("sbx/other.toml",
              "# written by sandgate-launch\nid = \"other\"\nsources = [\"10.201.0.38\"]\n");
-  dir_.write("sbx/hand.toml", "id = \"hand\"\nsources = [\"10.201.0.34\"]\n");
+  dir_.write("sbx/hand.toml", "id = \"hand\"\nsources = [\"10.77.0.34\"]\n");
   const auto r = launch({"gc"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "removed sandbox " + sb +
@@ -1121,6 +1155,48 @@ TEST_F(Launcher, ToolsAreNotTakenFromPath) {
   EXPECT_EQ(launch({"gc"}, {"env", "PATH=" + fake}).exit_code, 0);
   EXPECT_FALSE(fs::exists(marker)) << read_file(marker);
   expect_nothing_left(sb);
+}
+
+// When the daemon's reload refuses the launcher's drop-in (here: its source address is one a
+// sandbox of the daemon's own config already has, which the launcher, reading another config,
+// cannot know), the launcher says the daemon's reason at once instead of waiting out
+// ready_timeout_ms, and leaves nothing behind. Control: with the daemon's config (whose pool
+// does not clash) the same run works.
+TEST_F(Launcher, TheDaemonsRefusalIsShownAtOnce) {
+  extra_tables_ = "[sandboxes.fixed]\nprofile = \"default\"\nsources = [\"10.201.0.2\"]\n";
+  start_daemon("10.202.0.0/16");
+  const std::string daemon_config = config_;
+  const std::string sb = id("refused");
+  const std::string other =
+      dir_.write("other-pool.toml",
+                 "sandboxes_dir = \"" + sandboxes_dir() +
+                     "\"\n[listeners]\nexplicit = [\"127.0.0.1:3128\"]\ntransparent = "
+                     "[\"0.0.0.0:15001\"]\ndns = [\"0.0.0.0:15053\"]\nadmin = \"127.0.0.1:19090\"\n"
+                     "[launcher]\nstate_dir = \"" +
+                     state_dir() +
+                     "\"\npool = \"10.201.0.0/16\"\nready_timeout_ms = 20000\n"
+                     "[profiles.default]\nallow = [\"example.com\"]\n");
+  config_ = other;
+  const auto began = std::chrono::steady_clock::now();
+  auto r = launch({"run", "--sandbox", sb, "--", "true"});
+  const auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.err.starts_with("sandgate-launch: the daemon did not activate sandbox \"" + sb +
+                                "\": reloading its config failed (it kept the previous one): " +
+                                sandboxes_dir() + "/" + sb + ".toml:"))
+      << r.err;
+  EXPECT_NE(r.err.find("source address \"10.201.0.2\" already identifies another sandbox"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(took, std::chrono::seconds(10)) << r.err;  // not ready_timeout_ms's 20 s
+  expect_nothing_left(sb);
+
+  config_ = daemon_config;
+  const std::string fine = id("fine");
+  r = launch({"run", "--sandbox", fine, "--", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  expect_nothing_left(fine);
 }
 
 TEST_F(Launcher, NoDaemonAndReadyTimeoutRollBack) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -127,6 +128,41 @@ TEST_F(ProxyAdmin, SandboxesAreListed) {
   EXPECT_EQ(r->status, 404);
 }
 
+// GET /sandboxes/ID says how the config's reloads went, so that a launcher waiting for its
+// sandbox learns at once that the daemon refused the config (docs/launcher.md): `failed` with
+// the daemon's error lines after a bad reload, cleared by the next good one.
+TEST_F(ProxyAdmin, SandboxStatusCarriesTheLastReloadsErrors) {
+  auto reload_of = [&](const std::string& path) {
+    const auto r = admin(path);
+    EXPECT_TRUE(r);
+    const auto doc = r ? parse_object(r->body) : std::nullopt;
+    EXPECT_TRUE(doc) << (r ? r->body : "");
+    return doc ? doc->at("reload").as_object() : boost::json::object{};
+  };
+  auto status = reload_of("/sandboxes/sb1");
+  EXPECT_EQ(status.at("failed"), false);
+  EXPECT_EQ(status.at("errors"), boost::json::array{});
+  const auto started = status.at("started").as_int64();
+
+  std::string error;
+  EXPECT_FALSE(daemon_->reload(tables_ + "\n[sandboxes.broken]\nallow = [\"x.test\"]\n", &error));
+  status = reload_of("/sandboxes/nobody");  // 404s carry it too
+  EXPECT_EQ(status.at("failed"), true);
+  EXPECT_GT(status.at("started").as_int64(), started);
+  EXPECT_EQ(status.at("finished"), status.at("started"));
+  ASSERT_FALSE(status.at("errors").as_array().empty());
+  EXPECT_NE(std::string(status.at("errors").as_array()[0].as_string()).find("sandboxes.broken"),
+            std::string::npos)
+      << boost::json::serialize(status);
+  // The tokens of the config never appear.
+  EXPECT_EQ(boost::json::serialize(status).find(kToken1), std::string::npos);
+
+  ASSERT_TRUE(daemon_->reload(tables_, &error)) << error;  // control
+  status = reload_of("/sandboxes/sb1");
+  EXPECT_EQ(status.at("failed"), false);
+  EXPECT_EQ(status.at("errors"), boost::json::array{});
+}
+
 TEST_F(ProxyAdmin, MetricsMoveWithTrafficAndPassPromtool) {
   const std::string before = metrics();
   const auto value = [](const std::string& text, const std::string& name,
@@ -231,10 +267,13 @@ TEST_F(ProxyAdmin, SandboxDenialsAreCountedBoundedAndDroppedWithTheSandbox) {
     if (e.at("protocol") == "http") {
       EXPECT_EQ(e.at("port"), 80);
       EXPECT_EQ(e.at("count"), 3);
+      // The audit line's suggestion, placed where sb1 is defined.
+      EXPECT_EQ(e.at("suggestion"), "[sandboxes.sb1] allow = [\"denied.test:80\"]");
     } else {
       EXPECT_EQ(e.at("protocol"), "connect");
       EXPECT_EQ(e.at("port"), 443);
       EXPECT_EQ(e.at("count"), 1);
+      EXPECT_EQ(e.at("suggestion"), "[sandboxes.sb1] allow = [\"denied.test:443\"]");
     }
   }
   EXPECT_EQ(found, 2) << r->body;

@@ -1,5 +1,7 @@
 // Explicit-proxy authentication: 407 PROXY_AUTH_REQUIRED for a missing, wrong or malformed
-// Proxy-Authorization, and for a kept-alive connection that changes identity.
+// Proxy-Authorization, and for a kept-alive connection that changes identity. The body's
+// `reason` (and the status line) tell the client which, except that an unknown id and a wrong
+// token look the same to it (invalid_credentials); the audit line tells them apart.
 #include <gtest/gtest.h>
 
 #include <boost/json/serialize.hpp>
@@ -49,6 +51,11 @@ token = ")" + kToken2 +
 
   std::string authority() const { return "origin.test:" + std::to_string(origin_.port()); }
 
+  // The 407 body's `reason` for an audit line's `why` (docs/errors.md).
+  static std::string told(const std::string& why) {
+    return why == "wrong_token" || why == "unknown_sandbox_id" ? "invalid_credentials" : why;
+  }
+
   // Sends a request with the given raw Proxy-Authorization line ("" = none) and checks the 407
   // and its line: event.reason `why`, labels.sandbox_id `named` (a known id whose token was
   // wrong; never an unknown id), and for plain HTTP the method and path without the query.
@@ -64,6 +71,7 @@ token = ")" + kToken2 +
     ASSERT_TRUE(IsSandgateError(*r, 407, "PROXY_AUTH_REQUIRED", false)) << auth_line;
     EXPECT_EQ(r->header("Proxy-Authenticate"), "Basic realm=\"sandgate\"");
     EXPECT_FALSE(error_field(*r, "sandbox")) << r->body;
+    EXPECT_EQ(error_field(*r, "reason"), told(why)) << r->body;
     EXPECT_TRUE(c.wait_closed()) << auth_line;
     const auto line = daemon_->wait_audit(
         [](const boost::json::object& o) {
@@ -71,7 +79,8 @@ token = ")" + kToken2 +
         },
         std::chrono::milliseconds(3000), lines_before);
     EXPECT_TRUE(AuditLineIs(line, "PROXY_AUTH_REQUIRED", why, named)) << auth_line;
-    EXPECT_EQ(r->reason, "PROXY_AUTH_REQUIRED " + authority() + " (not retryable)");
+    EXPECT_EQ(r->reason,
+              "PROXY_AUTH_REQUIRED " + authority() + " (" + told(why) + "; not retryable)");
     if (line) {
       EXPECT_EQ(json_string(*line, "network.protocol"), connect ? "connect" : "http");
       EXPECT_EQ(json_int(*line, "http.response.status_code"), 407);
@@ -118,6 +127,40 @@ TEST_F(ProxyAuth, WrongTokenOrUnknownSandboxGet407) {
       run_curl({"-x", daemon_->proxy_url("sb1", "wrong-token"), "http://" + authority() + "/"});
   EXPECT_EQ(curl.http_code, 407);
   EXPECT_EQ(origin_.connection_count(), 0u);
+  EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
+}
+
+// An unauthenticated client cannot tell whether a sandbox id exists: a wrong token for a known
+// id and any token for an unknown one get the same bytes back (the audit line and the metric
+// tell them apart). What it sent wrong otherwise (nothing, a malformed value) it is told.
+TEST_F(ProxyAuth, UnknownIdAndWrongTokenLookTheSameToTheClient) {
+  const auto refused = [&](const std::string& auth_line) {
+    RawClient c(daemon_->explicit_port());
+    EXPECT_TRUE(c.send("GET http://" + authority() + "/p HTTP/1.1\r\nHost: " + authority() +
+                       "\r\n" + auth_line + "\r\n"));
+    const auto r = c.read_response();
+    EXPECT_TRUE(r) << auth_line;
+    return r ? std::to_string(r->status) + " " + r->reason + "\n" + r->body : std::string();
+  };
+  const std::string wrong = refused(proxy_auth_line("sb1", "wrong-token"));
+  const std::string unknown = refused(proxy_auth_line("nobody", "wrong-token"));
+  EXPECT_EQ(wrong, unknown);
+  EXPECT_NE(wrong.find("invalid_credentials"), std::string::npos) << wrong;
+  EXPECT_EQ(wrong.find("sb1"), std::string::npos) << wrong;
+  const std::string none = refused("");
+  const std::string malformed = refused("Proxy-Authorization: Bearer x\r\n");
+  EXPECT_NE(none.find("\"reason\":\"no_credentials\""), std::string::npos) << none;
+  EXPECT_NE(malformed.find("\"reason\":\"malformed_credentials\""), std::string::npos) << malformed;
+  EXPECT_NE(none, wrong);
+  EXPECT_NE(malformed, wrong);
+  // The log does tell them apart.
+  EXPECT_TRUE(daemon_->wait_audit([](const boost::json::object& o) {
+    return json_string(o, "event.reason") == "wrong_token";
+  }));
+  EXPECT_TRUE(daemon_->wait_audit([](const boost::json::object& o) {
+    return json_string(o, "event.reason") == "unknown_sandbox_id";
+  }));
+  // Control: the right token for the same id gets through.
   EXPECT_TRUE(GoodRequestSucceeds(*daemon_, origin_, "origin.test", "sb1", kToken1));
 }
 
@@ -170,6 +213,7 @@ TEST_F(ProxyAuth, AKeptAliveConnectionCannotSwitchIdentity) {
   const auto second = c.read_response();
   ASSERT_TRUE(second);
   ASSERT_TRUE(IsSandgateError(*second, 407, "PROXY_AUTH_REQUIRED", false));
+  EXPECT_EQ(error_field(*second, "reason"), "identity_changed") << second->body;
   EXPECT_TRUE(c.wait_closed());
   EXPECT_EQ(origin_.request_count(), 1u);
 

@@ -3,15 +3,19 @@
 // static one from a file, inject rules on an inspected host, real curl over HTTP/1.1 and
 // HTTP/2 through CONNECT. What the origin receives, what the sandbox gets back (never the
 // token: an origin that echoes the request's Authorization is redacted), the placeholder
-// tripwire, the 503 when no token can be had, the audit lines and metrics.
+// tripwire, the 503 when no token can be had, the audit lines and metrics; token endpoints
+// resolved through the daemon's resolver, one that never answers stalling no other credential.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <future>
 #include <string>
 
 #include "secrets/encoding.hpp"
 #include "secrets/placeholder.hpp"
 #include "support/eventually.hpp"
+#include "support/fake_dns_server.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
@@ -21,6 +25,7 @@
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 #include "support/tls_origin.hpp"
+#include "unit/h2/h2_fixture.hpp"
 
 namespace sandgate::test {
 namespace {
@@ -193,6 +198,9 @@ TEST_F(ProxyCredentials, TheCredentialIsAttachedAndTheSandboxNeverSeesIt) {
   EXPECT_GT(metric_value(metrics, "sandgate_credential_expiry_seconds", {{"credential", "gh"}})
                 .value_or(0),
             1e6);
+  // One scope asked for: one entry in the credential's token cache.
+  EXPECT_EQ(
+      metric_value(metrics, "sandgate_credential_token_cache_entries", {{"credential", "gh"}}), 1);
   EXPECT_EQ(metrics.find(kGitHubToken), std::string::npos);
 }
 
@@ -334,6 +342,50 @@ TEST_F(ProxyCredentials, APlaceholderInARequestBodyTripsTheWireToo) {
   }
 }
 
+// THREATS 36: the tripwire reads what leaves sandgate, not only what came in: a placeholder
+// spelled with escapes in the target (which is forwarded decoded to an inspected host), or as
+// a field's name, over HTTP/1.1 and HTTP/2. Control: an escape that spells no placeholder goes.
+TEST_F(ProxyCredentials, ThePlaceholderTripwireReadsWhatLeaves) {
+  const std::string mine = placeholder(kId, "gh");
+  std::string escaped = mine;
+  escaped.replace(escaped.find('_'), 1, "%5f");
+  for (const std::string version : {"--http1.1", "--http2"}) {
+    const auto in_path = curl({url("other.test", "/collect/" + escaped)}, version);
+    EXPECT_EQ(in_path.http_code, 403) << version << in_path.err;
+    EXPECT_NE(in_path.body.find("placeholder_misuse"), std::string::npos) << in_path.body;
+    const auto as_name = curl({"-H", mine + ": 1", url("other.test", "/collect")}, version);
+    EXPECT_EQ(as_name.http_code, 403) << version << as_name.err;
+    EXPECT_NE(as_name.body.find("placeholder_misuse"), std::string::npos) << as_name.body;
+  }
+  EXPECT_EQ(origin_.request_count(), 0u);
+  EXPECT_EQ(origin_.raw_received().find(mine), std::string::npos);
+  const auto control = curl({url("other.test", "/collect/sgph%2Dnot")});
+  EXPECT_EQ(control.http_code, 200) << control.err;
+  EXPECT_EQ(origin_.request_count(), 1u);
+}
+
+// THREATS 36, HTTP/2 request trailers: they leave after the body, and the tripwire reads them
+// as it reads the body (h2_client.py sends a POST whose trailer holds the placeholder). Control:
+// a trailer without one goes through.
+TEST_F(ProxyCredentials, APlaceholderInHttp2RequestTrailersTripsTheWire) {
+  const auto run = [&](const std::string& value) {
+    const std::string port = std::to_string(origin_.port());
+    return h2::test::run_peer(
+        h2::test::h2_client({"--via", std::to_string(daemon_->explicit_port()), kId + ":" + kToken,
+                             dir_.file("ca/ca.pem"), "other.test:" + port, "trailers", port,
+                             "/trailers", "x-checksum=" + value}));
+  };
+  const std::string mine = placeholder(kId, "gh");
+  auto refused = run(mine);
+  EXPECT_EQ(refused["status"], "403") << refused["exit"];
+  EXPECT_EQ(origin_.request_count(), 0u);
+  EXPECT_EQ(origin_.raw_received().find(mine), std::string::npos);
+  ASSERT_TRUE(daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED"));
+  auto control = run("crc32-0badf00d");
+  EXPECT_EQ(control["status"], "200") << control["exit"];
+  EXPECT_EQ(origin_.request_count(), 1u);
+}
+
 TEST_F(ProxyCredentials, NoTokenToBeHadIs503SayingWhetherWaitingHelps) {
   github_.set_handler([](const TokenRequest&) {
     TokenResponse r;
@@ -381,6 +433,123 @@ TEST_F(ProxyCredentials, AnEndpointThatRefusesTheAppIs503NotRetryable) {
   EXPECT_NE(r.body.find(R"("retryable":false)"), std::string::npos) << r.body;
   EXPECT_NE(r.body.find("credential gh"), std::string::npos) << r.body;
   EXPECT_EQ(origin_.request_count(), 0u);
+}
+
+// A mint the endpoint refuses says why in the 503's audit line: the endpoint's HTTP status and
+// the error its body names (GitHub's `message`), with a secret-looking word in it removed and
+// nothing else of the body (which echoes a secret in another field) anywhere.
+TEST_F(ProxyCredentials, AFailedMintSaysWhyInTheAuditLineAndNoSecret) {
+  const std::string echoed = "ghs_ECHOEDsecretLOOKING0123456789abcdef";
+  const std::string inline_secret = "ghp_INLINEsecret9876543210ZYXWVUTSrqpo";
+  // By value: the server's thread calls its own copy of the handler (TSan: no shared strings).
+  github_.set_handler([echoed, inline_secret](const TokenRequest&) {
+    TokenResponse r;
+    r.status = 401;
+    r.body = R"({"message":"Bad credentials )" + inline_secret + R"(","echo":")" + echoed +
+             R"(","documentation_url":"https://docs.github.com/rest"})";
+    return r;
+  });
+  const auto r = curl({url("api.test", "/x")});
+  EXPECT_EQ(r.http_code, 503);
+  EXPECT_NE(r.body.find(R"("retryable":false)"), std::string::npos) << r.body;
+  const auto line = daemon_->wait_audit_code("CREDENTIAL_UNAVAILABLE");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "credential.name"), "gh");
+  EXPECT_EQ(json_int(*line, "credential.endpoint.status_code"), 401);
+  EXPECT_EQ(json_string(*line, "credential.endpoint.error"), "Bad credentials [redacted]");
+  EXPECT_EQ(json_int(*line, "http.response.status_code"), 503);  // what the sandbox got
+  for (const std::string& secret : {echoed, inline_secret}) {
+    EXPECT_EQ(daemon_->audit_text().find(secret), std::string::npos) << secret;
+    EXPECT_EQ(daemon_->stderr_text().find(secret), std::string::npos) << secret;
+    EXPECT_EQ((r.headers + r.body).find(secret), std::string::npos) << secret;
+  }
+  EXPECT_EQ(daemon_->audit_text().find("docs.github.com"), std::string::npos);
+
+  // Control: once the endpoint mints, the request goes through, and no line names an endpoint
+  // error.
+  github_.set_handler([](const TokenRequest&) {
+    TokenResponse ok;
+    ok.status = 201;
+    ok.body = R"({"token":")" + kGitHubToken + R"(","expires_at":"2099-01-01T00:00:00Z"})";
+    return ok;
+  });
+  ASSERT_TRUE(eventually([&] { return curl({url("api.test", "/y")}).http_code == 200; },
+                         std::chrono::seconds(20)));
+  const auto good = daemon_->wait_audit_code("http_request");
+  ASSERT_TRUE(good);
+  EXPECT_EQ(json_string(*good, "credential.name"), "gh");
+  EXPECT_FALSE(json_int(*good, "credential.endpoint.status_code"));
+}
+
+// THREATS 35: token endpoints are resolved by the daemon's c-ares resolver (the [dns] servers),
+// each fetch under its own deadline. Sandbox sb2's two oauth2 credentials: `slow`, whose token
+// URL names a host the DNS server never answers, and `fast`, whose name it answers. While the
+// slow one's first request waits on its lookup, the fast one's first request gets its token at
+// once; the slow one gets 503 CREDENTIAL_UNAVAILABLE when its fetch's deadline passes.
+TEST_F(ProxyCredentials, ATokenUrlThatNeverResolvesStallsNoOtherCredential) {
+  FakeDnsServer dns;
+  dns.add_record("tokens.test", "127.0.0.1", 60);
+  dns.set_reply("stuck.test", FakeDnsServer::Reply::drop);
+  const std::string kFastToken = "oa_FASTtoken0123456789abcdefghij";
+  FakeTokenServer oauth(
+      [&](const TokenRequest& r) {
+        if (r.target != "/oauth/token") return TokenResponse{404, "{}"};
+        return TokenResponse{200, R"({"access_token":")" + kFastToken + R"(","expires_in":3600})"};
+      },
+      {"tokens.test"});
+  dir_.write("client-secret", "s3cret-client\n");
+  ::chmod(dir_.file("client-secret").c_str(), 0600);
+  const std::string oauth2 =
+      "provider = \"oauth2_client_credentials\"\nclient_id = \"sg\"\n"
+      "client_secret_file = \"" +
+      dir_.file("client-secret") + "\"\nca_file = \"" + oauth.ca_file() + "\"\n";
+  const std::string sb2 = "tok-sb2-credentials-Pz8";
+  const std::string tables =
+      "[dns]\nservers = [\"" + dns.address() + "\"]\ntimeout_ms = 10000\n" + this->tables() +
+      "\n[credentials.slow]\n" + oauth2 +
+      "token_url = \"https://stuck.test:" + std::to_string(oauth.port()) +
+      "/oauth/token\"\ntimeout = \"1500ms\"\n\n" + "[credentials.fast]\n" + oauth2 +
+      "token_url = \"" + oauth.url_for("tokens.test") +
+      "/oauth/token\"\n\n[sandboxes.sb2]\ntoken = \"" + sb2 + "\"\nports = [" +
+      std::to_string(origin_.port()) +
+      "]\nallow = [\"api.test\", \"npm.test\"]\nallow_cidrs = [\"127.0.0.1/32\"]\n\n"
+      "[[sandboxes.sb2.inject]]\nhosts = [\"api.test\"]\ncredential = \"slow\"\nas = \"bearer\"\n\n"
+      "[[sandboxes.sb2.inject]]\nhosts = [\"npm.test\"]\ncredential = \"fast\"\nas = \"bearer\"\n";
+  daemon_.reset();
+  daemon_ = std::make_unique<SandgateProcess>(SandgateOptions{tables});
+  const auto sb2_curl = [&](const std::string& target) {
+    return run_curl({"--http1.1", "-x", daemon_->proxy_url("sb2", sb2), "--cacert",
+                     dir_.file("ca/ca.pem"), target});
+  };
+
+  const auto started = std::chrono::steady_clock::now();
+  auto slow = std::async(std::launch::async, [&] { return sb2_curl(url("api.test", "/slow")); });
+  ASSERT_TRUE(eventually([&] { return dns.queries("stuck.test") > 0; }));
+
+  const auto before = std::chrono::steady_clock::now();
+  const auto fast = sb2_curl(url("npm.test", "/fast"));
+  const auto fast_took = std::chrono::steady_clock::now() - before;
+  EXPECT_EQ(fast.http_code, 200) << fast.err << fast.body;
+  EXPECT_LT(fast_took, std::chrono::milliseconds(1000));
+  EXPECT_EQ(slow.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  ASSERT_EQ(origin_.request_count(), 1u);
+  EXPECT_EQ(origin_.requests()[0].header("Authorization"), "Bearer " + kFastToken);
+  EXPECT_EQ(oauth.request_count(), 1u);  // the fast one's; the slow one never connected
+  EXPECT_EQ(dns.queries("tokens.test", FakeDnsServer::kTypeA), 1u);
+
+  const auto stuck = slow.get();
+  const auto slow_took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(stuck.http_code, 503) << stuck.err;
+  EXPECT_EQ(curl_header(stuck, "X-Sandgate-Error"), "CREDENTIAL_UNAVAILABLE");
+  EXPECT_NE(stuck.body.find(R"("retryable":true)"), std::string::npos) << stuck.body;
+  EXPECT_NE(stuck.body.find("cannot resolve stuck.test: timed out"), std::string::npos)
+      << stuck.body;
+  EXPECT_GE(slow_took, std::chrono::milliseconds(1400));
+  // Its fetch's deadline ended it (the message says the lookup timed out), not the request's
+  // wait (connect_timeout_ms, 2 s: "no token ... within 2000 ms").
+  EXPECT_LT(slow_took, std::chrono::milliseconds(3000));
+  EXPECT_EQ(origin_.request_count(), 1u);
+  EXPECT_EQ(daemon_->stderr_text().find(kFastToken), std::string::npos);
 }
 
 }  // namespace

@@ -186,25 +186,27 @@ class ProxyDns : public ::testing::Test {
     SandgateOptions options;
     options.workers = 2;
     options.listeners = "dns = [\"127.0.0.1:0\"]\n";
-    options.tables = R"(
+    tables_ = R"(
 [limits]
 header_timeout_ms = 1000
 
 [dns]
-servers = [")" + upstream_.address() +
-                     R"("]
+servers = [")" +
+              upstream_.address() +
+              R"("]
 timeout_ms = 500
 
 [dns.hosts]
 "many.allowed.test" = [)" +
-                     many_addresses() +
-                     R"(]
+              many_addresses() +
+              R"(]
 
 [sandboxes.sb1]
 sources = ["127.0.0.1"]
 allow = ["allowed.test", "*.allowed.test", "v4only.test", "servfail.test"]
 deny = ["blocked.allowed.test"]
 )";
+    options.tables = tables_;
     daemon_ = std::make_unique<SandgateProcess>(options);
     port_ = dns_port();
     ASSERT_NE(port_, 0) << daemon_->stderr_text();
@@ -289,6 +291,7 @@ deny = ["blocked.allowed.test"]
   }
 
   FakeDnsServer upstream_;
+  std::string tables_;
   std::unique_ptr<SandgateProcess> daemon_;
   std::uint16_t port_ = 0;
 };
@@ -362,15 +365,16 @@ TEST_F(ProxyDns, UpstreamNxdomainAndNodataPassThroughWithTheirSoa) {
 TEST_F(ProxyDns, DenialsOfManyNamesAreAuditedAtABoundedRate) {
   constexpr int kQueries = 300;
   const auto started = std::chrono::steady_clock::now();
-  int refused = 0;
+  int sunk = 0;
   for (int i = 0; i < kQueries; ++i) {
     const auto reply =
         udp_exchange(port_, raw_query(static_cast<std::uint16_t>(i), 1,
                                       name_bytes("n" + std::to_string(i) + ".evil.test")));
-    if (reply && reply->size() >= 4 && ((*reply)[3] & 0x0F) == 5) ++refused;
+    // NOERROR with one answer: the sink's address.
+    if (reply && reply->size() >= 8 && ((*reply)[3] & 0x0F) == 0 && (*reply)[7] == 1) ++sunk;
   }
   const auto took = std::chrono::steady_clock::now() - started;
-  EXPECT_EQ(refused, kQueries);
+  EXPECT_EQ(sunk, kQueries);
   // The flood spans this many 5-second windows at most (one, unless the machine is slow).
   const auto windows = static_cast<std::size_t>(took / 5s) + 1;
 
@@ -406,31 +410,62 @@ TEST_F(ProxyDns, DenialsOfManyNamesAreAuditedAtABoundedRate) {
   EXPECT_EQ(upstream_.total_queries(), 0u);
 }
 
-TEST_F(ProxyDns, DeniedNameRefusedWithExtendedErrorAndNeverSentUpstream) {
+// A refused name resolves to the sink (A only; AAAA has none), so that the tool's connection
+// comes to the transparent listener and is refused there in its own protocol; the EDE still
+// says why, and nothing is asked upstream. Other types are REFUSED. With
+// `denied_names = "refused"` (a reload applies it) every refused name is REFUSED, as before.
+TEST_F(ProxyDns, DeniedNameResolvesToTheSinkWithExtendedErrorAndNeverSentUpstream) {
   for (const auto& transport : {"+notcp", "+tcp"}) {
     SCOPED_TRACE(transport);
     const DigResult r = dig("evil.test", "A", {transport});
-    EXPECT_EQ(r.status, "REFUSED") << r.raw;
+    EXPECT_EQ(r.status, "NOERROR") << r.raw;
+    EXPECT_EQ(r.answers, std::vector<std::string>{"evil.test. 5 IN A 192.0.2.254"}) << r.raw;
     EXPECT_EQ(r.ede, "SANDBOX_NETWORK_DENIED: no_matching_rule (evil.test)") << r.raw;
+    const DigResult aaaa = dig("evil.test", "AAAA", {transport});
+    EXPECT_EQ(aaaa.status, "NOERROR") << aaaa.raw;
+    EXPECT_TRUE(aaaa.answers.empty()) << aaaa.raw;
+    EXPECT_EQ(aaaa.ede, "SANDBOX_NETWORK_DENIED: no_matching_rule (evil.test)") << aaaa.raw;
   }
   expect_denial_line("evil.test", "no_matching_rule");
+  const DigResult txt = dig("evil.test", "TXT");
+  EXPECT_EQ(txt.status, "REFUSED") << txt.raw;
 
+  std::string error;
+  std::string refused_tables = tables_;
+  refused_tables.replace(refused_tables.find("timeout_ms = 500"), 16,
+                         "timeout_ms = 500\ndenied_names = \"refused\"");
+  ASSERT_TRUE(daemon_->reload(refused_tables, &error)) << error;
   const DigResult blocked = dig("blocked.allowed.test", "A");
-  EXPECT_EQ(blocked.status, "REFUSED");
+  EXPECT_EQ(blocked.status, "REFUSED") << blocked.raw;
+  EXPECT_TRUE(blocked.answers.empty());
   EXPECT_EQ(blocked.ede, "SANDBOX_NETWORK_DENIED: denied_by_rule (blocked.allowed.test)");
   const auto line = audit_for("blocked.allowed.test", "SANDBOX_NETWORK_DENIED");
   ASSERT_TRUE(line);
   EXPECT_EQ(json_string(*line, "rule.name"), "sandboxes.sb1.deny:blocked.allowed.test");
   EXPECT_EQ(upstream_.total_queries(), 0u);
-  EXPECT_NE(daemon_->metrics_text().find("sandgate_denials_total{reason=\"no_matching_rule\"} 2"),
+  EXPECT_NE(daemon_->metrics_text().find("sandgate_denials_total{reason=\"no_matching_rule\"} 5"),
             std::string::npos);
+}
+
+// Issue 37: a refused name's audit line carries the config line that would let it resolve,
+// the name on the sandbox's ports (a question names none: never port 0); a deny rule's none.
+TEST_F(ProxyDns, RefusalLineSuggestsTheNameWithoutAPort) {
+  dig("suggest-me.test", "A");
+  const auto line = audit_for("suggest-me.test", "SANDBOX_NETWORK_DENIED");
+  ASSERT_TRUE(line) << daemon_->audit_text();
+  EXPECT_EQ(json_string(*line, "labels.suggestion"),
+            "[sandboxes.sb1] allow = [\"suggest-me.test\"]");
+  dig("blocked.allowed.test", "A");
+  const auto blocked = audit_for("blocked.allowed.test", "SANDBOX_NETWORK_DENIED");
+  ASSERT_TRUE(blocked) << daemon_->audit_text();
+  EXPECT_FALSE(json_string(*blocked, "labels.suggestion"));
 }
 
 TEST_F(ProxyDns, ExfiltrationNameNeverLeavesTheHost) {
   const std::string name = "ghp-0123456789abcdefghij.attacker.example";
   for (const auto& type : {"A", "AAAA", "TXT"}) {
     const DigResult r = dig(name, type);
-    EXPECT_EQ(r.status, "REFUSED") << r.raw;
+    EXPECT_EQ(r.status, std::string(type) == "TXT" ? "REFUSED" : "NOERROR") << r.raw;
     EXPECT_EQ(r.ede, "SANDBOX_NETWORK_DENIED: no_matching_rule (" + name + ")");
   }
   expect_denial_line(name, "no_matching_rule");
@@ -550,14 +585,15 @@ class ProxyDnsNeighbours : public ProxyDns {
     SandgateOptions options;
     options.workers = 2;
     options.listeners = "dns = [\"127.0.0.1:0\"]\n";
-    options.tables = R"(
+    tables_ = R"(
 [limits]
 header_timeout_ms = 8000
 max_connections_per_sandbox = 20
 
 [dns]
-servers = [")" + upstream_.address() +
-                     R"("]
+servers = [")" +
+              upstream_.address() +
+              R"("]
 timeout_ms = 3000
 
 [sandboxes.a]
@@ -568,6 +604,7 @@ allow = ["*.slow.test", "cached.test"]
 sources = ["127.0.0.2"]
 allow = ["cached.test", "fresh.test", "fresh2.test"]
 )";
+    options.tables = tables_;
     daemon_ = std::make_unique<SandgateProcess>(options);
     port_ = dns_port();
     ASSERT_NE(port_, 0) << daemon_->stderr_text();

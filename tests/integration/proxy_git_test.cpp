@@ -1,7 +1,8 @@
-// Git over smart HTTP through an intercepted host: the real git client through the explicit
-// proxy against the real `git http-backend` behind TLS (a GitHub-like remote in the test), and
-// `[[...git]]` rules that allow fetch everywhere under acme/ but push to one repository only.
-// A refused push must read clearly in git's own output.
+// Git over HTTP through an intercepted host: the real git client through the explicit proxy
+// against the real `git http-backend` behind TLS (a GitHub-like remote in the test, serving
+// smart and dumb HTTP), and `[[...git]]` rules that allow fetch everywhere under acme/ but push
+// to one repository only, and nothing under locked/. A refused push must read clearly in git's
+// own output; a clone over dumb HTTP (THREATS 33) is decided by the same rules.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -29,6 +30,7 @@ class ProxyGit : public ::testing::Test {
       ASSERT_EQ(make_bare_repository(repos_.file("acme/" + repo + ".git"), "README", "hi\n"), "");
     }
     ASSERT_EQ(make_bare_repository(repos_.file("other/thing.git"), "README", "x\n"), "");
+    ASSERT_EQ(make_bare_repository(repos_.file("locked/vault.git"), "SECRET", "s\n"), "");
     origin_.set_handler(git_http_backend(repos_.path().string()));
     daemon_ = std::make_unique<SandgateProcess>(SandgateOptions{tables()});
   }
@@ -69,6 +71,10 @@ allow = ["fetch", "push"]
 [[sandboxes.agent.git]]
 repos = ["git.test/acme/*"]
 allow = ["fetch"]
+
+[[sandboxes.agent.git]]
+repos = ["git.test/locked/*"]
+allow = []
 )";
   }
 
@@ -76,10 +82,12 @@ allow = ["fetch"]
     return "https://git.test:" + std::to_string(origin_.port()) + "/" + repo;
   }
 
-  // The real git, through the proxy, trusting sandgate's CA and nothing else.
-  CommandResult git(std::vector<std::string> args) const {
+  // The real git, through the proxy, trusting sandgate's CA and nothing else. `smart` false:
+  // git's dumb HTTP protocol only (GIT_SMART_HTTP=0).
+  CommandResult git(std::vector<std::string> args, bool smart = true) const {
     std::vector<std::string> argv = {
-        "env", "GIT_TERMINAL_PROMPT=0", "HOME=" + home_.path().string(),
+        "env", "GIT_TERMINAL_PROMPT=0", "GIT_SMART_HTTP=" + std::string(smart ? "1" : "0"),
+        "HOME=" + home_.path().string(),
         // (git 2.39 with libcurl-gnutls here ignores `-c http.sslCAInfo`; the variable works.)
         "GIT_SSL_CAINFO=" + ca_.file("ca/ca.pem"), "git", "-c",
         "http.proxy=" + daemon_->proxy_url(kId, kToken), "-c", "http.proxyAuthMethod=basic", "-c",
@@ -163,6 +171,45 @@ TEST_F(ProxyGit, ARepositoryNoRuleNamesIsRefusedEvenForFetch) {
   EXPECT_NE(clone.exit_code, 0);
   EXPECT_NE(clone.err.find("remote error: sandgate: SANDBOX_NETWORK_DENIED"), std::string::npos)
       << clone.err;
+}
+
+// THREATS 33: git's dumb protocol reads info/refs without a service, HEAD and objects/...
+// one file at a time. Those are the repository's fetch: a rule that refuses it refuses them
+// (and the credential-carrying request never leaves), one that allows it allows them.
+TEST_F(ProxyGit, ADumbHttpCloneIsDecidedByTheGitRules) {
+  const auto refused = git({"clone", "-q", remote("locked/vault.git"), work_.file("vault")}, false);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("returned error: 403"), std::string::npos) << refused.err;
+  const auto line = daemon_->wait_audit_code("SANDBOX_NETWORK_DENIED", "git_not_allowed");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json_string(*line, "http.request.method"), "GET");
+  EXPECT_EQ(json_string(*line, "url.path"), "/locked/vault.git/info/refs");
+  EXPECT_EQ(json_string(*line, "rule.name"), "sandboxes.agent.git[2]:git.test/locked/*");
+  // Each file the dumb client would read next is refused the same way.
+  for (const std::string path :
+       {"/locked/vault.git/HEAD", "/locked/vault.git/objects/info/packs"}) {
+    const CurlResult r = run_curl({"-x", daemon_->proxy_url(kId, kToken), "--cacert",
+                                   ca_.file("ca/ca.pem"), remote(path.substr(1))});
+    EXPECT_EQ(r.http_code, 403) << path << " " << r.err;
+  }
+  for (const RecordedRequest& seen : origin_.requests()) {
+    EXPECT_FALSE(seen.target.starts_with("/locked/")) << seen.method << " " << seen.target;
+  }
+
+  // Control: an allowed repository clones over dumb HTTP alone.
+  const std::string dir = work_.file("widgets");
+  const auto clone = git({"clone", "-q", remote("acme/widgets.git"), dir}, false);
+  ASSERT_EQ(clone.exit_code, 0) << clone.err;
+  EXPECT_EQ(read_file(dir + "/README"), "hi\n");
+  bool dumb_refs = false;
+  bool objects = false;
+  for (const RecordedRequest& seen : origin_.requests()) {
+    EXPECT_EQ(seen.target.find("service="), std::string::npos) << seen.target;
+    dumb_refs = dumb_refs || seen.target == "/acme/widgets.git/info/refs";
+    objects = objects || seen.target.starts_with("/acme/widgets.git/objects/");
+  }
+  EXPECT_TRUE(dumb_refs);
+  EXPECT_TRUE(objects);
 }
 
 }  // namespace

@@ -237,27 +237,46 @@ TEST_F(ProxyIntercept, TheNextClientConnectionOfTheSandboxReusesTheIdleUpstreamC
   }
   ASSERT_EQ(origin_.request_count(), 3u);
   EXPECT_EQ(origin_.connection_count(), 1u);  // one dial, one handshake for all three
+  // Between two client connections the upstream one waits in the pool, and the gauge says so.
+  EXPECT_EQ(metric_value(daemon_->metrics_text(), "sandgate_upstream_pool_connections"), 1);
   EXPECT_EQ(origin_.sni_seen().size(), 1u);
-  // Over HTTP/2 to this HTTP/1.1 origin too.
+  // An HTTP/2 client learns what the origin speaks from ALPN on a connection of its own (an
+  // idle one an HTTP/1.1 client left proves nothing), then uses the pool's.
   const auto h2 =
       run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), url("api.test", "/h2")});
   ASSERT_EQ(h2.exit_code, 0) << h2.err;
   EXPECT_EQ(h2.body, "origin says: GET /h2\n");
   settle();
-  EXPECT_EQ(origin_.connection_count(), 1u);
-  // And after it, HTTP/1.1 again on what the HTTP/2 connection gave back.
+  EXPECT_EQ(origin_.connection_count(), 2u);
+  // And after it, HTTP/1.1 again on what the pool holds.
   ASSERT_EQ(curl({url("api.test", "/after")}).exit_code, 0);
-  EXPECT_EQ(origin_.connection_count(), 1u);
+  EXPECT_EQ(origin_.connection_count(), 2u);
   // A client that ends its connection with its request does not end the upstream one: the
   // destination is not told "close" (a plain one would be: ProxyHttpForward.Pipelined...).
   ASSERT_EQ(curl({"-H", "Connection: close", url("api.test", "/closing")}).exit_code, 0);
   settle();
   ASSERT_EQ(curl({url("api.test", "/last")}).exit_code, 0);
-  EXPECT_EQ(origin_.connection_count(), 1u);
+  EXPECT_EQ(origin_.connection_count(), 2u);
   const auto requests = origin_.requests();
   ASSERT_EQ(requests.size(), 7u);
   EXPECT_EQ(requests[5].target, "/closing");
   EXPECT_FALSE(requests[5].has_header("Connection"));
+}
+
+TEST_F(ProxyIntercept, AnIdleWorkerClosesTheUpstreamConnectionsWhoseKeepAliveEnded) {
+  std::string cfg = tables();
+  cfg.replace(cfg.find("[limits]\n"), 9, "[limits]\nupstream_keepalive_ms = 2000\n");
+  ASSERT_TRUE(daemon_->reload(cfg));
+  ASSERT_EQ(curl({url("api.test", "/kept")}).exit_code, 0);
+  settle();
+  EXPECT_EQ(metric_value(daemon_->metrics_text(), "sandgate_upstream_pool_connections"), 1);
+  // No connection comes back to the pool after it, so only the worker's own sweep can close
+  // it (with its descriptor and the config snapshot it was kept under).
+  EXPECT_TRUE(eventually(
+      [&] {
+        return metric_value(daemon_->metrics_text(), "sandgate_upstream_pool_connections") == 0;
+      },
+      std::chrono::milliseconds(5000)));
 }
 
 TEST_F(ProxyIntercept, AnIdleUpstreamConnectionIsNeverReusedAcrossSandboxesOrAReload) {
@@ -717,6 +736,177 @@ while True:
     EXPECT_EQ(json_string(lines[i], "labels.termination"), "upstream_reset");
   }
   EXPECT_GE(refusals, 2u) << refused.err;  // the first, and at least one retry
+}
+
+}  // namespace
+}  // namespace sandgate::test
+
+namespace sandgate::test {
+namespace {
+
+// THREATS 31: an HTTP/2 client's streams to an HTTP/1.1-only origin share at most 6 upstream
+// connections (the rest wait their turn, and are all served), and beyond the first they count
+// as the sandbox's connections: at max_connections_per_sandbox = 3 the client connection may
+// hold 3. Before, each stream in flight had its own upstream connection, uncounted.
+TEST_F(ProxyIntercept, Http2StreamsToAnHttp11OriginShareABoundedSetOfConnections) {
+  origin_.set_handler([](const RecordedRequest&) {
+    OriginReply slow = OriginReply::with_length(200, "slow");
+    slow.parts.front().delay = std::chrono::milliseconds(300);
+    return slow;
+  });
+  // python3-h2 through the proxy: 20 GETs in flight at once on one intercepted connection.
+  const auto run = [&] {
+    const std::string port = std::to_string(origin_.port());
+    return h2::test::run_peer(
+        h2::test::h2_client({"--via", std::to_string(daemon_->explicit_port()), kId + ":" + kToken,
+                             ca_.cert(), "api.test:" + port, "parallel", port, "20", "/slow"}),
+        std::chrono::seconds(60));
+  };
+  std::string twenty_ok = "200";
+  for (int i = 1; i < 20; ++i) twenty_ok += " 200";
+  auto r = run();
+  EXPECT_EQ(r["statuses"], twenty_ok) << r["exit"];
+  EXPECT_EQ(origin_.request_count(), 20u);
+  EXPECT_LE(origin_.connection_count(), 6u);
+  EXPECT_GE(origin_.connection_count(), 2u);  // control: the streams did run side by side
+
+  std::string capped = tables();
+  capped.replace(capped.find("[limits]\n"), 9, "[limits]\nmax_connections_per_sandbox = 3\n");
+  ASSERT_TRUE(daemon_->reload(capped));
+  settle();
+  const std::size_t before = origin_.connection_count();
+  r = run();
+  EXPECT_EQ(r["statuses"], twenty_ok) << r["exit"];
+  EXPECT_LE(origin_.connection_count() - before, 3u);
+}
+
+// An origin that speaks both: an idle HTTP/1.1 connection an HTTP/1.1 client left in the pool
+// does not make the next HTTP/2 client's requests go over HTTP/1.1 (ALPN decides). Control:
+// the HTTP/1.1 client is served over HTTP/1.1.
+TEST_F(ProxyIntercept, AnHttp2ClientGetsHttp2FromAnOriginThatSpeaksItWhateverThePoolHolds) {
+  const std::string key = roots_dir_.write("origin.key", origin_cert_.key_pem);
+  const std::string script = R"(
+import socket, ssl, sys, threading
+import h2.config, h2.connection, h2.events
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+ctx.set_alpn_protocols(["h2", "http/1.1"])
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(16)
+print("port=%d" % srv.getsockname()[1], flush=True)
+def serve_h1(t):
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            data = t.recv(65536)
+            if not data:
+                return
+            buf += data
+        _, buf = buf.split(b"\r\n\r\n", 1)
+        t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nh1\n")
+def serve_h2(t):
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False,
+                                                             header_encoding="utf-8"))
+    c.initiate_connection()
+    t.sendall(c.data_to_send())
+    while True:
+        data = t.recv(65536)
+        if not data:
+            return
+        for e in c.receive_data(data):
+            if isinstance(e, h2.events.RequestReceived):
+                body = b"h2\n"
+                if dict(e.headers)[":path"] == "/names":
+                    body = ",".join(sorted(n for n, _ in e.headers)).encode()
+                c.send_headers(e.stream_id, [(":status", "200"),
+                                             ("content-length", str(len(body)))])
+                c.send_data(e.stream_id, body, end_stream=True)
+        t.sendall(c.data_to_send())
+def serve(raw):
+    try:
+        t = ctx.wrap_socket(raw, server_side=True)
+        (serve_h2 if t.selected_alpn_protocol() == "h2" else serve_h1)(t)
+    except (OSError, ssl.SSLError):
+        return
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+)";
+  h2::test::BackgroundPeer both({"/usr/bin/python3", "-c", script, origin_ca_, key});
+  const std::string port = both.ready_line("port=");
+  ASSERT_FALSE(port.empty()) << "the python3-h2 origin did not start";
+  std::string with_port = tables();
+  with_port.replace(with_port.find("ports = ["), 9, "ports = [" + port + ", ");
+  ASSERT_TRUE(daemon_->reload(with_port));
+  const std::string at = "https://api.test:" + port + "/which";
+  const auto h1 = curl({at});
+  ASSERT_EQ(h1.exit_code, 0) << h1.err;
+  EXPECT_EQ(h1.body, "h1\n");
+  settle();  // its upstream connection is idle in the pool now
+  const auto h2c = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), at});
+  ASSERT_EQ(h2c.exit_code, 0) << h2c.err;
+  EXPECT_EQ(h2c.body, "h2\n");
+
+  // THREATS 36, h2 to h2: the sandbox's own Proxy-Authorization never reaches the origin;
+  // control: its other fields do.
+  const auto names = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "-H",
+                               "Proxy-Authorization: Basic c2I6dG9r", "-H", "X-Control: 1",
+                               "https://api.test:" + port + "/names"});
+  ASSERT_EQ(names.exit_code, 0) << names.err;
+  EXPECT_EQ(names.body.find("proxy-authorization"), std::string::npos) << names.body;
+  EXPECT_NE(names.body.find("x-control"), std::string::npos) << names.body;
+}
+
+// An HTTP/1.1 origin that repeats its Content-Length (the same value, as some CGI gateways
+// do): the HTTP/2 client gets it once and reads the response (it refuses two as malformed).
+// Control: the HTTP/1.1 client reads it too.
+TEST_F(ProxyIntercept, ARepeatedContentLengthReachesAnHttp2ClientOnce) {
+  origin_.set_handler([](const RecordedRequest&) {
+    return OriginReply::raw("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nok\n",
+                            false);
+  });
+  for (const std::string version : {"--http2", "--http1.1"}) {
+    const auto r =
+        run_curl({version, "-x", proxy(), "--cacert", ca_.cert(), url("api.test", "/twice")});
+    ASSERT_EQ(r.exit_code, 0) << version << r.err;
+    EXPECT_EQ(r.body, "ok\n") << version;
+  }
+}
+
+// THREATS 36, h2 to HTTP/1.1: the same request bridged to an HTTP/1.1 origin loses its
+// proxy-only fields as an HTTP/1.1 client's would. Control: X-Control arrives.
+TEST_F(ProxyIntercept, AnHttp2ClientsProxyOnlyFieldsNeverReachAnHttp11Origin) {
+  const auto r = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "-H",
+                           "Proxy-Authorization: Basic c2I6dG9r", "-H", "X-Control: 1", "-H",
+                           "HTTP2-Settings: AAMAAABkAAQAAP__", url("api.test", "/fields")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(origin_.request_count(), 1u);
+  const auto request = origin_.requests()[0];
+  EXPECT_EQ(request.header("Proxy-Authorization"), "");
+  EXPECT_EQ(request.header("HTTP2-Settings"), "");
+  EXPECT_EQ(request.header("X-Control"), "1");
+}
+
+// An HTTP/2 request whose :path an HTTP/1.1 client could not send (nghttp2 lets '#', '\\', '"'
+// and non-ASCII bytes through; h2_h1_head_fuzz found the bridge writing them into the HTTP/1.1
+// request line) is refused as it would be over HTTP/1.1: 400 MALFORMED_REQUEST, nothing sent
+// to the origin. Control: the same characters percent-encoded reach it.
+TEST_F(ProxyIntercept, AnHttp2PathAnHttp11ClientCouldNotSendNeverReachesTheOrigin) {
+  for (const std::string target : {"/a#b", "/a\\b", "/\"q\"", "/caf\xc3\xa9"}) {
+    const auto r = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "--request-target",
+                             target, url("api.test", "/ignored")});
+    ASSERT_EQ(r.exit_code, 0) << target << r.err;
+    EXPECT_EQ(r.http_code, 400) << target;
+    EXPECT_NE(r.body.find("MALFORMED_REQUEST"), std::string::npos) << target << r.body;
+  }
+  EXPECT_EQ(origin_.request_count(), 0u);
+  const auto r = run_curl({"--http2", "-x", proxy(), "--cacert", ca_.cert(), "--request-target",
+                           "/a%23b%22", url("api.test", "/ignored")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.http_code, 200);
+  ASSERT_EQ(origin_.request_count(), 1u);
+  EXPECT_EQ(origin_.requests()[0].target, "/a%23b%22");
 }
 
 }  // namespace

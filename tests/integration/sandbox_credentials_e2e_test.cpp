@@ -338,8 +338,8 @@ struct World {
         "\"\nenv = [\"GH_TOKEN\", \"GITHUB_TOKEN\"]\n\n"
         "[profiles.agent]\n" +
         profile + inject("agent", "acme/widgets") + "[profiles.gadgets]\n" + profile +
-        inject("gadgets", "acme/gadgets") + "[sandboxes." + kExplicitId +
-        "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
+        inject("gadgets", "acme/gadgets") + "[profiles.plain]\n" + profile + "[sandboxes." +
+        kExplicitId + "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
     daemon = std::make_unique<SandgateProcess>(o);
   }
 };
@@ -367,10 +367,11 @@ class CredentialsE2e : public ::testing::Test {
   }
 
   // `sandgate-launch run` with a shell script, from an environment that has an operator's
-  // own GH_TOKEN (which must not get in).
+  // own GH_TOKEN and GITHUB_TOKEN (which must not get in).
   static CommandResult run_in(const std::string& sandbox, const std::string& profile,
                               const std::string& script) {
-    return run_command({"env", "GH_TOKEN=ghp_the_operators_own_token", launch_binary(), "--config",
+    return run_command({"env", "GH_TOKEN=ghp_the_operators_own_token",
+                        "GITHUB_TOKEN=ghp_the_operators_other_token", launch_binary(), "--config",
                         world->daemon->config_path(), "run", "--sandbox", id(sandbox), "--profile",
                         profile, "--", "sh", "-c", script},
                        90s);
@@ -601,6 +602,23 @@ TEST_F(CredentialsE2e, ThePlaceholderIsReplacedWhereBoundAndATripwireElsewhere) 
   EXPECT_EQ(world->daemon->audit_text().find(mine), std::string::npos);
   expect_no_token_in("the sandbox's output", r.out + r.err);
   expect_no_token_anywhere();
+}
+
+// THREATS 34: a sandbox whose rules name no credential gets none of a credential's variables
+// from the launcher's environment (a CI shell's real GH_TOKEN and GITHUB_TOKEN): they are
+// unset in it. The control, a sandbox whose rules name the credential, has its placeholder in
+// both.
+TEST_F(CredentialsE2e, CredentialVariablesOfTheLauncherNeverReachASandbox) {
+  const std::string script = "env | grep -E '^(GH_TOKEN|GITHUB_TOKEN)=' | sort; echo end";
+  const auto plain = run_in("plain", "plain", script);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, "end\n");
+  EXPECT_EQ(plain.out.find("ghp_the_operators"), std::string::npos);
+
+  const auto agent = run_in("named", "agent", script);
+  ASSERT_EQ(agent.exit_code, 0) << agent.err;
+  const std::string mine = placeholder(id("named"));
+  EXPECT_EQ(agent.out, "GH_TOKEN=" + mine + "\nGITHUB_TOKEN=" + mine + "\nend\n");
 }
 
 // The same git through the explicit proxy (CONNECT, a sandbox named by Proxy-Authorization),

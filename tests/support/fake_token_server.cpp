@@ -88,9 +88,10 @@ struct FakeTokenServer::Impl {
   }
 };
 
-FakeTokenServer::FakeTokenServer(Handler handler) : impl_(std::make_unique<Impl>()) {
+FakeTokenServer::FakeTokenServer(Handler handler, std::vector<std::string> names)
+    : impl_(std::make_unique<Impl>()) {
   impl_->handler = std::move(handler);
-  const TestCertificate cert = make_self_signed_certificate({"localhost"}, {"127.0.0.1"});
+  const TestCertificate cert = make_self_signed_certificate(names, {"127.0.0.1"});
   ca_file_ = dir_.write("ca.pem", cert.cert_pem);
   impl_->ctx.use_certificate_chain(asio::buffer(cert.cert_pem));
   impl_->ctx.use_private_key(asio::buffer(cert.key_pem), asio::ssl::context::pem);

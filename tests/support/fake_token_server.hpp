@@ -29,20 +29,25 @@ struct TokenResponse {
 };
 
 // An HTTPS server on 127.0.0.1 (port chosen by the kernel) with a self-signed certificate for
-// "localhost" and 127.0.0.1: a stand-in for GitHub's API or an OAuth token endpoint. Every
+// `names` ("localhost" unless told) and 127.0.0.1: a stand-in for GitHub's API or an OAuth
+// token endpoint. Every
 // request is recorded, then answered by the handler (which runs on the server's own thread).
 // stop() closes the listener (connections are refused afterwards); the port stays known.
 class FakeTokenServer {
  public:
   using Handler = std::function<TokenResponse(const TokenRequest&)>;
 
-  explicit FakeTokenServer(Handler handler);
+  explicit FakeTokenServer(Handler handler, std::vector<std::string> names = {"localhost"});
   ~FakeTokenServer();
   FakeTokenServer(const FakeTokenServer&) = delete;
   FakeTokenServer& operator=(const FakeTokenServer&) = delete;
 
   std::uint16_t port() const { return port_; }
-  std::string url() const { return "https://localhost:" + std::to_string(port_); }
+  std::string url() const { return url_for("localhost"); }
+  // "https://HOST:PORT": for a name of the certificate's that the test's DNS points here.
+  std::string url_for(const std::string& host) const {
+    return "https://" + host + ":" + std::to_string(port_);
+  }
   const std::string& ca_file() const { return ca_file_; }  // the certificate, PEM
 
   std::vector<TokenRequest> requests() const;

@@ -123,7 +123,7 @@ CurlResult run_curl(const std::vector<std::string>& args, std::chrono::milliseco
                                 "-o",
                                 body,
                                 "-w",
-                                "%{http_code} %{http_connect}"};
+                                "%{http_code} %{http_connect} %{time_total}"};
   argv.insert(argv.end(), args.begin(), args.end());
   const CommandResult r = run_command(argv, timeout);
   CurlResult out;
@@ -134,7 +134,11 @@ CurlResult run_curl(const std::vector<std::string>& args, std::chrono::milliseco
   const auto space = r.out.find(' ');
   try {
     out.http_code = std::stoi(r.out.substr(0, space));
-    if (space != std::string::npos) out.connect_code = std::stoi(r.out.substr(space + 1));
+    if (space != std::string::npos) {
+      const auto second = r.out.find(' ', space + 1);
+      out.connect_code = std::stoi(r.out.substr(space + 1));
+      if (second != std::string::npos) out.seconds = std::stod(r.out.substr(second + 1));
+    }
   } catch (const std::exception&) {
   }
   return out;

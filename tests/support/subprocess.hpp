@@ -27,6 +27,7 @@ struct CurlResult {
   int exit_code = -1;
   int http_code = 0;
   int connect_code = 0;
+  double seconds = 0;   // curl's own %{time_total}: the transfer, without starting curl
   std::string headers;  // every head curl received, the proxy's CONNECT answer included
   std::string body;
   std::string err;  // curl's stderr (-sS: only errors)

@@ -160,10 +160,14 @@ TEST(AuditAggregator, TakesTheLogsSuggestionElseDerivesOne) {
                443));  // shortened: not a name
   a.add(denial(kT0, "sb1", "git.example", 443, "not_a_reason"));
   a.add(denial(kT0, "", "y.example", 443, "unknown_sandbox"));
+  AuditEvent dns = denial(kT0, "sb1", "dns.example", 0);
+  dns.protocol = "dns";
+  a.add(dns);  // a question names no port: the name on the sandbox's ports, never port 0
   const Report r = a.take_report(10);
   std::map<std::string, const DenialGroup*> by_host;
   for (const DenialGroup& g : r.denials) by_host[g.host] = &g;
-  ASSERT_EQ(by_host.size(), 7u);
+  ASSERT_EQ(by_host.size(), 8u);
+  EXPECT_EQ(by_host["dns.example"]->suggestion, "[sandboxes.sb1] allow = [\"dns.example\"]");
   EXPECT_EQ(by_host["y.example"]->suggestion, "");  // no sandbox to place it in
   EXPECT_EQ(by_host["npm.example"]->suggestion, "[profiles.dev] allow = [\"npm.example:443\"]");
   EXPECT_EQ(by_host["npm.example"]->suggestion_source, SuggestionSource::log);
@@ -180,20 +184,30 @@ TEST(AuditAggregator, TakesTheLogsSuggestionElseDerivesOne) {
 }
 
 TEST(AuditAggregator, PlacesDerivedSuggestionsWithThePlacer) {
-  const Placer placer = [](std::string_view sandbox, std::string_view line) -> std::string {
-    if (sandbox != "known") return {};
-    return "[profiles.p] " + std::string(line);
+  // As config::home_of places them: a launched sandbox by its profile; one the config does
+  // not have (its drop-in removed) as a launched one without a profile, never by its id.
+  const Placer placer = [](std::string_view sandbox) {
+    policy::SandboxHome home;
+    home.id = sandbox;
+    home.kind = sandbox == "known" ? policy::SandboxHome::Kind::launched
+                                   : policy::SandboxHome::Kind::unknown;
+    if (sandbox == "known") home.profile = "p";
+    return home;
   };
   Aggregator a{Filter{}, Limits{}, placer};
   a.add(denial(kT0, "known", "x.example", 443));
   a.add(denial(kT0, "gone", "x.example", 443));
+  a.add(denial(kT0, "gone", "10.1.2.3", 443, "ip_literal_not_allowed"));
   const Report r = a.take_report(10);
-  ASSERT_EQ(r.denials.size(), 2u);
-  EXPECT_EQ(r.denials[0].sandbox, "gone");
-  EXPECT_EQ(r.denials[0].suggestion, "[sandboxes.gone] allow = [\"x.example:443\"]");
-  EXPECT_EQ(r.denials[0].suggestion_source, SuggestionSource::derived);
-  EXPECT_EQ(r.denials[1].suggestion, "[profiles.p] allow = [\"x.example:443\"]");
-  EXPECT_EQ(r.denials[1].suggestion_source, SuggestionSource::config);
+  ASSERT_EQ(r.denials.size(), 3u);
+  std::map<std::string, const DenialGroup*> by;
+  for (const DenialGroup& g : r.denials) by[g.sandbox + " " + g.host] = &g;
+  EXPECT_EQ(by["gone x.example"]->suggestion, "sandgate-launch --allow \"x.example:443\"");
+  EXPECT_EQ(by["gone x.example"]->suggestion_source, SuggestionSource::config);
+  EXPECT_EQ(by["gone 10.1.2.3"]->suggestion,
+            "[profiles.NAME] allow_cidrs = [\"10.1.2.3/32\"] (sandgate-launch --profile NAME)");
+  EXPECT_EQ(by["known x.example"]->suggestion, "[profiles.p] allow = [\"x.example:443\"]");
+  EXPECT_EQ(by["known x.example"]->suggestion_source, SuggestionSource::config);
 }
 
 TEST(AuditAggregator, BoundsTheGroupsItKeeps) {

@@ -109,6 +109,8 @@ max_dns_queries_per_sandbox = 32
 servers = ["192.0.2.53", "192.0.2.54:5353", "[2001:db8::53]:53", "2001:db8::54"]
 timeout_ms = 1500
 max_ttl_s = 0
+denied_names = "refused"
+sink_address = "198.51.100.254"
 [dns.hosts]
 "Origin.Test." = ["127.0.0.1", "::1"]
 
@@ -168,6 +170,8 @@ TEST(ConfigLoad, FullConfigFillsEveryField) {
                                                      "[2001:db8::53]:53", "2001:db8::54"}));
   EXPECT_EQ(c.dns.timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c.dns.max_ttl, std::chrono::seconds(0));
+  EXPECT_EQ(c.dns.denied_names, Dns::DeniedNames::refused);
+  EXPECT_EQ(c.dns.sink_address, *policy::parse_ip_literal("198.51.100.254"));
   ASSERT_EQ(c.dns.hosts.size(), 1u);
   ASSERT_TRUE(c.dns.hosts.contains("origin.test"));  // normalised
   EXPECT_EQ(c.dns.hosts.at("origin.test"),
@@ -220,6 +224,7 @@ inspect = ["*.example.com:8443"]
 hosts = ["api.github.com"]
 methods = ["GET", "HEAD"]
 paths = ["/repos/acme/**", "/user"]
+path_case = "insensitive"
 action = "allow"
 
 [[profiles.default.git]]
@@ -259,12 +264,14 @@ ca_key = "ca.key"
   EXPECT_EQ(first.methods, (std::vector<std::string>{"GET", "HEAD"}));
   ASSERT_EQ(first.paths.size(), 2u);
   EXPECT_EQ(first.paths[1].text(), "/user");
+  EXPECT_EQ(first.path_case, policy::PathCase::insensitive);
   EXPECT_TRUE(first.allow);
   EXPECT_EQ(first.mode, policy::RuleMode::enforce);
   const policy::HttpRule& second = spec.http_rules[1];
   EXPECT_EQ(second.origin, "sandboxes.ci.http_rules[0]");
   EXPECT_TRUE(second.methods.empty());
   EXPECT_TRUE(second.paths.empty());
+  EXPECT_FALSE(second.path_case);  // the request's host decides
   EXPECT_FALSE(second.allow);
   EXPECT_EQ(second.mode, policy::RuleMode::audit);
 
@@ -347,13 +354,16 @@ profile = "default"
     f.port = 443;
     f.method = row.method;
     f.path = row.target;
-    const policy::Decision refused =
-        policy::decide_request(*load_config_from_string(base, kFile).build_policy(), f);
+    const Config loaded = load_config_from_string(base, kFile);
+    const policy::Decision refused = policy::decide_request(*loaded.build_policy(), f);
     ASSERT_FALSE(refused.allowed) << row.target;
-    const std::string line = policy::suggest_rule(refused, h, 443);
-    ASSERT_FALSE(line.empty()) << row.target;
-    const auto fixed = load_config_from_string(base + line + "\n", kFile).build_policy();
-    EXPECT_TRUE(policy::decide_request(*fixed, f).allowed) << line;
+    const policy::Suggestion s =
+        policy::suggest(home_of(*loaded.find_sandbox("ci")), h, 443, refused);
+    ASSERT_TRUE(s.block) << row.target << ": " << s.text();
+    // An array-of-tables block, at the end of the file, after the rules the table has.
+    EXPECT_TRUE(s.text().starts_with("[[sandboxes.ci.")) << s.text();
+    const auto fixed = load_config_from_string(base + s.toml + "\n", kFile).build_policy();
+    EXPECT_TRUE(policy::decide_request(*fixed, f).allowed) << s.text();
   }
 }
 
@@ -420,6 +430,8 @@ TEST(ConfigLoad, EmptyFileGivesDefaults) {
   EXPECT_EQ(c.limits.idle_timeout, defaults.idle_timeout);
   EXPECT_TRUE(c.dns.servers.empty());
   EXPECT_EQ(c.dns.max_ttl, std::chrono::seconds(300));
+  EXPECT_EQ(c.dns.denied_names, Dns::DeniedNames::sink);
+  EXPECT_EQ(c.dns.sink_address, *policy::parse_ip_literal("192.0.2.254"));
   EXPECT_EQ(c.logging.audit, "stdout");
   EXPECT_EQ(c.sandboxes_dir, "/nonexistent/sandboxes.d");  // default; absent is fine
   EXPECT_TRUE(c.sandboxes.empty());
@@ -550,6 +562,14 @@ std::vector<ErrorCase> error_cases() {
        "invalid opaque destination \"*.example.com:443\": use an exact host name and a port, "
        "e.g. \"ssh.example.com:443\""},
 
+      {"DnsDeniedNamesUnknown", "[dns]\ndenied_names = \"drop\"\n", 2, 16, "dns.denied_names",
+       "expected \"sink\" or \"refused\", got \"drop\""},
+      {"DnsSinkAddressV6", "[dns]\nsink_address = \"2001:db8::1\"\n", 2, 16, "dns.sink_address",
+       "\"2001:db8::1\" cannot be dialled through the launcher's redirect; use an IPv4 unicast "
+       "address no sandbox needs, e.g. \"192.0.2.254\""},
+      {"DnsSinkAddressLoopback", "[dns]\nsink_address = \"127.0.0.1\"\n", 2, 16, "dns.sink_address",
+       "\"127.0.0.1\" cannot be dialled through the launcher's redirect; use an IPv4 unicast "
+       "address no sandbox needs, e.g. \"192.0.2.254\""},
       // dns.hosts.
       {"DnsHostBadAddress", "[dns.hosts]\n\"origin.test\" = [\"127.1\"]\n", 2, 18,
        "dns.hosts.\"origin.test\"[0]",
@@ -699,7 +719,12 @@ std::vector<ErrorCase> error_cases() {
       {"HttpRuleLowercaseMethod",
        kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = [\"get\"]\n", 4, 12,
        "profiles.p.http_rules[0].methods[0]",
-       "invalid method \"get\": methods are case-sensitive; write \"GET\""},
+       "invalid method \"get\": methods are written in uppercase (a rule matches any case); "
+       "write \"GET\""},
+      {"HttpRuleBadPathCase",
+       kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\npath_case = \"ignore\"\n", 4, 13,
+       "profiles.p.http_rules[0].path_case",
+       "expected \"sensitive\" or \"insensitive\", got \"ignore\""},
       {"HttpRuleMethodNotAToken",
        kHttpRule + "hosts = [\"a.test\"]\naction = \"deny\"\nmethods = [\"GET\", \"GET /\"]\n", 4,
        19, "profiles.p.http_rules[0].methods[1]",
@@ -752,9 +777,17 @@ std::vector<ErrorCase> error_cases() {
       // Paths.
       {"AuditEmpty", "[log]\naudit = \"\"\n", 2, 9, "log.audit",
        "expected \"stdout\", \"stderr\", \"off\" or a file path, got an empty string"},
-      {"SandboxesDirMissing", "sandboxes_dir = \"drop-ins\"\n", 1, 17, "sandboxes_dir",
-       "directory \"/nonexistent/drop-ins\" does not exist"},
   };
+}
+
+// A copied example config names a sandboxes_dir that is not there yet: it holds no sandboxes
+// and the daemon makes it at start (tests/integration/cli_test.cpp).
+TEST(DropIns, AMissingNamedDirectoryHoldsNoSandboxes) {
+  const Config c = load_config_from_string("sandboxes_dir = \"drop-ins\"\n", kFile);
+  EXPECT_EQ(c.sandboxes_dir, "/nonexistent/drop-ins");
+  EXPECT_TRUE(c.sandboxes_dir_named);
+  EXPECT_EQ(c.sandboxes.size(), 0u);
+  EXPECT_FALSE(load_config_from_string("", kFile).sandboxes_dir_named);
 }
 
 class ConfigErrorCase : public ::testing::TestWithParam<ErrorCase> {};
@@ -880,7 +913,7 @@ TEST(DropIns, SuggestionsNameWhatTheOperatorCanEdit) {
   TempDir dir;
   const std::string main = dir.write("sandgate.toml", kMainWithDropIns);
   const std::string hand =
-      dir.write("sandboxes.d/hand.toml", "id = \"hand\"\nsources = [\"10.201.0.30\"]\n");
+      dir.write("sandboxes.d/hand.toml", "id = \"hand\"\nsources = [\"10.77.0.30\"]\n");
   dir.write("sandboxes.d/l1.toml",
             "# written by sandgate-launch; removed by `sandgate-launch down`\nid = \"l1\"\n"
             "profile = \"default\"\nsources = [\"10.201.0.2\"]\nallow = []\n");
@@ -888,26 +921,37 @@ TEST(DropIns, SuggestionsNameWhatTheOperatorCanEdit) {
             "# written by sandgate-launch; removed by `sandgate-launch down`\nid = \"l2\"\n"
             "sources = [\"10.201.0.6\"]\nallow = []\n");
   const Config c = load_config(main);
+  const policy::Host host = policy::normalize_host("x.org");
+  const policy::Host address = policy::normalize_host("192.0.2.1");
+  policy::Decision no_rule;
+  no_rule.reason = policy::Reason::no_matching_rule;
+  policy::Decision literal;
+  literal.reason = policy::Reason::ip_literal_not_allowed;
   const std::string allow = "allow = [\"x.org:443\"]";
   const std::string cidr = "allow_cidrs = [\"192.0.2.1/32\"]";
   struct Row {
     const char* id;
-    std::string line;
+    bool by_address;
     std::string suggestion;
   };
   const Row rows[] = {
-      {"main-one", allow, "[sandboxes.main-one] " + allow},
-      {"hand", allow, hand + ": " + allow},
-      {"l1", allow, "[profiles.default] " + allow},
-      {"l1", cidr, "[profiles.default] " + cidr},
-      {"l2", allow, "sandgate-launch --allow \"x.org:443\""},
-      {"l2", cidr, "[profiles.NAME] " + cidr + " (sandgate-launch --profile NAME)"},
+      {"main-one", false, "[sandboxes.main-one] " + allow},
+      {"hand", false, hand + ": " + allow},
+      {"l1", false, "[profiles.default] " + allow},
+      {"l1", true, "[profiles.default] " + cidr},
+      {"l2", false, "sandgate-launch --allow \"x.org:443\""},
+      {"l2", true, "[profiles.NAME] " + cidr + " (sandgate-launch --profile NAME)"},
+      {"gone", false, "sandgate-launch --allow \"x.org:443\""},  // not in this config
   };
   for (const Row& row : rows) {
-    const Sandbox* sb = c.find_sandbox(row.id);
-    ASSERT_NE(sb, nullptr) << row.id;
-    EXPECT_EQ(suggestion_for(*sb, row.line), row.suggestion) << row.id;
+    const policy::Suggestion s =
+        policy::suggest(home_of(c, row.id), row.by_address ? address : host, 443,
+                        row.by_address ? literal : no_rule);
+    EXPECT_EQ(s.text(), row.suggestion) << row.id;
   }
+  // The launcher's flag that allows it too, for a launched sandbox with a profile.
+  EXPECT_EQ(policy::suggest(home_of(c, "l1"), host, 443, no_rule).launcher_allow,
+            "sandgate-launch --allow \"x.org:443\"");
 }
 
 TEST(DropIns, RequestRulesNameKeysInTheDropIn) {
@@ -1181,13 +1225,13 @@ namespace {
 
 TEST(Sources, IdentifyASandboxThatNeedsNoToken) {
   const Config c = load_config_from_string(
-      "[sandboxes.a]\nsources = [\"10.201.0.2\", \"fd00::2\"]\n[sandboxes.b]\ntoken = \"t\"\n",
+      "[sandboxes.a]\nsources = [\"10.77.0.2\", \"fd00::2\"]\n[sandboxes.b]\ntoken = \"t\"\n",
       "/nonexistent/s.toml");
   ASSERT_EQ(c.sandboxes.size(), 2u);
   const Sandbox& a = *c.find_sandbox("a");
   EXPECT_EQ(a.token, "");
   ASSERT_EQ(a.sources.size(), 2u);
-  EXPECT_EQ(a.sources[0].to_string(), "10.201.0.2");
+  EXPECT_EQ(a.sources[0].to_string(), "10.77.0.2");
   EXPECT_EQ(a.sources[1].to_string(), "fd00::2");
   EXPECT_TRUE(c.find_sandbox("b")->sources.empty());
 }
@@ -1195,15 +1239,64 @@ TEST(Sources, IdentifyASandboxThatNeedsNoToken) {
 TEST(Sources, AnAddressIdentifiesOneSandboxOnly) {
   try {
     load_config_from_string(
-        "[sandboxes.a]\nsources = [\"10.201.0.2\"]\n[sandboxes.b]\nsources = [\"10.201.0.2\"]\n",
+        "[sandboxes.a]\nsources = [\"10.77.0.2\"]\n[sandboxes.b]\nsources = [\"10.77.0.2\"]\n",
         "/nonexistent/s.toml");
     FAIL() << "accepted";
   } catch (const ConfigErrors& e) {
     ASSERT_EQ(e.errors().size(), 1u);
     EXPECT_EQ(
         e.errors()[0].to_string(),
-        "/nonexistent/s.toml:4:12: sandboxes.b.sources[0]: source address \"10.201.0.2\" already "
+        "/nonexistent/s.toml:4:12: sandboxes.b.sources[0]: source address \"10.77.0.2\" already "
         "identifies another sandbox, at /nonexistent/s.toml:2:12");
+  }
+}
+
+// The launcher gives the pool's addresses to the sandboxes it makes: a hand-written sandbox
+// there would take the next launch's address (it waited 10 s, then failed with a wrong hint).
+TEST(Sources, AnAddressInTheLauncherPoolIsRefusedUnlessTheLauncherWroteIt) {
+  try {
+    load_config_from_string("[sandboxes.a]\nsources = [\"10.201.0.6\"]\n", "/nonexistent/s.toml");
+    FAIL() << "accepted";
+  } catch (const ConfigErrors& e) {
+    ASSERT_EQ(e.errors().size(), 1u);
+    EXPECT_EQ(e.errors()[0].to_string(),
+              "/nonexistent/s.toml:2:12: sandboxes.a.sources[0]: source address \"10.201.0.6\" is "
+              "inside [launcher] pool 10.201.0.0/16, which sandgate-launch gives to the sandboxes "
+              "it makes; choose an address outside it, or move the pool");
+  }
+  // Controls: outside the pool, and the same address once the pool is elsewhere.
+  EXPECT_EQ(load_config_from_string("[sandboxes.a]\nsources = [\"10.200.0.6\"]\n", "/n/s.toml")
+                .sandboxes.size(),
+            1u);
+  EXPECT_EQ(load_config_from_string(
+                "[launcher]\npool = \"10.9.0.0/24\"\n[sandboxes.a]\nsources = [\"10.201.0.6\"]\n",
+                "/n/s.toml")
+                .sandboxes.size(),
+            1u);
+}
+
+// What SIGHUP cannot apply is named (the daemon prints it as "reload_ignored").
+TEST(RestartOnlyChanges, NameTheSectionsSetUpOnlyAtStart) {
+  const std::string base =
+      "workers = 2\n[listeners]\nexplicit = [\"127.0.0.1:3128\"]\n[dns]\ntimeout_ms = 100\n"
+      "[log]\naudit = \"stdout\"\n";
+  const Config running = load_config_from_string(base, kFile);
+  const struct {
+    std::string toml;
+    std::vector<std::string> expected;
+  } rows[] = {
+      {base, {}},
+      {base + "[sandboxes.a]\ntoken = \"t\"\nallow = [\"x.org\"]\n", {}},  // applied
+      {"workers = 3\n[listeners]\nexplicit = [\"127.0.0.1:3129\"]\n[dns]\ntimeout_ms = 100\n"
+       "[log]\naudit = \"stdout\"\n",
+       {"listeners", "workers"}},
+      {"workers = 2\nsandboxes_dir = \"elsewhere\"\n[listeners]\nexplicit = [\"127.0.0.1:3128\"]\n"
+       "[dns]\ntimeout_ms = 200\n[log]\naudit = \"off\"\n",
+       {"dns", "log.audit", "sandboxes_dir"}},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(restart_only_changes(running, load_config_from_string(row.toml, kFile)), row.expected)
+        << row.toml;
   }
 }
 

@@ -132,6 +132,22 @@ TEST(CredentialsConfig, EveryProviderLoadsWithDefaultsAndResolvedPaths) {
   EXPECT_EQ(config.find_credential("nope"), nullptr);
 }
 
+// A token endpoint trusts [interception] upstream_ca_file, as the upstream leg does, unless
+// its credential names a ca_file of its own; providers that fetch nothing over HTTPS get none.
+TEST(CredentialsConfig, TokenEndpointsTrustTheUpstreamCaUnlessTheyNameTheirOwn) {
+  const std::string interception =
+      std::string(kInterception) + "upstream_ca_file = \"/etc/ssl/private-ca.pem\"\n";
+  const Config config = load_config_from_string(interception + std::string(kCredentials), kFile);
+  EXPECT_EQ(config.find_credential("github")->ca_file, "/etc/ssl/extra.pem");
+  EXPECT_EQ(config.find_credential("ghe")->ca_file, "/etc/ssl/private-ca.pem");
+  EXPECT_EQ(config.find_credential("api")->ca_file, "/etc/ssl/private-ca.pem");
+  EXPECT_EQ(config.find_credential("npm")->ca_file, "");
+  EXPECT_EQ(config.find_credential("vault")->ca_file, "");
+  // Control: without upstream_ca_file, only the system roots (and a credential's own).
+  const Config plain = load_config_from_string(with_credentials(""), kFile);
+  EXPECT_EQ(plain.find_credential("ghe")->ca_file, "");
+}
+
 TEST(CredentialsConfig, PlaceholderKeyDefaultsToTheLauncherStateDir) {
   const Config config = load_config_from_string("[launcher]\nstate_dir = \"/run/sg\"\n", kFile);
   EXPECT_EQ(config.placeholder_key_file, "/run/sg/placeholder.key");
@@ -418,6 +434,18 @@ TEST(CredentialsConfig, InjectWithoutInterceptionIsAnError) {
   ASSERT_EQ(errors.size(), 1u) << dump(errors);
   EXPECT_EQ(errors[0].key, "profiles.p.inject");
   EXPECT_NE(errors[0].message.find("needs [interception]"), std::string::npos);
+}
+
+// What sandgate-launch keeps out of every sandbox: each credential's variables, whether or not
+// any rule names the credential (npm2 is named by none), once each.
+TEST(CredentialsConfig, CredentialEnvNamesListEveryCredentialsVariables) {
+  const Config config = load_config_from_string(
+      with_credentials("[credentials.npm2]\nprovider = \"static\"\nfile = \"/f2\"\n"
+                       "env = [\"NPM_TOKEN\", \"API_TOKEN\"]\n"),
+      kFile);
+  EXPECT_EQ(config.credential_env_names(),
+            (std::vector<std::string>{"API_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "NPM_TOKEN"}));
+  EXPECT_TRUE(load_config_from_string("", kFile).credential_env_names().empty());
 }
 
 TEST(CredentialsConfig, TwoCredentialsOfASandboxCannotSetOneVariable) {

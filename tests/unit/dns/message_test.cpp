@@ -349,6 +349,43 @@ TEST(DnsMessageTest, RefusalCarriesExtendedError) {
   EXPECT_EQ(at16(no_opt, 10), 0u);
 }
 
+// A refused name's sink answer: NOERROR, one A record of the sink for A (none for AAAA), and
+// the EDE when the query had an OPT record, cut short to fit. Control: no OPT, no EDE.
+TEST(DnsMessageTest, SinkAnswersAWithTheSinkAndCarriesTheExtendedError) {
+  QuerySpec s;
+  s.opt = true;
+  const Query q = parse_ok(make_query(s));
+  const IpAddress sink = IpAddress::v4(0xC00002FE);
+  const std::string text = "SANDBOX_NETWORK_DENIED: no_matching_rule (example.com)";
+  const Bytes r = build_sink(q, sink, 5, text, 512);
+  EXPECT_EQ(at16(r, 2), 0x8180u);  // NOERROR
+  EXPECT_EQ(at16(r, 6), 1u);
+  EXPECT_EQ(at16(r, 10), 1u);
+  std::size_t at = kHeaderBytes + q.question.size();
+  EXPECT_EQ(at16(r, at), 0xC00Cu);
+  EXPECT_EQ(at16(r, at + 2), kTypeA);
+  EXPECT_EQ(at16(r, at + 6) << 16 | at16(r, at + 8), 5u);
+  EXPECT_EQ(r[at + 12], 192);
+  EXPECT_EQ(r[at + 15], 254);
+  at += 16;
+  EXPECT_EQ(at16(r, at + 1), kTypeOpt);
+  EXPECT_EQ(at16(r, at + 15), kEdeBlocked);
+  EXPECT_EQ(std::string(r.begin() + static_cast<std::ptrdiff_t>(at + 17), r.end()), text);
+  EXPECT_EQ(build_sink(q, sink, 5, std::string(2000, 'x'), 512).size(), 512u);
+
+  s.qtype = kTypeAaaa;
+  const Query q6 = parse_ok(make_query(s));
+  const Bytes r6 = build_sink(q6, sink, 5, text, 512);
+  EXPECT_EQ(at16(r6, 2), 0x8180u);
+  EXPECT_EQ(at16(r6, 6), 0u);  // NODATA
+  EXPECT_EQ(r6.size(), kHeaderBytes + q6.question.size() + 11 + 6 + text.size());
+
+  const Query plain = parse_ok(make_query(QuerySpec{}));
+  const Bytes no_opt = build_sink(plain, sink, 5, text, 512);
+  EXPECT_EQ(no_opt.size(), kHeaderBytes + plain.question.size() + 16);
+  EXPECT_EQ(at16(no_opt, 10), 0u);
+}
+
 TEST(DnsMessageTest, Errors) {
   QuerySpec s;
   s.flags = 0;  // RD clear is copied

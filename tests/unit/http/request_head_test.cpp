@@ -585,6 +585,26 @@ TEST(StripHopByHop, ConnectionCannotRemoveFramingOrHost) {
   EXPECT_EQ(r->msg().count(bh::field::connection), 0u);
 }
 
+// The fields that never leave sandgate whatever the wire (an HTTP/2 request's too), in any
+// case of their names; Connection, Upgrade and TE are left to the wire.
+TEST(StripProxyOnly, RemovesWhatIsSaidToTheProxyAndLeavesTheRest) {
+  bh::fields f;
+  f.insert("proxy-authorization", "Basic c2I6dG9r");
+  f.insert("Proxy-Authorization", "Basic eA==");
+  f.insert("PROXY-CONNECTION", "keep-alive");
+  f.insert("keep-alive", "timeout=5");
+  f.insert("proxy-authenticate", "Basic");
+  f.insert("http2-settings", "AAMAAABkAAQAAP__");
+  f.insert("te", "trailers");
+  f.insert("upgrade", "websocket");
+  f.insert("connection", "Upgrade");
+  f.insert("authorization", "Bearer kept");
+  strip_proxy_only(f);
+  std::vector<std::string> left;
+  for (const auto& field : f) left.emplace_back(field.name_string());
+  EXPECT_EQ(left, (std::vector<std::string>{"te", "upgrade", "connection", "authorization"}));
+}
+
 TEST(StripHopByHop, WorksOnResponses) {
   bh::response<bh::empty_body> res{bh::status::proxy_authentication_required, 11};
   res.set(bh::field::proxy_authenticate, "Basic realm=x");
@@ -657,6 +677,48 @@ std::string serialized_by_beast(bh::message<isRequest, bh::empty_body, Fields>& 
   EXPECT_FALSE(ec) << ec.message();
   return out;
 }
+
+// An HTTP/2 request (what nghttp2 let through) held to what parse_request_head takes from an
+// HTTP/1.1 client. The h2_h1_head fuzzer found nghttp2 passing '#', '\', '"', '<', '>' and
+// non-ASCII bytes in :path, which the bridge then wrote into an HTTP/1.1 request line.
+struct H2RequestRow {
+  std::string name;
+  std::string method;
+  std::string target;
+  std::vector<std::string> values;
+  Errc want;
+};
+
+class CheckH2Request : public testing::TestWithParam<H2RequestRow> {};
+
+TEST_P(CheckH2Request, MatchesTable) {
+  const H2RequestRow& row = GetParam();
+  const std::vector<std::string_view> values(row.values.begin(), row.values.end());
+  EXPECT_EQ(check_h2_request(row.method, row.target, values), row.want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CheckH2Request,
+    testing::Values(
+        H2RequestRow{"origin_form", "GET", "/a/b?c=d&e=%41", {"x", "a\tb", "\x80"}, Errc::ok},
+        H2RequestRow{"whatwg_characters", "GET", "/a{b}|c^d`[e]", {}, Errc::ok},
+        H2RequestRow{"asterisk_for_options", "OPTIONS", "*", {}, Errc::ok},
+        H2RequestRow{"extension_method", "M-SEARCH", "/", {}, Errc::ok},
+        H2RequestRow{"asterisk_for_get", "GET", "*", {}, Errc::unsupported_target},
+        H2RequestRow{"fragment", "GET", "/a#b", {}, Errc::malformed_request},
+        H2RequestRow{"backslash", "GET", "/a\\b", {}, Errc::malformed_request},
+        H2RequestRow{"quote_and_angles", "GET", "/\"<>", {}, Errc::malformed_request},
+        H2RequestRow{"non_ascii", "GET", "/\xc3\xa9", {}, Errc::malformed_request},
+        H2RequestRow{"bad_escape", "GET", "/?q=%zz", {}, Errc::malformed_request},
+        H2RequestRow{"space", "GET", "/a b", {}, Errc::malformed_request},
+        H2RequestRow{"empty_target", "GET", "", {}, Errc::malformed_request},
+        H2RequestRow{"absolute_form", "GET", "http://a.test/", {}, Errc::unsupported_target},
+        H2RequestRow{"connect", "CONNECT", "a.test:443", {}, Errc::unsupported_target},
+        H2RequestRow{"method_not_a_token", "G T", "/", {}, Errc::malformed_request},
+        H2RequestRow{"empty_method", "", "/", {}, Errc::malformed_request},
+        H2RequestRow{"control_byte_in_value", "GET", "/", {"a", "\x01"}, Errc::invalid_header},
+        H2RequestRow{"del_in_value", "GET", "/", {"a\x7f"}, Errc::invalid_header}),
+    [](const auto& row) { return row.param.name; });
 
 TEST(HeadText, IsWhatBeastsSerializerWritesForARequest) {
   for (const unsigned version : {10U, 11U}) {

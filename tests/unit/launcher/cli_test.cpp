@@ -71,13 +71,39 @@ TEST(LauncherCli, AcceptsLimitsAndStatusOptions) {
   EXPECT_EQ(o->json_file, "/tmp/s.json");
 }
 
+// `COMMAND -h` (or --help) asks for that command's usage, even without its required options;
+// after `--` it is the command's own argument. `env` needs --sandbox.
+TEST(LauncherCli, PerCommandHelpAndEnv) {
+  std::string error;
+  auto o = parse({"run", "-h"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->verb, Verb::help);
+  EXPECT_EQ(o->help_command, "run");
+  const std::string run = usage_text("run");
+  EXPECT_NE(run.find("  run  --sandbox ID"), std::string::npos) << run;
+  EXPECT_EQ(run.find("  down "), std::string::npos) << run;
+  EXPECT_NE(usage_text().find("  down --sandbox ID"), std::string::npos);
+  o = parse({"--help"}, &error);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->help_command, "");
+  o = parse({"exec", "--sandbox", "a", "--", "ls", "-h"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->verb, Verb::exec);
+  EXPECT_EQ(o->command, (std::vector<std::string>{"ls", "-h"}));
+  o = parse({"env", "--sandbox", "agent-1"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->verb, Verb::env);
+  EXPECT_FALSE(parse({"env"}, &error));
+  EXPECT_EQ(error, "env needs --sandbox ID");
+}
+
 TEST(LauncherCli, Rejects) {
   struct Row {
     std::vector<std::string_view> args;
     const char* error;
   };
   const Row rows[] = {
-      {{}, "missing command (run, up, exec, down, list, gc)"},
+      {{}, "missing command (run, up, exec, down, list, gc, env)"},
       {{"start"}, "unknown command start"},
       {{"--verbose", "run"}, "unknown option --verbose before the command"},
       {{"--config"}, "--config needs a value"},

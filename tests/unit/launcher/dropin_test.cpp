@@ -26,12 +26,6 @@ TEST(LauncherDropin, Text) {
   }
 }
 
-TEST(LauncherDropin, Quote) {
-  EXPECT_EQ(toml_quote("plain"), "\"plain\"");
-  EXPECT_EQ(toml_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-  EXPECT_EQ(toml_quote("x\ny"), "\"x\\u000ay\"");
-}
-
 TEST(LauncherDropin, Marker) {
   EXPECT_TRUE(is_launcher_dropin(dropin_text("x", std::nullopt, "10.0.0.2", {})));
   EXPECT_FALSE(is_launcher_dropin("id = \"x\"\n"));

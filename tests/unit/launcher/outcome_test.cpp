@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 
 namespace sandgate::launcher {
@@ -122,6 +123,50 @@ TEST(LauncherOutcome, ParsesTheDaemonsDenialsAnswer) {
     EXPECT_FALSE(parse_denials(bad, &error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }
+  // The daemon's suggestion, when it has one.
+  const auto with = parse_denials(
+      R"({"epoch":2,"total":1,"overflow":0,"denials":[{"protocol":"http","host":"a.test",)"
+      R"("port":80,"reason":"no_matching_rule","count":1,"suggestion":"allow = [\"a.test:80\"]"}]})",
+      &error);
+  ASSERT_TRUE(with) << error;
+  EXPECT_EQ(with->denials.at(0).suggestion, "allow = [\"a.test:80\"]");
+}
+
+TEST(LauncherOutcome, DenialSummaryNamesEachDestinationOnce) {
+  EXPECT_EQ(denial_summary("sb", DenialSnapshot{}), "");
+  const DenialSnapshot d{
+      1,
+      6,
+      0,
+      {{"dns", "a.test", 0, "no_matching_rule", 1, ""},
+       {"http", "b.test", 80, "no_matching_rule", 2, "sandgate-launch --allow \"b.test:80\""},
+       {"connect", "b.test", 80, "port_not_allowed", 1, ""},
+       {"tls", "c\x1b[2J.test", 443, "no_matching_rule", 2, ""}}};
+  EXPECT_EQ(denial_summary("sb", d),
+            "sandgate-launch: sandbox \"sb\": the network refused 3 destinations (6 times):\n"
+            "  b.test:80 (connect,http, 3x): no_matching_rule,port_not_allowed; to allow: "
+            "sandgate-launch --allow \"b.test:80\"\n"
+            "  c?[2J.test:443 (tls, 2x): no_matching_rule\n"
+            "  a.test (dns, 1x): no_matching_rule\n");
+}
+
+TEST(LauncherOutcome, DenialSummaryIsBounded) {
+  DenialSnapshot d{1, 0, 4, {}};
+  for (int i = 0; i < 30; ++i) {
+    d.denials.push_back({"dns", "n" + std::to_string(i) + ".test", 0, "no_matching_rule", 1, ""});
+    ++d.total;
+  }
+  d.total += 4;
+  const std::string s = denial_summary("sb", d, 20);
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 20) << s;
+  EXPECT_NE(s.find("the network refused 30 destinations (34 times)"), std::string::npos) << s;
+  EXPECT_NE(s.find("\n  and 12 more, and 4 refusals not itemized (sandgate-launch run --json "
+                   "lists them)\n"),
+            std::string::npos)
+      << s;
+  // Few destinations, but some refusals past the daemon's key cap.
+  const DenialSnapshot capped{1, 5, 4, {{"dns", "a.test", 0, "no_matching_rule", 1, ""}}};
+  EXPECT_NE(denial_summary("sb", capped).find("  and 4 refusals not itemized"), std::string::npos);
 }
 
 }  // namespace

@@ -151,12 +151,44 @@ TEST(PathGlob, MatchesCanonicalPaths) {
       {"/a%3ab", "/a%3Ab", true},
       {"/a*", "*", false},  // asterisk form matches no glob
       {"/**", "*", false},
+      {"/a/*b", "/a/*xb", true},  // a '*' in the path does not use up the glob's star
+      {"/a/*b", "/a/*", false},
   };
   for (const GlobRow& row : rows) {
     std::string error;
     const auto glob = PathGlob::parse(row.glob, &error);
     ASSERT_TRUE(glob) << row.glob << ": " << error;
     EXPECT_EQ(glob->matches(row.path), row.matches) << row.glob << " vs " << row.path;
+  }
+}
+
+struct CaseRow {
+  const char* glob;
+  const char* path;
+  bool sensitive;    // matches under PathCase::sensitive
+  bool insensitive;  // matches under PathCase::insensitive
+};
+
+// THREATS 32: an origin that resolves paths without case (GitHub's owners and repositories)
+// serves /repos/ACME/prod what a rule says of /repos/acme/prod.
+TEST(PathGlob, MatchesWithoutCaseWhenAsked) {
+  const CaseRow rows[] = {
+      {"/repos/acme/prod/**", "/repos/acme/prod/x", true, true},
+      {"/repos/acme/prod/**", "/repos/ACME/prod/x", false, true},
+      {"/repos/acme/prod/**", "/REPOS/Acme/PROD", false, true},
+      {"/Repos/*/Issues", "/repos/widget/issues", false, true},  // the glob's case too
+      {"/a/W?dget*", "/a/widgetS", false, true},
+      {"/a/%C3%A9", "/a/%C3%89", false, false},  // bytes beyond ASCII keep their case
+      {"/repos/acme/prod/**", "/repos/acme/production", false, false},
+      {"/**/*.JSON", "/x/pkg.json", false, true},
+  };
+  for (const CaseRow& row : rows) {
+    const auto glob = PathGlob::parse(row.glob);
+    ASSERT_TRUE(glob) << row.glob;
+    EXPECT_EQ(glob->matches(row.path, PathCase::sensitive), row.sensitive)
+        << row.glob << " vs " << row.path;
+    EXPECT_EQ(glob->matches(row.path, PathCase::insensitive), row.insensitive)
+        << row.glob << " vs " << row.path;
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "policy/suggestion.hpp"
+
 namespace sandgate::policy {
 namespace {
 
@@ -465,7 +467,10 @@ TEST_P(Suggest, Line) {
   const SuggestRow& row = GetParam();
   Decision d;
   d.reason = row.reason;
-  EXPECT_EQ(suggest_rule(d, normalize_host(row.host), row.port), row.expected);
+  d.address_class = AddressClass::link_local;
+  const Suggestion s = suggest(SandboxHome{}, normalize_host(row.host), row.port, d);
+  EXPECT_EQ(s.toml, row.expected);
+  EXPECT_EQ(s.why_none.empty(), std::string_view(row.expected) != "") << s.why_none;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -474,6 +479,9 @@ INSTANTIATE_TEST_SUITE_P(
                                "allow = [\"api.example.com:443\"]"},
                     SuggestRow{"github.com", 22, kPort, "allow = [\"github.com:22\"]"},
                     SuggestRow{"10.0.0.5", 80, kLiteral, "allow_cidrs = [\"10.0.0.5/32\"]"},
+                    // A port outside `ports`: a range would leave it port_not_allowed.
+                    SuggestRow{"8.8.8.8", 53, kLiteral, "allow_host_services = [\"8.8.8.8:53\"]"},
+                    SuggestRow{"::ffff:8.8.8.8", 443, kLiteral, "allow_cidrs = [\"8.8.8.8/32\"]"},
                     SuggestRow{"::1", 80, kSpecial, "allow_cidrs = [\"::1/128\"]"},
                     SuggestRow{"169.254.169.254", 80, kAlways, ""},
                     SuggestRow{"10.201.0.1", 8080, Reason::host_address,
@@ -625,6 +633,19 @@ INSTANTIATE_TEST_SUITE_P(
                     InnerRow{"host_with_http_rules", "x.wild.test", "api.wild.test",
                              EntryMode::http, false, Reason::host_mismatch}),
     [](const auto& row) { return std::string(row.param.name); });
+
+// The one refusal of a misused placeholder, wherever the tripwire saw it (head or body, either
+// wire): whose it was names the rule; an unknown one names none.
+TEST(PlaceholderDenial, NamesTheCredentialAndKeepsTheGitView) {
+  const Decision known = placeholder_denial("gh");
+  EXPECT_FALSE(known.allowed);
+  EXPECT_EQ(known.reason, Reason::placeholder_misuse);
+  EXPECT_EQ(known.rule, "credentials.gh");
+  EXPECT_EQ(placeholder_denial("").rule, "");
+  GitRequest git;
+  git.repo = "acme/widgets";
+  EXPECT_EQ(placeholder_denial("gh", git).git.repo, "acme/widgets");
+}
 
 }  // namespace
 }  // namespace sandgate::policy

@@ -109,7 +109,8 @@ void expect_same(const Decision& layered, const Decision& merged, const std::str
   EXPECT_EQ(reason_name(layered.reason), reason_name(merged.reason)) << what;
   EXPECT_EQ(layered.rule, merged.rule) << what;
   EXPECT_EQ(layered.audit, merged.audit) << what;
-  EXPECT_EQ(layered.suggestion, merged.suggestion) << what;
+  EXPECT_EQ(layered.refused_method, merged.refused_method) << what;
+  EXPECT_EQ(layered.refused_path, merged.refused_path) << what;
   EXPECT_EQ(layered.git.op, merged.git.op) << what;
 }
 

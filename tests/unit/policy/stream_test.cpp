@@ -623,5 +623,122 @@ TEST(DecideRequest, EachRequestOnItsOwnHostAndPort) {
   }
 }
 
+// A stream to the DNS sink is never tunnelled, whatever it names and whatever the address's
+// own rules say (here the sink lies in an allow_cidrs range): HTTP is served so that each
+// request is refused, TLS naming a host is intercepted for the same, the rest is refused on
+// the newest name the sandbox's DNS refused (else the address). A name the policy allows now
+// is refused as a stale answer. Control: the same address, not the sink, is tunnelled.
+TEST(DecideStreamSink, NothingIsDialledAndEachProtocolIsAnsweredInItsOwnTerms) {
+  const auto policy = make_policy();
+  const std::string sandbox = "web";
+  struct Case {
+    const char* name;
+    Opening opening;
+    const char* sni;
+    std::vector<std::string> dns_names;
+    StreamAction action;
+    Reason reason;
+    const char* shown;
+  };
+  const Case cases[] = {
+      {"http", http, nullptr, {"evil.test"}, StreamAction::serve_http, Reason::allowed_by_rule, ""},
+      {"tls_refused_name",
+       tls,
+       "evil.test",
+       {"evil.test"},
+       StreamAction::intercept,
+       Reason::no_matching_rule,
+       "evil.test"},
+      {"tls_denied_name",
+       tls,
+       "bad.origin.test",
+       {},
+       StreamAction::intercept,
+       Reason::denied_by_rule,
+       "bad.origin.test"},
+      {"tls_allowed_now",
+       tls,
+       "origin.test",
+       {},
+       StreamAction::intercept,
+       Reason::stale_dns_answer,
+       "origin.test"},
+      {"tls_no_sni",
+       tls,
+       nullptr,
+       {"evil.test"},
+       StreamAction::refuse,
+       Reason::no_matching_rule,
+       "evil.test"},
+      {"ssh_after_dns",
+       other,
+       nullptr,
+       {"evil.test", "older.test"},
+       StreamAction::refuse,
+       Reason::no_matching_rule,
+       "evil.test"},
+      {"silent_no_name",
+       silent,
+       nullptr,
+       {},
+       StreamAction::refuse,
+       Reason::stale_dns_answer,
+       "198.18.0.9"},
+  };
+  for (const Case& c : cases) {
+    const std::string sni = c.sni ? c.sni : "";
+    StreamFacts f;
+    f.sandbox = &sandbox;
+    f.opening = c.opening;
+    f.sni = c.sni ? &sni : nullptr;
+    f.dns_names = c.dns_names;
+    f.original = *parse_ip_literal("198.18.0.9");
+    f.port = c.opening == silent ? 8080 : 443;  // allow_cidrs opens the address on 8080
+    f.sink = true;
+    const StreamVerdict v = decide_stream(*policy, f);
+    EXPECT_TRUE(v.sunk) << c.name;
+    EXPECT_EQ(v.action, c.action) << c.name;
+    if (c.action == StreamAction::serve_http) continue;
+    EXPECT_FALSE(v.decision.allowed) << c.name;
+    EXPECT_EQ(reason_name(v.decision.reason), reason_name(c.reason)) << c.name;
+    EXPECT_EQ(v.shown, c.shown) << c.name;
+  }
+  StreamFacts control;
+  control.sandbox = &sandbox;
+  control.opening = silent;
+  control.original = *parse_ip_literal("198.18.0.9");
+  control.port = 8080;
+  const StreamVerdict v = decide_stream(*policy, control);
+  EXPECT_EQ(v.action, StreamAction::tunnel);
+  EXPECT_FALSE(v.sunk);
+}
+
+// On a sunk stream every request is refused: on its host's decision, or as a stale answer
+// when that allows it now; a git request says what git asked, so git prints the refusal.
+// Control: the same requests on a stream that is not sunk.
+TEST(DecideRequest, ASunkRequestIsRefusedWhateverItAsks) {
+  const auto policy = make_policy();
+  const Host origin = normalize_host("origin.test");
+  const Host nope = normalize_host("nope.example");
+  RequestFacts f;
+  f.sandbox = "web";
+  f.port = 80;
+  f.method = "GET";
+  f.path = "/acme/widget.git/info/refs?service=git-upload-pack";
+  f.host = &origin;
+  EXPECT_TRUE(decide_request(*policy, f).allowed);
+  f.sunk = true;
+  Decision d = decide_request(*policy, f);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(reason_name(d.reason), "stale_dns_answer");
+  EXPECT_TRUE(d.git.advertisement);
+  EXPECT_EQ(d.git.service(), "git-upload-pack");
+  f.host = &nope;
+  f.path = "/";
+  d = decide_request(*policy, f);
+  EXPECT_EQ(reason_name(d.reason), "no_matching_rule");
+  EXPECT_FALSE(d.git.advertisement);
+}
+
 }  // namespace
 }  // namespace sandgate::policy

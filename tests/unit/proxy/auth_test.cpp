@@ -84,6 +84,22 @@ TEST(Authenticate, ClassifiesEveryProxyAuthorization) {
   }
 }
 
+// What the client is told: an unknown id and a wrong token alike (it must not learn which ids
+// exist); the audit names (telemetry::name) keep them apart.
+TEST(Authenticate, TheClientCannotTellAnUnknownIdFromAWrongToken) {
+  using telemetry::AuthOutcome;
+  const AuthRefusal unknown = auth_refusal(AuthOutcome::unknown_sandbox_id);
+  const AuthRefusal wrong = auth_refusal(AuthOutcome::wrong_token);
+  EXPECT_EQ(unknown.reason, "invalid_credentials");
+  EXPECT_EQ(unknown.reason, wrong.reason);
+  EXPECT_EQ(unknown.message, wrong.message);
+  EXPECT_NE(telemetry::name(AuthOutcome::unknown_sandbox_id),
+            telemetry::name(AuthOutcome::wrong_token));
+  EXPECT_EQ(auth_refusal(AuthOutcome::no_credentials).reason, "no_credentials");
+  EXPECT_EQ(auth_refusal(AuthOutcome::malformed_credentials).reason, "malformed_credentials");
+  EXPECT_EQ(auth_refusal(AuthOutcome::identity_changed).reason, "identity_changed");
+}
+
 TEST(Authenticate, NoSandboxesMeansNoOneGetsIn) {
   EXPECT_EQ(authenticate(Snapshot{}, "Basic " + base64("sb1:tok-1")).outcome,
             AuthOutcome::unknown_sandbox_id);

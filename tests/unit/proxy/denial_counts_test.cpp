@@ -29,6 +29,20 @@ TEST(DenialCounts, CountsPerSandboxAndKey) {
   EXPECT_EQ(counts.keys(), 3U);
 }
 
+// Each key keeps the first suggestion a refusal of it reported, bounded.
+TEST(DenialCounts, KeepsTheFirstSuggestionOfAKey) {
+  DenialCounts counts;
+  counts.add("a", "dns", "x.test", 0, "no_matching_rule");  // none yet
+  counts.add("a", "dns", "x.test", 0, "no_matching_rule", "first");
+  counts.add("a", "dns", "x.test", 0, "no_matching_rule", "second");
+  counts.add("a", "http", "y.test", 80, "r", std::string(2000, 's'));
+  const auto a = counts.view("a");
+  ASSERT_EQ(a.entries.size(), 2U);
+  EXPECT_EQ(a.entries[0].suggestion, "first");
+  EXPECT_EQ(a.entries[0].count, 3U);
+  EXPECT_EQ(a.entries[1].suggestion, std::string(DenialCounts::kMaxSuggestionBytes, 's'));
+}
+
 TEST(DenialCounts, BoundedKeysCountOverflow) {
   DenialCounts counts(DenialCounts::Limits{4, 6, 2});
   for (int i = 0; i < 10; ++i) counts.add("a", "http", "h" + std::to_string(i), 80, "r");

@@ -130,6 +130,9 @@ TEST(ReasonPhrase, SaysCodeDestinationSandboxAndWhetherToRetry) {
        "SANDBOX_NETWORK_DENIED example.com:80 for sandbox agent-1 (not retryable)"},
       {"407 names no sandbox", info_of(Errc::proxy_auth_required, "", "example.com", 443),
        "PROXY_AUTH_REQUIRED example.com:443 (not retryable)"},
+      {"407 says what was wrong",
+       info_of(Errc::proxy_auth_required, "", "example.com", 443, "invalid_credentials"),
+       "PROXY_AUTH_REQUIRED example.com:443 (invalid_credentials; not retryable)"},
       {"429", info_of(Errc::too_many_connections, "agent-1", "", 0),
        "TOO_MANY_CONNECTIONS for sandbox agent-1 (retryable)"},
       {"no destination, no sandbox", info_of(Errc::malformed_request, "", "", 0),
@@ -217,6 +220,19 @@ TEST(ReasonPhrase, RepliesWithoutOneKeepTheUsualReason) {
   const Reply git =
       git_refusal_reply("git-upload-pack", info_of(Errc::network_denied, "sb", "h", 1));
   EXPECT_TRUE(http1_text(git).starts_with("HTTP/1.1 200 OK\r\n"));
+}
+
+// A suggested [[...git]] block holds newlines; the one pkt-line git prints shows them as spaces.
+TEST(ErrorResponse, AGitRefusalShowsABlockSuggestionOnOneLine) {
+  ErrorInfo info = info_of(Errc::network_denied, "sb", "github.com", 443);
+  info.reason = "git_not_allowed";
+  info.suggestion = "[[sandboxes.sb.git]]\nrepos = [\"github.com/o/r\"]\nallow = [\"push\"]";
+  const Reply git = git_refusal_reply("git-receive-pack", info);
+  EXPECT_NE(git.body.find("; to allow it: [[sandboxes.sb.git]] repos = [\"github.com/o/r\"] "
+                          "allow = [\"push\"]\n"),
+            std::string::npos)
+      << git.body;
+  EXPECT_EQ(git.body.find('\n'), git.body.size() - 1);  // one line: the pkt-line's own end
 }
 
 TEST(ErrorResponse, TheTlsAlertIsAFatalAccessDenied) {

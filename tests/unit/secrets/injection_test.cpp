@@ -41,6 +41,7 @@ const InjectionRules& rules() {
           rule({"*.npmjs.org"}, {}, "npm"),
           rule({"github.com"}, {}, "fallback"),
           rule({"ghe.test:8443"}, {}, "ghe"),
+          rule({"registry.test"}, {"/v2/acme/"}, "registry"),
       },
       {443, 80});
   return compiled;
@@ -80,7 +81,12 @@ INSTANTIATE_TEST_SUITE_P(
         MatchCase{"ExplicitPort", "ghe.test", 8443, "/", "ghe"},
         MatchCase{"ExplicitPortOnly", "ghe.test", 443, "/", ""},
         MatchCase{"AddressNeverMatches", "140.82.112.3", 443, "/acme/x", ""},
-        MatchCase{"OtherHost", "gitlab.com", 443, "/acme/x", ""}),
+        MatchCase{"OtherHost", "gitlab.com", 443, "/acme/x", ""},
+        // GitHub resolves owners and repositories in any case (as the http and git rules).
+        MatchCase{"PrefixWithoutCaseOnGitHub", "github.com", 443, "/Acme/Widgets.git", "acme"},
+        MatchCase{"ApiPrefixWithoutCase", "api.github.com", 443, "/REPOS/ACME/x", "api"},
+        MatchCase{"PrefixCaseCountsElsewhere", "registry.test", 443, "/v2/ACME/x", ""},
+        MatchCase{"PrefixElsewhere", "registry.test", 443, "/v2/acme/x", "registry"}),
     [](const auto& row) { return row.param.name; });
 
 TEST(InjectionRules, BindsIgnoresPathsAndKnowsItsCredentials) {
@@ -90,7 +96,7 @@ TEST(InjectionRules, BindsIgnoresPathsAndKnowsItsCredentials) {
   EXPECT_FALSE(rules().binds("npm", github, 443));
   EXPECT_FALSE(rules().binds("api", policy::normalize_host("evil.test"), 443));
   EXPECT_EQ(rules().credentials(),
-            (std::vector<std::string>{"acme", "api", "fallback", "ghe", "npm"}));
+            (std::vector<std::string>{"acme", "api", "fallback", "ghe", "npm", "registry"}));
 }
 
 TEST(InjectionApply, BearerBasicAndHeader) {
@@ -108,6 +114,12 @@ TEST(InjectionApply, BearerBasicAndHeader) {
   EXPECT_EQ(basic.value, "Basic eC1hY2Nlc3MtdG9rZW46dG9rMTIz");  // base64("x-access-token:tok123")
   EXPECT_EQ(basic.secret_forms,
             (std::vector<std::string>{"tok123", "eC1hY2Nlc3MtdG9rZW46dG9rMTIz"}));
+  // Padded and not, standard and URL-safe, each once: base64("u:a?>") is "dTphPz4=" (its
+  // URL-safe form is the same); base64("u:\xfb\xff") is "dTr7/w==", URL-safe "dTr7_w==".
+  r.user = "u";
+  EXPECT_EQ(apply(r, "a?>").secret_forms, (std::vector<std::string>{"a?>", "dTphPz4=", "dTphPz4"}));
+  EXPECT_EQ(apply(r, "\xfb\xff").secret_forms,
+            (std::vector<std::string>{"\xfb\xff", "dTr7/w==", "dTr7/w", "dTr7_w", "dTr7_w=="}));
 
   r.as = InjectAs::header;
   r.header = "X-Api-Key";

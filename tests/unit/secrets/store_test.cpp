@@ -16,11 +16,14 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <future>
 #include <thread>
 
 #include "secrets/encoding.hpp"
+#include "secrets/http_providers.hpp"
 #include "secrets/https_client.hpp"
 #include "support/eventually.hpp"
+#include "support/fake_dns_server.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/github_app_key.hpp"
 #include "support/temp_dir.hpp"
@@ -366,6 +369,9 @@ TEST_F(GithubAppStore, StatsShowRefreshesFailuresAndSecondsToExpiry) {
   EXPECT_EQ(stats[0].failures, 0u);
   ASSERT_TRUE(stats[0].seconds_to_expiry);
   EXPECT_DOUBLE_EQ(*stats[0].seconds_to_expiry, 50 * 60);
+  EXPECT_EQ(stats[0].cache_entries, 1u);
+  ASSERT_TRUE(get(store_, "github", widgets_scope()).ok());  // a second scope, a second entry
+  EXPECT_EQ(store_.stats()[0].cache_entries, 2u);
 }
 
 TEST_F(GithubAppStore, CachedReturnsOnlyAUsableTokenAndNeverWaits) {
@@ -496,20 +502,24 @@ TEST_F(ExecStore, TheHelperInheritsNoDescriptorOfTheDaemon) {
   asio::ip::tcp::socket client(io);
   client.connect(listener.local_endpoint());
   asio::ip::tcp::socket accepted = listener.accept();
-  std::string fds;
+  // Compared by what the descriptor is, not its number: the shell keeps its script open on a
+  // descriptor of its own (dash: 10 or above), which may be the number a socket had here.
+  std::vector<std::string> sockets;
   for (const int fd :
        {listener.native_handle(), client.native_handle(), accepted.native_handle()}) {
     ASSERT_EQ(::fcntl(fd, F_SETFD, 0), 0);  // inheritable, as Asio (1.81) opens them
-    fds += " " + std::to_string(fd);
+    struct stat st {};
+    ASSERT_EQ(::fstat(fd, &st), 0);
+    sockets.push_back("socket:[" + std::to_string(st.st_ino) + "]");
   }
-  use_script("for fd in" + fds +
-             "; do [ -e /proc/$$/fd/$fd ] && echo \"inherited descriptor $fd\" >&2; done\n"
-             "ls /proc/$$/fd | tr '\\n' ' ' >&2\n"
-             "echo '{\"token\": \"t0k3n-abc\"}'\n");
+  use_script(
+      "for f in /proc/$$/fd/*; do readlink \"$f\"; done | tr '\\n' ' ' >&2\n"
+      "echo '{\"token\": \"t0k3n-abc\"}'\n");
   const TokenResult r = get(*store_, "vault");
   ASSERT_TRUE(r.ok()) << r.error->message;
   const std::string log = log_text();
-  EXPECT_EQ(log.find("inherited descriptor"), std::string::npos) << log;
+  EXPECT_NE(log.find("/dev/null"), std::string::npos) << log;  // the listing was made
+  for (const std::string& socket : sockets) EXPECT_EQ(log.find(socket), std::string::npos) << log;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -599,6 +609,110 @@ TEST(OAuth2Store, PostsTheFormWithBasicClientAuth) {
   EXPECT_FALSE(bad.error->retryable);
   EXPECT_NE(bad.error->message.find("invalid_client"), std::string::npos);
   EXPECT_EQ(bad.error->message.find("s3cr"), std::string::npos);
+  // For the audit line: the status and the code, nothing else.
+  EXPECT_EQ(bad.error->endpoint_status, 400U);
+  EXPECT_EQ(bad.error->endpoint_error, "invalid_client");
+}
+
+// THREATS 35: token endpoints are resolved by the store's own c-ares resolver (the servers the
+// options name), not getaddrinfo. Each row is one oauth2 credential's token URL host.
+class ResolvedEndpoints : public ::testing::Test {
+ protected:
+  ResolvedEndpoints() {
+    dns_.add_record("tokens.test", "127.0.0.1", 60);
+    dns_.set_reply("stuck.test", test::FakeDnsServer::Reply::drop);  // never answers
+    dns_.set_reply("missing.test", test::FakeDnsServer::Reply::nxdomain);
+    secret_ = dir_.write("secret", "s3cret\n");
+    ::chmod(secret_.c_str(), 0600);
+  }
+
+  StoreOptions options() const {
+    StoreOptions o;
+    o.dns.servers = {dns_.address()};
+    o.dns.timeout = 10s;  // longer than any fetch's: the fetch's deadline is what ends a lookup
+    return o;
+  }
+  CredentialSpec spec(const std::string& name, const std::string& host,
+                      std::chrono::milliseconds timeout = 3s) const {
+    CredentialSpec out;
+    out.name = name;
+    out.kind = ProviderKind::oauth2_client_credentials;
+    out.token_url = server_.url_for(host) + "/oauth/token";
+    out.client_id = "sandgate";
+    out.client_secret_file = secret_;
+    out.ca_file = server_.ca_file();
+    out.timeout = timeout;
+    return out;
+  }
+
+  test::TempDir dir_;
+  std::string secret_;
+  test::FakeDnsServer dns_;
+  test::FakeTokenServer server_{
+      [](const test::TokenRequest&) {
+        return test::TokenResponse{200, R"({"access_token":"oa_resolved","expires_in":3600})"};
+      },
+      {"localhost", "tokens.test"}};
+};
+
+TEST_F(ResolvedEndpoints, NamesLiteralsAndLocalhost) {
+  struct Row {
+    std::string host;
+    bool ok;
+    std::string error;        // part of the message when !ok
+    std::size_t dns_queries;  // for `host`, A and AAAA
+  };
+  const std::vector<Row> rows = {
+      {"tokens.test", true, "", 2},
+      {"127.0.0.1", true, "", 0},  // a literal needs no DNS
+      {"localhost", true, "", 0},  // RFC 6761: loopback, without DNS
+      {"missing.test", false, "cannot resolve missing.test", 2},
+  };
+  CredentialStore store(options());
+  std::vector<CredentialSpec> specs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    specs.push_back(spec("c" + std::to_string(i), rows[i].host));
+  }
+  store.update(specs);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    const TokenResult r = get(store, "c" + std::to_string(i));
+    EXPECT_EQ(r.ok(), row.ok) << row.host << ": " << (r.ok() ? "" : r.error->message);
+    if (r.ok()) {
+      EXPECT_EQ(r.token->value.view(), "oa_resolved") << row.host;
+    } else {
+      EXPECT_NE(r.error->message.find(row.error), std::string::npos) << r.error->message;
+      EXPECT_TRUE(r.error->retryable) << row.host;
+    }
+    EXPECT_EQ(dns_.queries(row.host), row.dns_queries) << row.host;
+  }
+}
+
+// A token URL whose name never answers holds up its own fetch only: the healthy credential's
+// first token comes at once meanwhile, and the stuck one fails when its own deadline passes.
+TEST_F(ResolvedEndpoints, ANameThatNeverAnswersStallsNoOtherCredential) {
+  CredentialStore store(options());
+  store.update({spec("stuck", "stuck.test", 1500ms), spec("healthy", "tokens.test")});
+  const auto started = std::chrono::steady_clock::now();
+  auto stuck = std::async(std::launch::async, [&] { return get(store, "stuck"); });
+  ASSERT_TRUE(test::eventually([&] { return dns_.queries("stuck.test") > 0; }));
+
+  const auto before = std::chrono::steady_clock::now();
+  const TokenResult healthy = get(store, "healthy");
+  const auto took = std::chrono::steady_clock::now() - before;
+  ASSERT_TRUE(healthy.ok()) << healthy.error->message;
+  EXPECT_LT(took, 500ms);
+  EXPECT_EQ(stuck.wait_for(0s), std::future_status::timeout);  // still waiting on DNS
+
+  const TokenResult failed = stuck.get();
+  const auto stuck_took = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(failed.error->retryable);
+  EXPECT_NE(failed.error->message.find("cannot resolve stuck.test: timed out"), std::string::npos)
+      << failed.error->message;
+  EXPECT_GE(stuck_took, 1400ms);
+  EXPECT_LT(stuck_took, 3s);
+  EXPECT_EQ(server_.request_count(), 1u);  // the healthy one's
 }
 
 TEST(HttpsProvider, UntrustedCertificateFails) {
@@ -627,6 +741,30 @@ TEST(Excerpt, BoundedSingleLineAndWithoutSecrets) {
   EXPECT_EQ(excerpt(std::string(300, 'a') + secret, {secret}, 200), std::string(200, 'a') + "...");
   EXPECT_EQ(excerpt(std::string(198, 'a') + secret, {secret}, 200),
             std::string(198, 'a') + "**...");
+}
+
+// The error code of a token endpoint's body, for the audit line: one known field, bounded,
+// printable, with secret-looking words removed.
+TEST(EndpointErrorCode, TakesOneKnownFieldAndNoSecret) {
+  using detail::endpoint_error_code;
+  EXPECT_EQ(endpoint_error_code(R"({"error":"invalid_client","error_description":"x"})", {}),
+            "invalid_client");
+  EXPECT_EQ(endpoint_error_code(R"({"message":"Bad credentials","documentation_url":"u"})", {}),
+            "Bad credentials");
+  EXPECT_EQ(endpoint_error_code("bad gateway", {}), "");
+  EXPECT_EQ(endpoint_error_code(R"({"other":"x"})", {}), "");
+  EXPECT_EQ(endpoint_error_code(R"({"error":42,"message":"m"})", {}), "m");
+  EXPECT_EQ(endpoint_error_code(R"({"message":"token ghs_abcdEFGH is bad"})", {}),
+            "token [redacted] is bad");
+  EXPECT_EQ(endpoint_error_code(R"({"message":"got eyJhbGciOi.x.y"})", {}), "got [redacted]");
+  EXPECT_EQ(endpoint_error_code(R"({"message":"key a1b2c3d4e5f6a7b8c9d0e1 leaked"})", {}),
+            "key [redacted] leaked");
+  EXPECT_EQ(endpoint_error_code(R"({"error":"sent s3cretval back"})", {"s3cretval"}),
+            "sent [redacted] back");
+  EXPECT_EQ(endpoint_error_code("{\"message\":\"a\\u001b[2Jb\\nc\"}", {}), "a [2Jb c");
+  const std::string longest = endpoint_error_code(
+      R"({"message":")" + std::string(50, 'x') + " " + std::string(50, 'y') + R"("})", {});
+  EXPECT_EQ(longest.size(), kMaxEndpointErrorBytes);
 }
 
 TEST(Rfc3339, ParsesUtcAndOffsets) {

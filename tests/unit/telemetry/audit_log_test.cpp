@@ -286,6 +286,25 @@ TEST(FormatAuditLine, ExactText) {
       "\n");
 }
 
+// A failed mint's line: what the token endpoint answered, inside `credential`.
+TEST(FormatAuditLine, CredentialEndpointStatusAndError) {
+  AuditRecord r;
+  r.event = "CREDENTIAL_UNAVAILABLE";
+  r.outcome = "failure";
+  r.credential_name = "gh";
+  r.credential_endpoint_status = 401;
+  r.credential_endpoint_error = "Bad credentials";
+  r.http_status = 503;
+  const std::string line = format_audit_line(r);
+  EXPECT_NE(line.find(R"("credential":{"name":"gh","endpoint":{"status_code":401,)"
+                      R"("error":"Bad credentials"}})"),
+            std::string::npos)
+      << line;
+  r.credential_endpoint_status = 0;
+  r.credential_endpoint_error = {};
+  EXPECT_NE(format_audit_line(r).find(R"("credential":{"name":"gh"})"), std::string::npos);
+}
+
 // Every byte value at every position of values of 7 to 17 bytes (the plain-ASCII test reads
 // eight bytes at a time, then the tail): the line parses, and the value comes back as it was
 // (ASCII, escaped where JSON needs it) or with the byte replaced (not UTF-8 on its own).

@@ -55,6 +55,7 @@ TEST(Metrics, EveryFamilyHasHelpAndType) {
       {"sandgate_upstream_connect_duration_seconds", "histogram"},
       {"sandgate_audit_log_write_failures_total", "counter"},
       {"sandgate_proxy_auth_total", "counter"},
+      {"sandgate_upstream_pool_connections", "gauge"},
       {"sandgate_build_info", "gauge"},
   };
   for (const Row& row : rows) {
@@ -158,6 +159,27 @@ TEST(Metrics, ActiveGaugesFollowGuards) {
   const std::string text = metrics.serialize();
   EXPECT_EQ(sample(text, "sandgate_active_connections"), 0.0);
   EXPECT_EQ(sample(text, "sandgate_active_tunnels"), 0.0);
+}
+
+TEST(Metrics, UpstreamPoolGaugeSumsWhatThePoolsReport) {
+  Metrics metrics = make_metrics();
+  EXPECT_EQ(sample(metrics.serialize(), "sandgate_upstream_pool_connections"), 0.0);
+  metrics.upstream_pool_changed(3);   // one worker's pool
+  metrics.upstream_pool_changed(2);   // another's
+  metrics.upstream_pool_changed(-3);  // the first one emptied
+  EXPECT_EQ(sample(metrics.serialize(), "sandgate_upstream_pool_connections"), 2.0);
+}
+
+TEST(Metrics, CredentialTokenCacheEntriesAreReadAtScrapeTime) {
+  Metrics metrics = make_metrics();
+  std::size_t entries = 2;
+  metrics.set_credentials_source([&entries] {
+    return std::vector<Metrics::CredentialCounts>{{"gh", "github_app", 1, 0, 60.0, entries}};
+  });
+  const std::string series = R"(sandgate_credential_token_cache_entries{credential="gh"})";
+  EXPECT_EQ(sample(metrics.serialize(), series), 2.0);
+  entries = 1;  // a scope dropped by a reload
+  EXPECT_EQ(sample(metrics.serialize(), series), 1.0);
 }
 
 TEST(Metrics, HistogramsObserveSeconds) {

@@ -174,15 +174,27 @@ TEST(CreateCa, ForceReplacesBothFiles) {
   EXPECT_EQ(sha256_fingerprint(cert.get()), second.fingerprint);
 }
 
-TEST(CreateCa, MissingParentIsAnErrorNamingTheDirectory) {
+// As `mkdir -p`: `sandgate ca init /etc/sandgate/ca` on a host without /etc/sandgate.
+TEST(CreateCa, MissingParentsAreCreated) {
   const TempDir tmp;
-  const fs::path dir = tmp.path() / "no" / "ca";
+  const fs::path dir = tmp.path() / "etc" / "sandgate" / "ca";
+  const UmaskGuard guard(022);
+  const CreatedCa ca = create_ca(dir, false);
+  EXPECT_EQ(ca.files.key, dir / "ca.key");
+  EXPECT_EQ(test::mode_of(dir), 0700u);
+  EXPECT_EQ(test::mode_of(tmp.path() / "etc" / "sandgate"), 0755u);
+  EXPECT_EQ(test::mode_of(tmp.path() / "etc"), 0755u);
+}
+
+TEST(CreateCa, APathThroughAFileIsAnError) {
+  const TempDir tmp;
+  const std::string file = tmp.write("etc", "x");
+  const fs::path dir = fs::path(file) / "sandgate" / "ca";
   try {
     create_ca(dir, false);
     FAIL() << "no CaError";
   } catch (const CaError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              dir.string() + ": cannot create directory: No such file or directory");
+    EXPECT_EQ(std::string(e.what()), dir.string() + ": cannot create directory: Not a directory");
   }
 }
 

@@ -5,7 +5,10 @@ ServerConnection, h2c with prior knowledge on 127.0.0.1. Prints what it saw as k
   h2_client.py get PORT PATH [name=value ...]   one request (outbound checks off, so a test
                                                  can send what a browser never would)
   h2_client.py connect PORT                      a CONNECT request
-  h2_client.py trailers PORT                     POST /echo, body in pieces, then trailers
+  h2_client.py trailers PORT [PATH [NAME=VALUE]]  POST PATH (/echo), body in pieces, then
+                                                 the trailer NAME=VALUE (x-sum=42)
+  h2_client.py parallel PORT N PATH              N GETs of PATH in flight at once; their
+                                                 statuses, sorted
   h2_client.py big-header PORT BYTES             a request head of about BYTES
   h2_client.py slow-upload PORT                  POST /hold-body, send while the window lets us
   h2_client.py rapid-reset PORT N [WAIT]         N x (HEADERS + RST_STREAM), then wait for GOAWAY
@@ -19,6 +22,10 @@ ServerConnection, h2c with prior knowledge on 127.0.0.1. Prints what it saw as k
   h2_client.py empty-data PORT N [PATH [WAIT]]   a POST head, then N zero-length DATA frames
   h2_client.py streams PORT N                    SETTINGS acknowledged, then N streams opened
                                                  and left open (POST heads, no body)
+  h2_client.py conformance PORT CASE             one of h2spec's stream-state cases (CASES
+                                                 below) in raw frames; prints the answer
+  h2_client.py framing PORT METHOD PATH          one request; how its response was framed
+                                                 (DATA frames, which frame ended the stream)
 
 With `--via PROXY_PORT USER:TOKEN CA AUTHORITY` first, every connection is a CONNECT tunnel
 through sandgate's explicit listener to AUTHORITY, then TLS (ALPN h2, CA trusted) with the leaf
@@ -206,20 +213,32 @@ def cmd_connect(port):
     report(seen, 1)
 
 
-def cmd_trailers(port):
+def cmd_trailers(port, path="/echo", trailer="x-sum=42"):
     s, c = connect(port)
-    headers = request_head(port, "POST", "/echo") + [("content-type", "application/grpc"),
-                                                       ("te", "trailers")]
+    headers = request_head(port, "POST", path) + [("content-type", "application/grpc"),
+                                                    ("te", "trailers")]
     c.send_headers(1, headers, end_stream=False)
     for i in range(5):
         c.send_data(1, f"msg{i};".encode())
-    c.send_headers(1, [("x-sum", "42")], end_stream=True)
+    c.send_headers(1, [tuple(trailer.split("=", 1))], end_stream=True)
     s.sendall(c.data_to_send())
     seen = Seen()
     pump(s, c, seen, stream_done(1))
     report(seen, 1)
     t = seen.trailers.get(1, {})
     out(trailer_grpc_status=t.get("grpc-status", "none"), trailer_x_sum=t.get("x-sum", "none"))
+
+
+def cmd_parallel(port, n, path):
+    s, c = connect(port)
+    ids = [2 * i + 1 for i in range(int(n))]
+    for sid in ids:
+        c.send_headers(sid, request_head(port, "GET", path), end_stream=True)
+    s.sendall(c.data_to_send())
+    seen = Seen()
+    pump(s, c, seen, lambda seen: all(sid in seen.ended or sid in seen.reset for sid in ids)
+         or seen.goaway is not None, timeout=30.0)
+    out(statuses=" ".join(sorted(str(seen.status.get(sid, "none")) for sid in ids)))
 
 
 def cmd_big_header(port, size):
@@ -523,6 +542,109 @@ def cmd_streams(port, n):
     out(limit=limit, refused=refused, goaway=goaway_of(frames), closed=closed)
 
 
+def answer_of(frames, sid):
+    """What the server answered with: the GOAWAY code and the RST_STREAM code on sid."""
+    rst = "none"
+    for ftype, _, fsid, payload in frames:
+        if ftype == 3 and fsid == sid and len(payload) >= 4:
+            rst = int.from_bytes(payload[0:4], "big")
+    return goaway_of(frames), rst
+
+
+def stream_ended(sid):
+    """until= for read_frames: a HEADERS or DATA frame with END_STREAM on sid, or a reset."""
+    return lambda frames: any((t in (0, 1) and fl & 0x1 or t == 3) and fs == sid
+                              for t, fl, fs, _ in frames)
+
+
+def rst_stream(sid, code):
+    return frame(3, 0, sid, code.to_bytes(4, "big"))
+
+
+CANCEL = 8
+
+
+def case_closed_data_after_rst(s, port):
+    s.sendall(header_frames(1, plain_block(port, "POST", "/c"), False) + rst_stream(1, CANCEL) +
+              frame(0, 0x1, 1, b"test"))
+    return 1
+
+
+def case_closed_headers_after_rst(s, port):
+    s.sendall(header_frames(1, plain_block(port, "POST", "/c"), False) + rst_stream(1, CANCEL) +
+              header_frames(1, plain_block(port, "POST", "/c"), True))
+    return 1
+
+
+def case_half_closed_data(s, port):
+    s.sendall(header_frames(1, plain_block(port, "GET", "/c"), True) + frame(0, 0x1, 1, b"test"))
+    return 1
+
+
+def case_closed_data(s, port):
+    s.sendall(header_frames(1, plain_block(port, "GET", "/c"), True))
+    read_frames(s, 5, stream_ended(1))
+    s.sendall(frame(0, 0x1, 1, b"test"))
+    return 1
+
+
+def case_closed_headers(s, port):
+    s.sendall(header_frames(1, plain_block(port, "GET", "/c"), True))
+    read_frames(s, 5, stream_ended(1))
+    s.sendall(header_frames(1, plain_block(port, "GET", "/c"), True))
+    return 1
+
+
+def case_lower_stream_id(s, port):
+    s.sendall(header_frames(5, plain_block(port, "GET", "/c5"), True) +
+              header_frames(3, plain_block(port, "GET", "/c3"), True))
+    return 3
+
+
+# h2spec's names: http2/5.1 (8, 9, 5, 11, 12) and http2/5.1.1 (2).
+CASES = {
+    "closed-data-after-rst": case_closed_data_after_rst,
+    "closed-headers-after-rst": case_closed_headers_after_rst,
+    "half-closed-data": case_half_closed_data,
+    "closed-data": case_closed_data,
+    "closed-headers": case_closed_headers,
+    "lower-stream-id": case_lower_stream_id,
+}
+
+
+def cmd_conformance(port, case):
+    """After the handshake (SETTINGS both ways, acknowledged), the case's frames; then reads
+    until the server closes (or 3 s): its GOAWAY code, its RST_STREAM code on the stream the
+    case is about, and whether it closed."""
+    s = open_socket(port)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())
+    read_frames(s, 5, lambda f: any(t == 4 and not fl & 1 for t, fl, _, _ in f))
+    s.sendall(frame(4, 0x1, 0))
+    sid = CASES[case](s, port)
+    frames, closed = read_frames(s, 3)
+    goaway, rst = answer_of(frames, sid)
+    out(goaway=goaway, rst=rst, closed=closed)
+
+
+def cmd_framing(port, method, path):
+    """One request with END_STREAM on its HEADERS; how the response on stream 1 was framed:
+    its DATA frames, how many were empty with END_STREAM, which frame type carried END_STREAM
+    (headers: a body-less response or trailers), and the status."""
+    s = open_socket(port)
+    s.sendall(PREFACE + SettingsFrame(0).serialize() +
+              header_frames(1, plain_block(port, method, path), True))
+    frames, _ = read_frames(s, 5, stream_ended(1))
+    decoder = hpack.Decoder()
+    data = [(fl, p) for t, fl, sid, p in frames if t == 0 and sid == 1]
+    end = [t for t, fl, sid, _ in frames if t in (0, 1) and sid == 1 and fl & 0x1]
+    out(status=statuses(frames, decoder).get(1, "none"),
+        data_frames=len(data),
+        body_len=sum(len(p) for _, p in data),
+        empty_end=sum(1 for fl, p in data if fl & 0x1 and not p),
+        end_on={0: "data", 1: "headers"}.get(end[0], "none") if end else "none",
+        goaway=goaway_of(frames))
+
+
 def main():
     global VIA
     argv = sys.argv[1:]
@@ -534,6 +656,7 @@ def main():
         "get": cmd_get,
         "connect": cmd_connect,
         "trailers": cmd_trailers,
+        "parallel": cmd_parallel,
         "big-header": cmd_big_header,
         "slow-upload": cmd_slow_upload,
         "rapid-reset": cmd_rapid_reset,
@@ -544,6 +667,8 @@ def main():
         "hpack-bomb": cmd_hpack_bomb,
         "empty-data": cmd_empty_data,
         "streams": cmd_streams,
+        "conformance": cmd_conformance,
+        "framing": cmd_framing,
     }[cmd](int(port), *args)
 
 
