@@ -12,16 +12,15 @@
 // names (keys, CA certificates) are not read: `--check-config` checks those on a real host.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "support/markdown.hpp"
 #include "support/temp_dir.hpp"
 
 namespace sandgate::config {
@@ -34,69 +33,17 @@ std::string source_dir() {
   return SANDGATE_DEFAULT_SOURCE_DIR;
 }
 
-struct Example {
-  std::string where;   // "docs/config.md:223"
-  std::string marker;  // the comment's text after "example:", trimmed; "" when none
-  std::string text;
-};
+using test::CodeBlock;
+using test::trim;
 
-std::string trim(std::string s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string::npos) return {};
-  s.erase(0, first);
-  s.erase(s.find_last_not_of(" \t") + 1);
-  return s;
-}
-
-// The ```toml blocks of one Markdown file, indented ones (inside a list item) included, with
-// their indentation removed.
-std::vector<Example> toml_blocks(const fs::path& file, const std::string& shown) {
-  std::ifstream in(file);
-  std::vector<Example> out;
-  std::string line;
-  std::string previous;
-  int number = 0;
-  Example* open = nullptr;
-  std::size_t indent = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    const std::string trimmed = trim(line);
-    if (open == nullptr) {
-      if (trimmed == "```toml") {
-        out.push_back({shown + ":" + std::to_string(number), {}, {}});
-        open = &out.back();
-        indent = line.find('`');
-        const std::string before = trim(previous);
-        constexpr std::string_view kOpen = "<!-- example:";
-        if (before.starts_with(kOpen) && before.ends_with("-->")) {
-          open->marker = trim(before.substr(kOpen.size(), before.size() - kOpen.size() - 3));
-        }
-      }
-      if (!trimmed.empty()) previous = line;
-      continue;
-    }
-    if (trimmed == "```") {
-      open = nullptr;
-      previous.clear();
-      continue;
-    }
-    open->text += (line.size() >= indent ? line.substr(indent) : trim(line)) + "\n";
-  }
-  return out;
-}
-
-std::vector<Example> all_examples() {
-  std::vector<fs::path> files = {fs::path(source_dir()) / "README.md"};
-  std::vector<fs::path> docs;
-  for (const auto& entry : fs::directory_iterator(fs::path(source_dir()) / "docs")) {
-    if (entry.path().extension() == ".md") docs.push_back(entry.path());
-  }
-  std::sort(docs.begin(), docs.end());
-  files.insert(files.end(), docs.begin(), docs.end());
-  std::vector<Example> out;
-  for (const fs::path& f : files) {
+// The ```toml blocks of README.md and docs/*.md.
+std::vector<CodeBlock> all_examples() {
+  std::vector<CodeBlock> out;
+  for (const fs::path& f : test::doc_files(source_dir())) {
     const std::string shown = fs::relative(f, source_dir()).string();
-    for (Example& e : toml_blocks(f, shown)) out.push_back(std::move(e));
+    for (CodeBlock& b : test::code_blocks(f, shown)) {
+      if (b.lang == "toml") out.push_back(std::move(b));
+    }
   }
   return out;
 }
@@ -127,14 +74,14 @@ std::string load_errors(const std::string& main, const std::string& drop_in = {}
 }
 
 TEST(DocsExamples, EveryTomlBlockLoadsAsItsDocPresentsIt) {
-  const std::vector<Example> examples = all_examples();
+  const std::vector<CodeBlock> examples = all_examples();
   ASSERT_GE(examples.size(), 10u) << "the docs lost their examples, or the reader broke";
   std::map<std::string, std::string> named;  // in any file, before or after its users
-  for (const Example& e : examples) {
+  for (const CodeBlock& e : examples) {
     if (e.marker.starts_with("name ")) named[trim(e.marker.substr(5))] = e.text;
   }
   std::size_t checked = 0;
-  for (const Example& e : examples) {
+  for (const CodeBlock& e : examples) {
     SCOPED_TRACE(e.where);
     std::string main = e.text;
     std::string drop_in;
@@ -169,9 +116,10 @@ TEST(DocsExamples, TheReaderFindsBlocksAndMarkersAndLoadingCatchesErrors) {
                                    "text\n\n<!-- example: name base -->\n```toml\n"
                                    "[profiles.p]\nallow = [\"a.test\"]\n```\n\n"
                                    "1. item\n\n   ```toml\n   [dns]\n   timeout_ms = 5\n   ```\n");
-  const auto blocks = toml_blocks(md, "x.md");
+  const auto blocks = test::code_blocks(md, "x.md");
   ASSERT_EQ(blocks.size(), 2u);
   EXPECT_EQ(blocks[0].marker, "name base");
+  EXPECT_EQ(blocks[0].lang, "toml");
   EXPECT_EQ(blocks[0].where, "x.md:4");
   EXPECT_EQ(blocks[1].text, "[dns]\ntimeout_ms = 5\n");
   EXPECT_EQ(blocks[1].marker, "");
