@@ -7,14 +7,18 @@
 // launcher's veths and nft tables, and the route to the test internet all live in a private
 // namespace: nothing can reach the machine's real network, and two runs cannot clash.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
+#include "support/markdown.hpp"
 #include "support/private_netns.hpp"
 #include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
@@ -993,6 +998,145 @@ TEST_F(SandboxE2e, NothingRemainsAfterRunAndDown) {
   EXPECT_FALSE(fs::exists("/etc/netns/sg-" + id("gone")));
   const auto listed = launch({"list"});
   EXPECT_EQ(listed.out.find(id("gone")), std::string::npos) << listed.out;
+}
+
+// The README's quick start, as a newcomer types it: the daemon on the shipped example config
+// (run from a copy of `config/`, as scripts/run.sh runs it), then every command of the block
+// after "Then, in another shell", read from README.md when the test runs. Stand-ins answer
+// for the internet: dnsmasq says github.com and example.com are at their real addresses, which
+// here lead to this test's own HTTPS server (its CA added to the system roots). The machine
+// is left as it was: this process gets a mount namespace of its own, in which /etc is an
+// overlay (the stand-ins' resolv.conf and roots) and /run a tmpfs (the launcher's state).
+TEST(ReadmeQuickStart, WorksAsWritten) {
+  ASSERT_NE(::getenv(kInsideEnv), nullptr) << "run through main(): it needs its own namespace";
+  TempDir dir;
+  const std::string d = dir.path();
+  fs::create_directories(d + "/upper");
+  fs::create_directories(d + "/work");
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
+  const std::string overlay = "lowerdir=/etc,upperdir=" + d + "/upper,workdir=" + d + "/work";
+  ASSERT_EQ(::mount("overlay", "/etc", "overlay", 0, overlay.c_str()), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0) << std::strerror(errno);
+
+  // The stand-ins: one CA, one certificate for the GitHub names.
+  must({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+        "/CN=sandgate readme test CA", "-keyout", d + "/ca.key", "-out", d + "/ca.pem"});
+  must({"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=github.com", "-keyout",
+        d + "/gh.key", "-out", d + "/gh.csr"});
+  dir.write("san.ext", "subjectAltName=DNS:github.com,DNS:api.github.com\n");
+  must({"openssl", "x509", "-req", "-in", d + "/gh.csr", "-CA", d + "/ca.pem", "-CAkey",
+        d + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", d + "/san.ext", "-out",
+        d + "/gh.pem"});
+  const std::string roots = "/etc/ssl/certs/ca-certificates.crt";
+  std::ofstream(roots, std::ios::app) << read_all(d + "/ca.pem");
+  constexpr const char* kGithub = "140.82.112.3";
+  constexpr const char* kExample = "93.184.215.14";
+  fs::remove("/etc/resolv.conf");
+  std::ofstream("/etc/resolv.conf") << "nameserver " << kResolver << "\n";
+
+  const std::string n = "sgt" + std::to_string(::getpid()) + "r";
+  must({"ip", "link", "set", "lo", "up"});
+  must({"ip", "netns", "add", n});
+  struct Cleanup {
+    std::string netns;
+    ~Cleanup() { run_command({"ip", "netns", "del", netns}); }
+  } cleanup{n};
+  must({"ip", "-n", n, "link", "set", "lo", "up"});
+  must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
+  must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
+  must({"ip", "link", "set", "inet0", "up"});
+  must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
+  must({"ip", "-n", n, "link", "set", "wan0", "up"});
+  must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
+  for (const char* a : {kGithub, kExample, kResolver}) {
+    must({"ip", "-n", n, "addr", "add", std::string(a) + "/32", "dev", "lo"});
+    must({"ip", "route", "add", std::string(a) + "/32", "via", "192.0.2.2"});
+  }
+  const std::string requests_log = d + "/requests.log";
+  Background servers({"ip", "netns", "exec", n, "python3",
+                      source_dir() + "/tests/integration/testdata/e2e/internet.py", requests_log,
+                      d + "/gh.pem", d + "/gh.key", "https:" + std::string(kGithub) + ":443"},
+                     d + "/servers.out");
+  Background dnsmasq(
+      {"ip", "netns", "exec", n, "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
+       "--bind-interfaces", "--listen-address=" + std::string(kResolver), "--user=root",
+       "--pid-file=" + d + "/dnsmasq.pid", "--address=/github.com/" + std::string(kGithub),
+       "--address=/example.com/" + std::string(kExample)},
+      d + "/dnsmasq.out");
+
+  // A newcomer's checkout: the example config (copied: the launcher writes its drop-ins next
+  // to it) and the binaries where scripts/run.sh builds them.
+  const std::string home = d + "/checkout";
+  fs::create_directories(home + "/build/release/src/app");
+  fs::create_directories(home + "/build/release/src/launcher");
+  fs::copy(source_dir() + "/config", home + "/config", fs::copy_options::recursive);
+  fs::create_symlink(sandgate_binary(), home + "/build/release/src/app/sandgate");
+  fs::create_symlink(launch_binary(), home + "/build/release/src/launcher/sandgate-launch");
+  Background daemon(
+      {"sh", "-c",
+       "cd " + home + " && exec ./build/release/src/app/sandgate --config config/sandgate.toml"},
+      d + "/daemon.out");
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    std::this_thread::sleep_for(100ms);
+    const bool served = read_all(d + "/servers.out").find("ready") != std::string::npos;
+    const bool resolved = run_command({"dig", std::string("@") + kResolver, "github.com", "+short",
+                                       "+tries=1", "+time=1"},
+                                      5s)
+                              .out.find(kGithub) != std::string::npos;
+    up = served && resolved &&
+         run_command({"curl", "-sf", "http://127.0.0.1:9090/readyz"}, 5s).exit_code == 0;
+  }
+  ASSERT_TRUE(up) << read_all(d + "/daemon.out") << read_all(d + "/servers.out")
+                  << read_all(d + "/dnsmasq.out");
+
+  // The block, as README.md has it: one command per line (a trailing backslash continues it).
+  std::string block;
+  for (const CodeBlock& b : code_blocks(source_dir() + "/README.md", "README.md")) {
+    if (b.marker.find("ReadmeQuickStart.WorksAsWritten") != std::string::npos) block = b.text;
+  }
+  ASSERT_NE(block, "") << "README.md lost the block this test runs (its marker names the test)";
+  std::vector<std::string> commands;
+  std::istringstream lines(block);
+  for (std::string line, pending; std::getline(lines, line);) {
+    if (line.ends_with("\\")) {
+      pending += line.substr(0, line.size() - 1);
+      continue;
+    }
+    line = trim(pending + line);
+    pending.clear();
+    if (!line.empty() && !line.starts_with("#")) commands.push_back(line);
+  }
+  ASSERT_GE(commands.size(), 5u) << block;
+  for (const std::string& command : commands) {
+    SCOPED_TRACE(command);
+    const CommandResult r = run_command({"sh", "-c", "cd " + home + " && " + command}, 60s);
+    // A command whose comment names a refusal ("# 403 SANDBOX_NETWORK_DENIED") must print
+    // it; every other one succeeds.
+    const std::size_t comment = command.find(" # ");
+    const std::string said = comment == std::string::npos ? "" : trim(command.substr(comment + 3));
+    if (said.starts_with("403 ")) {
+      EXPECT_NE(r.out.find("HTTP/1.1 " + said), std::string::npos) << r.out << r.err;
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+  }
+  // Both ways in reached the stand-in for github.com (explicit proxy, launched sandbox), and
+  // nothing reached example.com's address.
+  const std::string seen = read_all(requests_log);
+  std::size_t github = 0;
+  for (std::size_t at = seen.find("sni=github.com"); at != std::string::npos;
+       at = seen.find("sni=github.com", at + 1)) {
+    ++github;
+  }
+  EXPECT_EQ(github, 2u) << seen;
+  EXPECT_EQ(seen.find(kExample), std::string::npos) << seen;
+  run_command({"sh", "-c",
+               "cd " + home +
+                   " && ./build/release/src/launcher/sandgate-launch "
+                   "--config config/sandgate.toml gc"},
+              60s);
 }
 
 }  // namespace

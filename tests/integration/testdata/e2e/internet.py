@@ -84,12 +84,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.reply(200, "text/plain", f"hello from {host} over {scheme}\n".encode())
 
+    def do_HEAD(self):
+        self.head_only = True
+        try:
+            self.do_GET()
+        finally:
+            self.head_only = False
+
     def reply(self, status, content_type, body):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not getattr(self, "head_only", False):
+            self.wfile.write(body)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
