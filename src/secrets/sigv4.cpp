@@ -1,0 +1,364 @@
+#include "secrets/sigv4.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/hmac.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "secrets/encoding.hpp"
+
+namespace sandgate::secrets::sigv4 {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+std::string hex(const unsigned char* data, std::size_t size) {
+  std::string out;
+  out.reserve(size * 2);
+  for (std::size_t i = 0; i < size; ++i) {
+    out += kHex[data[i] >> 4];
+    out += kHex[data[i] & 0xf];
+  }
+  return out;
+}
+
+bool unreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~';
+}
+
+// Percent-encodes every byte outside the unreserved set and `keep`, in uppercase hex.
+std::string encode(std::string_view s, std::string_view keep) {
+  constexpr char kUpper[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (unreserved(c) || keep.find(ch) != std::string_view::npos) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kUpper[c >> 4];
+      out += kUpper[c & 0xf];
+    }
+  }
+  return out;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes; a '%' not followed by two hex digits stays as it is.
+std::string decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      const int hi = hex_value(s[i + 1]);
+      const int lo = hex_value(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+// RFC 3986 remove_dot_segments, also dropping empty segments, as AWS normalises a path (the
+// leading '/' kept, a trailing one kept when anything is left).
+std::string normalized_path(std::string_view path) {
+  std::vector<std::string_view> kept;
+  std::size_t at = 0;
+  while (at <= path.size()) {
+    const std::size_t end = std::min(path.find('/', at), path.size());
+    const std::string_view segment = path.substr(at, end - at);
+    if (segment == "..") {
+      if (!kept.empty()) kept.pop_back();
+    } else if (!segment.empty() && segment != ".") {
+      kept.push_back(segment);
+    }
+    at = end + 1;
+  }
+  std::string out = "/";
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    if (i > 0) out += '/';
+    out += kept[i];
+  }
+  if (!kept.empty() && path.ends_with('/')) out += '/';
+  return out;
+}
+
+std::string canonical_uri(std::string_view path, PathRule rule) {
+  if (path.empty()) return "/";
+  if (rule == PathRule::s3) return encode(path, "/%");
+  return encode(normalized_path(path), "/");
+}
+
+std::string canonical_query(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::size_t at = 0;
+  while (at < query.size()) {
+    const std::size_t end = std::min(query.find('&', at), query.size());
+    const std::string_view pair = query.substr(at, end - at);
+    if (!pair.empty()) {
+      const std::size_t eq = pair.find('=');
+      const std::string_view name = pair.substr(0, eq);
+      const std::string_view value =
+          eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+      pairs.emplace_back(encode(decode(name), ""), encode(decode(value), ""));
+    }
+    at = end + 1;
+  }
+  std::sort(pairs.begin(), pairs.end());
+  std::string out;
+  for (const auto& [name, value] : pairs) {
+    if (!out.empty()) out += '&';
+    out += name;
+    out += '=';
+    out += value;
+  }
+  return out;
+}
+
+// A field value as SigV4 signs it: trimmed, each run of spaces and tabs made one space.
+void append_trimmed(std::string& out, std::string_view value) {
+  bool space = false;
+  bool started = false;
+  for (const char c : value) {
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      space = started;
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    started = true;
+    out += c;
+  }
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+    return lower(x) == lower(y);
+  });
+}
+
+bool is_lower_hex(std::string_view s, std::size_t size) {
+  return s.size() == size && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::array<unsigned char, 32> hmac(std::span<const unsigned char> key, std::string_view text) {
+  std::array<unsigned char, 32> out{};
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), out.data(), &size);
+  return out;
+}
+
+}  // namespace
+
+std::string Scope::to_string() const {
+  return date + "/" + region + "/" + service + "/aws4_request";
+}
+
+std::optional<Authorization> parse_authorization(std::string_view value) {
+  value = trim(value);
+  if (!value.starts_with(kAlgorithm) || value.size() == kAlgorithm.size() ||
+      value[kAlgorithm.size()] != ' ') {
+    return std::nullopt;
+  }
+  value.remove_prefix(kAlgorithm.size());
+  Authorization out;
+  bool credential = false;
+  bool signed_headers = false;
+  bool signature = false;
+  std::size_t at = 0;
+  while (at <= value.size()) {
+    const std::size_t end = std::min(value.find(',', at), value.size());
+    const std::string_view part = trim(value.substr(at, end - at));
+    at = end + 1;
+    const std::size_t eq = part.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string_view name = part.substr(0, eq);
+    const std::string_view v = part.substr(eq + 1);
+    if (name == "Credential" && !credential) {
+      credential = true;
+      // AKID/DATE/REGION/SERVICE/aws4_request; the key id itself holds no '/'.
+      std::vector<std::string_view> pieces;
+      std::size_t p = 0;
+      while (p <= v.size()) {
+        const std::size_t slash = std::min(v.find('/', p), v.size());
+        pieces.push_back(v.substr(p, slash - p));
+        p = slash + 1;
+      }
+      if (pieces.size() != 5 || pieces[4] != "aws4_request" || pieces[1].size() != 8 ||
+          !std::all_of(pieces[1].begin(), pieces[1].end(),
+                       [](char c) { return c >= '0' && c <= '9'; })) {
+        return std::nullopt;
+      }
+      for (const std::string_view piece : pieces) {
+        if (piece.empty()) return std::nullopt;
+      }
+      out.access_key_id = pieces[0];
+      out.scope = {std::string(pieces[1]), std::string(pieces[2]), std::string(pieces[3])};
+    } else if (name == "SignedHeaders" && !signed_headers) {
+      signed_headers = true;
+      std::size_t p = 0;
+      while (p <= v.size()) {
+        const std::size_t semi = std::min(v.find(';', p), v.size());
+        const std::string_view header = v.substr(p, semi - p);
+        if (header.empty() || std::any_of(header.begin(), header.end(), [](char c) {
+              return (c >= 'A' && c <= 'Z') || c == ' ' || c == '\t';
+            })) {
+          return std::nullopt;
+        }
+        if (!out.signed_headers.empty() && out.signed_headers.back() >= header) {
+          return std::nullopt;  // not sorted, or repeated
+        }
+        out.signed_headers.emplace_back(header);
+        p = semi + 1;
+      }
+    } else if (name == "Signature" && !signature) {
+      signature = true;
+      if (!is_lower_hex(v, 64)) return std::nullopt;
+      out.signature = v;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!credential || !signed_headers || !signature) return std::nullopt;
+  return out;
+}
+
+std::string format_authorization(std::string_view access_key_id, const Scope& scope,
+                                 std::span<const std::string> signed_headers,
+                                 std::string_view signature) {
+  std::string out(kAlgorithm);
+  out += " Credential=";
+  out += access_key_id;
+  out += '/';
+  out += scope.to_string();
+  out += ", SignedHeaders=";
+  for (std::size_t i = 0; i < signed_headers.size(); ++i) {
+    if (i > 0) out += ';';
+    out += signed_headers[i];
+  }
+  out += ", Signature=";
+  out += signature;
+  return out;
+}
+
+std::optional<std::string> canonical_request(const Request& request,
+                                             std::span<const std::string> signed_headers,
+                                             std::string_view payload_hash, PathRule rule) {
+  const std::size_t question = request.target.find('?');
+  const std::string_view path = request.target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view() : request.target.substr(question + 1);
+  std::string out(request.method);
+  out += '\n';
+  out += canonical_uri(path, rule);
+  out += '\n';
+  out += canonical_query(query);
+  out += '\n';
+  for (const std::string& name : signed_headers) {
+    out += name;
+    out += ':';
+    bool found = false;
+    for (const Field& f : request.fields) {
+      if (!iequals(f.name, name)) continue;
+      if (found) out += ',';
+      found = true;
+      append_trimmed(out, f.value);
+    }
+    if (!found) return std::nullopt;
+    out += '\n';
+  }
+  out += '\n';
+  for (std::size_t i = 0; i < signed_headers.size(); ++i) {
+    if (i > 0) out += ';';
+    out += signed_headers[i];
+  }
+  out += '\n';
+  out += payload_hash;
+  return out;
+}
+
+std::string string_to_sign(std::string_view amz_date, const Scope& scope,
+                           std::string_view canonical_request) {
+  std::string out(kAlgorithm);
+  out += '\n';
+  out += amz_date;
+  out += '\n';
+  out += scope.to_string();
+  out += '\n';
+  out += sha256_hex(canonical_request);
+  return out;
+}
+
+SigningKey::SigningKey(std::string_view secret_access_key, const Scope& scope) {
+  std::string seed = "AWS4";
+  seed += secret_access_key;
+  auto k = hmac({reinterpret_cast<const unsigned char*>(seed.data()), seed.size()}, scope.date);
+  OPENSSL_cleanse(seed.data(), seed.size());
+  for (const std::string* part : {&scope.region, &scope.service}) k = hmac(k, *part);
+  key_ = hmac(k, "aws4_request");
+  OPENSSL_cleanse(k.data(), k.size());
+}
+
+SigningKey::~SigningKey() {
+  OPENSSL_cleanse(key_.data(), key_.size());
+}
+
+std::string SigningKey::sign(std::string_view text) const {
+  const auto mac = hmac(key_, text);
+  return hex(mac.data(), mac.size());
+}
+
+std::string chunk_string_to_sign(std::string_view amz_date, const Scope& scope,
+                                 std::string_view previous_signature, std::string_view chunk_data) {
+  static const std::string kEmptyHash = sha256_hex({});
+  std::string out = "AWS4-HMAC-SHA256-PAYLOAD\n";
+  out += amz_date;
+  out += '\n';
+  out += scope.to_string();
+  out += '\n';
+  out += previous_signature;
+  out += '\n';
+  out += kEmptyHash;
+  out += '\n';
+  out += sha256_hex(chunk_data);
+  return out;
+}
+
+std::string trailer_string_to_sign(std::string_view amz_date, const Scope& scope,
+                                   std::string_view previous_signature,
+                                   std::string_view trailer_lines) {
+  std::string out = "AWS4-HMAC-SHA256-TRAILER\n";
+  out += amz_date;
+  out += '\n';
+  out += scope.to_string();
+  out += '\n';
+  out += previous_signature;
+  out += '\n';
+  out += sha256_hex(trailer_lines);
+  return out;
+}
+
+}  // namespace sandgate::secrets::sigv4

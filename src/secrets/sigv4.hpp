@@ -1,0 +1,103 @@
+#pragma once
+
+// AWS Signature Version 4, the pieces a re-signing gateway needs: parse the Authorization field
+// a client signed with, rebuild the canonical request from the request as it will be sent,
+// and sign it again with other credentials; the same for the chunks and trailer of an S3
+// streaming (aws-chunked) upload. Pure: no clock, no I/O; OpenSSL (SHA-256, HMAC) in the .cpp
+// only. Checked against AWS's published test suite (tests/unit/secrets/testdata/sigv4).
+
+#include <array>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandgate::secrets::sigv4 {
+
+inline constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
+// x-amz-content-sha256 values that are not a payload's hash.
+inline constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+inline constexpr std::string_view kStreamingPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+inline constexpr std::string_view kStreamingPayloadTrailer =
+    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";
+inline constexpr std::string_view kStreamingUnsignedTrailer = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
+
+// The credential scope: DATE/REGION/SERVICE/aws4_request.
+struct Scope {
+  std::string date;  // YYYYMMDD
+  std::string region;
+  std::string service;
+
+  std::string to_string() const;
+  bool operator==(const Scope&) const = default;
+};
+
+// An Authorization field of SigV4, parsed strictly: the algorithm, then Credential,
+// SignedHeaders and Signature (in any order, each once), nothing else.
+struct Authorization {
+  std::string access_key_id;
+  Scope scope;
+  std::vector<std::string> signed_headers;  // as listed: lowercase, sorted, no repeats
+  std::string signature;                    // 64 lowercase hex digits
+};
+std::optional<Authorization> parse_authorization(std::string_view value);
+std::string format_authorization(std::string_view access_key_id, const Scope& scope,
+                                 std::span<const std::string> signed_headers,
+                                 std::string_view signature);
+
+// How the canonical URI is made from the path as sent.
+enum class PathRule {
+  // S3: the path as sent, signed once (bytes outside the unreserved set, '/' and '%' encoded).
+  s3,
+  // Every other service: dot segments and empty segments removed, then every byte outside the
+  // unreserved set and '/' encoded, so a path sent encoded is signed encoded twice.
+  standard,
+};
+
+struct Field {
+  std::string_view name;  // any case
+  std::string_view value;
+};
+
+struct Request {
+  std::string_view method;
+  std::string_view target;  // origin-form path and query, as sent
+  std::span<const Field> fields;
+};
+
+// The canonical request: method, canonical URI, canonical query (each name and value decoded
+// and encoded again, sorted), the signed fields (lowercase names, values trimmed with inner
+// runs of spaces made one, repeated fields joined with ','), the signed names, the payload
+// hash. nullopt when a signed field is missing from the request.
+std::optional<std::string> canonical_request(const Request& request,
+                                             std::span<const std::string> signed_headers,
+                                             std::string_view payload_hash, PathRule rule);
+
+std::string string_to_sign(std::string_view amz_date, const Scope& scope,
+                           std::string_view canonical_request);
+
+// The key HMAC chains from the secret and the scope. Wiped when destroyed.
+class SigningKey {
+ public:
+  SigningKey(std::string_view secret_access_key, const Scope& scope);
+  ~SigningKey();
+  SigningKey(const SigningKey&) = delete;
+  SigningKey& operator=(const SigningKey&) = delete;
+
+  // Lowercase hex of HMAC-SHA256(key, text).
+  std::string sign(std::string_view text) const;
+
+ private:
+  std::array<unsigned char, 32> key_{};
+};
+
+// aws-chunked uploads: each chunk's signature chains from the one before (the first from the
+// request's), over the chunk's data; the trailer's over its lines.
+std::string chunk_string_to_sign(std::string_view amz_date, const Scope& scope,
+                                 std::string_view previous_signature, std::string_view chunk_data);
+std::string trailer_string_to_sign(std::string_view amz_date, const Scope& scope,
+                                   std::string_view previous_signature,
+                                   std::string_view trailer_lines);
+
+}  // namespace sandgate::secrets::sigv4
