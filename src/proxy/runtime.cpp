@@ -20,13 +20,18 @@ std::atomic<std::size_t>& ConnectionCounter::for_sandbox(const std::string& id) 
 }
 
 std::uint64_t ConnectionCounter::enter_pending(const std::string& source, PendingHolder holder,
-                                               std::size_t total_cap, std::size_t source_cap) {
+                                               std::size_t total_cap, std::size_t source_cap,
+                                               std::chrono::steady_clock::time_point now) {
   std::vector<PendingHolder> victims;
   std::uint64_t ticket = 0;
+  holder.since = now;
   {
     std::lock_guard lock(pending_mutex_);
     auto own = pending_by_source_.find(source);
-    while (own != pending_by_source_.end() && own->second.size() >= source_cap) {
+    // Tickets grow with time: the first of a source is its oldest. While it is young, so are
+    // the rest, and the source cap waits (the total cap below still holds).
+    while (own != pending_by_source_.end() && own->second.size() >= source_cap &&
+           now - own->second.begin()->second.since >= kSourceCapGrace) {
       victims.push_back(take_oldest(own));
       own = pending_by_source_.find(source);
     }

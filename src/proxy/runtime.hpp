@@ -5,6 +5,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,18 +71,27 @@ class ConnectionCounter {
   std::atomic<std::size_t>& for_sandbox(const std::string& id);
 
   // A connection that has not named its sandbox yet, as the pending pool knows it: who to end
-  // (on its own worker) when the pool needs its place.
+  // (on its own worker) when the pool needs its place, and since when it has waited.
   struct PendingHolder {
     std::weak_ptr<Session> session;
     asio::any_io_executor executor;
+    std::chrono::steady_clock::time_point since{};
   };
+  // How long a pending connection may stay silent before the source cap counts it. An honest
+  // burst (a pool or wrk opening 256 connections, then writing each request) has connections
+  // that are silent for a few milliseconds; ending them for the cap would refuse every
+  // request of the burst beyond it.
+  static constexpr std::chrono::milliseconds kSourceCapGrace{1000};
   // Takes a place in the pending pool for `holder` (from `source`) and returns its ticket.
-  // Never refuses the newcomer: when the source already holds `source_cap`, its oldest pending
-  // connection is ended; when the pool holds `total_cap`, the oldest of the source holding the
-  // most is. An ended connection loses its place at once (the newcomer has it) and is told
-  // TOO_MANY_CONNECTIONS on its worker (Session::evict).
-  std::uint64_t enter_pending(const std::string& source, PendingHolder holder,
-                              std::size_t total_cap, std::size_t source_cap);
+  // Never refuses the newcomer: when the source already holds `source_cap` and its oldest
+  // pending connection has waited kSourceCapGrace, that one is ended; when the pool holds
+  // `total_cap`, the oldest of the source holding the most is, however young. An ended
+  // connection loses its place at once (the newcomer has it) and is told TOO_MANY_CONNECTIONS
+  // on its worker (Session::evict).
+  std::uint64_t enter_pending(
+      const std::string& source, PendingHolder holder, std::size_t total_cap,
+      std::size_t source_cap,
+      std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
   // Gives a place back; nothing when the ticket was evicted.
   void leave_pending(const std::string& source, std::uint64_t ticket);
 
