@@ -344,7 +344,8 @@ TEST_F(ProxyCredentials, APlaceholderInARequestBodyTripsTheWireToo) {
 
 // THREATS 36: the tripwire reads what leaves sandgate, not only what came in: a placeholder
 // spelled with escapes in the target (which is forwarded decoded to an inspected host), or as
-// a field's name, over HTTP/1.1 and HTTP/2. Control: an escape that spells no placeholder goes.
+// a field's name, or as the method, over HTTP/1.1 and HTTP/2. Control: an escape that spells no
+// placeholder goes.
 TEST_F(ProxyCredentials, ThePlaceholderTripwireReadsWhatLeaves) {
   const std::string mine = placeholder(kId, "gh");
   std::string escaped = mine;
@@ -356,6 +357,9 @@ TEST_F(ProxyCredentials, ThePlaceholderTripwireReadsWhatLeaves) {
     const auto as_name = curl({"-H", mine + ": 1", url("other.test", "/collect")}, version);
     EXPECT_EQ(as_name.http_code, 403) << version << as_name.err;
     EXPECT_NE(as_name.body.find("placeholder_misuse"), std::string::npos) << as_name.body;
+    const auto as_method = curl({"-X", mine, url("other.test", "/collect")}, version);
+    EXPECT_EQ(as_method.http_code, 403) << version << as_method.err;
+    EXPECT_NE(as_method.body.find("placeholder_misuse"), std::string::npos) << as_method.body;
   }
   EXPECT_EQ(origin_.request_count(), 0u);
   EXPECT_EQ(origin_.raw_received().find(mine), std::string::npos);
