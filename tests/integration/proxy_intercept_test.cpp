@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/eventually.hpp"
 #include "support/http_origin.hpp"
@@ -778,6 +782,45 @@ TEST_F(ProxyIntercept, Http2StreamsToAnHttp11OriginShareABoundedSetOfConnections
   r = run();
   EXPECT_EQ(r["statuses"], twenty_ok) << r["exit"];
   EXPECT_LE(origin_.connection_count() - before, 3u);
+}
+
+// THREATS 31 as the attack was made: one sandbox, 4 client connections x 100 streams to an
+// HTTP/1.1-only origin, each a POST whose body never comes, against a daemon with 256
+// descriptors (prlimit on the daemon only; each upload sends 10 bytes and stalls). Before, that
+// held 374 upstream connections, the daemon ran out of descriptors and a neighbour's CONNECT timed
+// out. Now the streams share at most 6 upstream connections per client connection, and the
+// neighbour's tunnel, opened while they hang, is served.
+TEST_F(ProxyIntercept, StalledHttp2UploadsCannotTakeTheDaemonsDescriptors) {
+  const std::string kToken2 = "tok-sb2-intercept-Lw7";
+  SandgateOptions options{tables() + "\n[sandboxes.sb2]\ntoken = \"" + kToken2 + "\"\nports = [" +
+                          std::to_string(origin_.port()) +
+                          "]\nallow = [\"spliced.test\"]\nallow_cidrs = [\"127.0.0.1/32\"]\n"};
+  options.wrapper = {"prlimit", "--nofile=256:256", "--"};
+  daemon_ = std::make_unique<SandgateProcess>(options);
+  const std::string port = std::to_string(origin_.port());
+  std::vector<std::future<std::map<std::string, std::string>>> floods;
+  for (int i = 0; i < 4; ++i) {
+    floods.push_back(std::async(std::launch::async, [&] {
+      return h2::test::run_peer(
+          h2::test::h2_client({"--via", std::to_string(daemon_->explicit_port()),
+                               kId + ":" + kToken, ca_.cert(), "api.test:" + port, "streams", port,
+                               "100", "10"}),
+          std::chrono::seconds(60));
+    }));
+  }
+  // The uploads hang at the origin (it waits for their bodies) for the 5 s the peers hold.
+  ASSERT_TRUE(eventually([&] { return origin_.connection_count() >= 4; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const CurlResult neighbour = run_curl({"-x", daemon_->proxy_url("sb2", kToken2), "--cacert",
+                                         origin_ca_, url("spliced.test", "/neighbour")});
+  EXPECT_EQ(neighbour.exit_code, 0) << neighbour.err;
+  EXPECT_EQ(neighbour.http_code, 200);
+  EXPECT_LE(origin_.connection_count(), 4u * 6u + 1u);
+  EXPECT_GE(origin_.connection_count(), 13u) << "control: the streams ran side by side";
+  for (auto& flood : floods) {
+    const auto r = flood.get();
+    EXPECT_EQ(r.at("goaway"), "none") << r.at("exit");
+  }
 }
 
 // An origin that speaks both: an idle HTTP/1.1 connection an HTTP/1.1 client left in the pool

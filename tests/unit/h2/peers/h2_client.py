@@ -20,8 +20,9 @@ ServerConnection, h2c with prior knowledge on 127.0.0.1. Prints what it saw as k
   h2_client.py hpack-bomb PORT REFS              one ~4 KB field indexed, then REFS references
                                                  to it in the same header block
   h2_client.py empty-data PORT N [PATH [WAIT]]   a POST head, then N zero-length DATA frames
-  h2_client.py streams PORT N                    SETTINGS acknowledged, then N streams opened
-                                                 and left open (POST heads, no body)
+  h2_client.py streams PORT N [BYTES]            SETTINGS acknowledged, then N streams opened
+                                                 and left open (POST heads, then BYTES of
+                                                 each body, never its end)
   h2_client.py conformance PORT CASE             one of h2spec's stream-state cases (CASES
                                                  below) in raw frames; prints the answer
   h2_client.py framing PORT METHOD PATH          one request; how its response was framed
@@ -515,9 +516,9 @@ def cmd_empty_data(port, n, path="/empty-data", wait="5"):
     out(sent=sent, goaway=goaway, closed=closed)
 
 
-def cmd_streams(port, n):
+def cmd_streams(port, n, body_bytes="0"):
     """Acknowledges the server's SETTINGS (so its stream limit is in force), then opens N
-    streams that stay open: POST heads whose bodies never come."""
+    streams that stay open: POST heads, then BODY_BYTES of each body, never its end."""
     s = open_socket(port)
     s.sendall(PREFACE + SettingsFrame(0).serialize())
     frames, closed = read_frames(s, 5, lambda f: any(t == 4 and not fl & 1 for t, fl, _, _ in f))
@@ -533,6 +534,8 @@ def cmd_streams(port, n):
     read_frames(s, 5, lambda f: any(t == 6 and fl & 1 for t, fl, _, _ in f))
     streams = b"".join(header_frames(2 * i + 1, plain_block(port, "POST", "/open/%d" % i), False)
                        for i in range(int(n)))
+    if int(body_bytes) > 0:
+        streams += b"".join(frame(0, 0, 2 * i + 1, b"x" * int(body_bytes)) for i in range(int(n)))
     try:
         s.sendall(streams)
     except CLOSED_ERRORS + (socket.timeout,):
