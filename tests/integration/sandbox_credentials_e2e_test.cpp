@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <exception>
@@ -29,6 +30,7 @@
 #include "gtest/gtest.h"
 #include "secrets/encoding.hpp"
 #include "secrets/placeholder.hpp"
+#include "support/compress.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/git_origin.hpp"
 #include "support/github_app_key.hpp"
@@ -155,6 +157,23 @@ class FakeGithub {
     if (host == "api.test") {
       const auto repos = token_repos(auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : "");
       if (!repos) return OriginReply::with_length(401, R"({"message":"Bad credentials"})");
+      // A hostile echo, as httpbin's /gzip and /brotli are: the request's Authorization sent
+      // back compressed whatever Accept-Encoding said, or with every byte percent-escaped.
+      const std::string echo = R"({"authorization":")" + auth + "\"}\n";
+      if (r.target == "/echo/gzip" || r.target == "/echo/br") {
+        const bool gzip = r.target == "/echo/gzip";
+        return OriginReply::with_length(
+            200, gzip ? gzip_encode(echo) : brotli_encode(echo),
+            {{"Content-Type", "application/json"}, {"Content-Encoding", gzip ? "gzip" : "br"}});
+      }
+      if (r.target == "/echo/percent") {
+        std::string escaped;
+        for (const unsigned char c : auth) {
+          constexpr char kHex[] = "0123456789ABCDEF";
+          escaped += {'%', kHex[c >> 4], kHex[c & 0xf]};
+        }
+        return OriginReply::with_length(200, "auth=" + escaped + "\n");
+      }
       return OriginReply::with_length(200,
                                       R"({"login":"sandgate-e2e[bot]"})"
                                       "\n",
@@ -602,6 +621,37 @@ TEST_F(CredentialsE2e, ThePlaceholderIsReplacedWhereBoundAndATripwireElsewhere) 
   EXPECT_EQ(world->daemon->audit_text().find(mine), std::string::npos);
   expect_no_token_in("the sandbox's output", r.out + r.err);
   expect_no_token_anywhere();
+}
+
+// THREATS 30 and 32 from inside a launched sandbox (the transparent listener): api.test echoes
+// the request's Authorization, with the real token sandgate put there, gzip'd or brotli'd
+// whatever the client accepted, or percent-escaped byte by byte. The sandbox reads each echo
+// decoded, with the token redacted, over HTTP/2 and HTTP/1.1. Control: the rest of each echo
+// arrives as the origin sent it (the decoded JSON, the escaped "Bearer ").
+TEST_F(CredentialsE2e, EchoesOfTheTokenComeBackRedactedHoweverTheyAreEncoded) {
+  const auto r = run_in("echo", "agent",
+                        "for v in --http2 --http1.1; do for p in gzip br percent; do "
+                        "curl -sS -m 10 $v --compressed -H \"Authorization: Bearer $GH_TOKEN\" "
+                        "https://api.test/echo/$p; done; done");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto count = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (std::size_t at = r.out.find(text); at != std::string::npos;
+         at = r.out.find(text, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  // The redactor masks in place, byte for byte (the token is 40 bytes; escaped, 120).
+  EXPECT_EQ(count("{\"authorization\":\"Bearer " + std::string(40, '*') + "\"}\n"), 4u) << r.out;
+  EXPECT_EQ(count("auth=%42%65%61%72%65%72%20" + std::string(120, '*') + "\n"), 2u) << r.out;
+  EXPECT_EQ(r.out.find("sgph_"), std::string::npos) << "the placeholder never went out: " << r.out;
+  expect_no_token_in("the sandbox's output", r.out + r.err);
+  expect_no_token_anywhere();
+  // The token did reach api.test, for every one of the six requests.
+  const std::string token = world->github.token_for({"acme/widgets"});
+  const auto seen = authorizations();
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), "Bearer " + token), 6);
 }
 
 // THREATS 34: a sandbox whose rules name no credential gets none of a credential's variables
