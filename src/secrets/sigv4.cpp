@@ -361,4 +361,122 @@ std::string trailer_string_to_sign(std::string_view amz_date, const Scope& scope
   return out;
 }
 
+PathRule path_rule_for(std::string_view service) {
+  return service == "s3" || service == "s3-outposts" || service == "s3express" ? PathRule::s3
+                                                                               : PathRule::standard;
+}
+
+std::string_view refusal_name(ResignRefusal r) {
+  switch (r) {
+    case ResignRefusal::not_signed:
+      return "not_signed";
+    case ResignRefusal::malformed:
+      return "malformed";
+    case ResignRefusal::presigned:
+      return "presigned";
+    case ResignRefusal::foreign_key:
+      return "foreign_key";
+    case ResignRefusal::unsupported_payload:
+      return "unsupported_payload";
+    case ResignRefusal::missing_field:
+      return "missing_field";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::optional<std::string_view> field(const Request& request, std::string_view name) {
+  for (const Field& f : request.fields) {
+    if (iequals(f.name, name)) return f.value;
+  }
+  return std::nullopt;
+}
+
+bool presigned(std::string_view target) {
+  const std::size_t question = target.find('?');
+  if (question == std::string_view::npos) return false;
+  const std::string query = decode(target.substr(question + 1));
+  std::size_t at = 0;
+  while (at < query.size()) {
+    const std::size_t end = std::min(query.find('&', at), query.size());
+    const std::string_view name = std::string_view(query).substr(at, end - at);
+    if (iequals(name.substr(0, name.find('=')), "X-Amz-Signature") ||
+        iequals(name.substr(0, name.find('=')), "X-Amz-Credential")) {
+      return true;
+    }
+    at = end + 1;
+  }
+  return false;
+}
+
+// YYYYMMDDTHHMMSSZ
+bool valid_amz_date(std::string_view d) {
+  if (d.size() != 16 || d[8] != 'T' || d[15] != 'Z') return false;
+  for (std::size_t i = 0; i < 15; ++i) {
+    if (i != 8 && (d[i] < '0' || d[i] > '9')) return false;
+  }
+  return true;
+}
+
+bool resignable_payload(std::string_view hash) {
+  return is_lower_hex(hash, 64) || hash == kUnsignedPayload || hash == kStreamingPayload ||
+         hash == kStreamingPayloadTrailer || hash == kStreamingUnsignedTrailer;
+}
+
+}  // namespace
+
+ResignResult resign(const Request& request, std::string_view payload_hash,
+                    std::string_view placeholder_key_id, const Credentials& real) {
+  ResignResult out;
+  const auto refuse = [&](ResignRefusal r) {
+    out.refusal = r;
+    return out;
+  };
+  if (presigned(request.target)) return refuse(ResignRefusal::presigned);
+  const auto authorization = field(request, "authorization");
+  if (!authorization || !trim(*authorization).starts_with(kAlgorithm)) {
+    return refuse(ResignRefusal::not_signed);
+  }
+  const auto parsed = parse_authorization(*authorization);
+  if (!parsed) return refuse(ResignRefusal::malformed);
+  if (parsed->access_key_id != placeholder_key_id) return refuse(ResignRefusal::foreign_key);
+  const auto amz_date = field(request, "x-amz-date");
+  if (!amz_date || !valid_amz_date(*amz_date) || amz_date->substr(0, 8) != parsed->scope.date) {
+    return refuse(ResignRefusal::malformed);
+  }
+  if (!resignable_payload(payload_hash)) return refuse(ResignRefusal::unsupported_payload);
+
+  // The fields as they will be sent: the client's, its session token (a placeholder, if any)
+  // replaced by the real one or dropped. Authorization is never signed.
+  std::vector<Field> fields;
+  for (const Field& f : request.fields) {
+    if (!iequals(f.name, "x-amz-security-token")) fields.push_back(f);
+  }
+  std::vector<std::string> signed_headers;
+  for (const std::string& name : parsed->signed_headers) {
+    if (name != "x-amz-security-token" && name != "authorization") signed_headers.push_back(name);
+  }
+  if (!real.session_token.empty()) {
+    fields.push_back({"x-amz-security-token", real.session_token});
+    signed_headers.insert(
+        std::lower_bound(signed_headers.begin(), signed_headers.end(), "x-amz-security-token"),
+        "x-amz-security-token");
+  }
+  const Request sent{request.method, request.target, fields};
+  const auto canonical =
+      canonical_request(sent, signed_headers, payload_hash, path_rule_for(parsed->scope.service));
+  if (!canonical) return refuse(ResignRefusal::missing_field);
+  Resigned r;
+  r.signature = SigningKey(real.secret_access_key, parsed->scope)
+                    .sign(string_to_sign(*amz_date, parsed->scope, *canonical));
+  r.authorization =
+      format_authorization(real.access_key_id, parsed->scope, signed_headers, r.signature);
+  r.security_token = real.session_token;
+  r.scope = parsed->scope;
+  r.amz_date = *amz_date;
+  out.resigned = std::move(r);
+  return out;
+}
+
 }  // namespace sandgate::secrets::sigv4

@@ -100,4 +100,50 @@ std::string trailer_string_to_sign(std::string_view amz_date, const Scope& scope
                                    std::string_view previous_signature,
                                    std::string_view trailer_lines);
 
+// S3 (and its variants) signs the path once; every other service by the standard rule.
+PathRule path_rule_for(std::string_view service);
+
+// Real credentials to sign with. `session_token` empty for a long-term key.
+struct Credentials {
+  std::string_view access_key_id;
+  std::string_view secret_access_key;
+  std::string_view session_token;
+};
+
+// Why a request cannot be signed again.
+enum class ResignRefusal {
+  not_signed,           // no Authorization field, or not SigV4 (AWS4-HMAC-SHA256)
+  malformed,            // an Authorization that does not parse, or X-Amz-Date missing, invalid
+                        // or not of the credential scope's day
+  presigned,            // a signature in the query (a presigned URL)
+  foreign_key,          // signed with a key id other than this sandbox's placeholder
+  unsupported_payload,  // an x-amz-content-sha256 this signer cannot sign again (SigV4a)
+  missing_field,        // a field the client signed is not in the request
+};
+std::string_view refusal_name(ResignRefusal r);
+
+// What to send instead of what the client signed: these fields set (replacing any of the same
+// name), X-Amz-Security-Token removed when `security_token` is empty.
+struct Resigned {
+  std::string authorization;
+  std::string security_token;
+  // For aws-chunked bodies: each chunk's signature chains from `signature`, in this scope and
+  // at this time.
+  std::string signature;
+  Scope scope;
+  std::string amz_date;
+};
+
+// Signs `request` (the request as it will be sent, with the client's Authorization in it)
+// again with `real`, for the fields the client signed (plus X-Amz-Security-Token when `real`
+// has a session token, minus it when not), in the client's scope and at its X-Amz-Date.
+// `payload_hash`: x-amz-content-sha256's value when the request carries one, else the hex
+// SHA-256 of the body. Refused when the client did not sign with `placeholder_key_id`.
+struct ResignResult {
+  std::optional<Resigned> resigned;
+  ResignRefusal refusal = ResignRefusal::not_signed;  // when !resigned
+};
+ResignResult resign(const Request& request, std::string_view payload_hash,
+                    std::string_view placeholder_key_id, const Credentials& real);
+
 }  // namespace sandgate::secrets::sigv4

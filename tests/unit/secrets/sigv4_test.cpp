@@ -237,5 +237,149 @@ TEST(SigV4Chunked, ChainsAsTheS3ExampleDoes) {
   EXPECT_EQ(last, "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9");
 }
 
+// Re-signing. The client signs with its placeholder key; sandgate signs the same request
+// again with the real one. The oracle is the S3 documentation's GET example (Authorization
+// Header, "GET Object"): re-signed with the example key, the request must carry exactly the
+// signature the documentation prints.
+constexpr std::string_view kPlaceholderKeyId = "AKIASGPHEXAMPLE00001";
+constexpr std::string_view kPlaceholderSecret = "sgph_aws_secret_placeholder_0000000000000";
+constexpr std::string_view kEmptyHash =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+// The fields of `fields` plus an Authorization signed over `signed_headers` with the
+// placeholder key, as an SDK in the sandbox would send them.
+std::vector<std::pair<std::string, std::string>> signed_by_client(
+    std::vector<std::pair<std::string, std::string>> fields, std::string_view method,
+    std::string_view target, const std::vector<std::string>& signed_headers,
+    std::string_view payload_hash, const Scope& scope) {
+  std::vector<Field> view;
+  std::string amz_date;
+  for (const auto& [name, value] : fields) {
+    view.push_back({name, value});
+    if (name == "x-amz-date") amz_date = value;
+  }
+  const auto canonical = canonical_request({method, target, view}, signed_headers, payload_hash,
+                                           path_rule_for(scope.service));
+  const std::string signature =
+      SigningKey(kPlaceholderSecret, scope).sign(string_to_sign(amz_date, scope, *canonical));
+  fields.emplace_back("Authorization",
+                      format_authorization(kPlaceholderKeyId, scope, signed_headers, signature));
+  return fields;
+}
+
+ResignResult resign_fields(const std::vector<std::pair<std::string, std::string>>& fields,
+                           std::string_view method, std::string_view target,
+                           std::string_view payload_hash, const Credentials& real) {
+  std::vector<Field> view;
+  for (const auto& [name, value] : fields) view.push_back({name, value});
+  return resign({method, target, view}, payload_hash, kPlaceholderKeyId, real);
+}
+
+const Scope kS3Scope{"20130524", "us-east-1", "s3"};
+const std::vector<std::pair<std::string, std::string>> kS3Get = {
+    {"host", "examplebucket.s3.amazonaws.com"},
+    {"range", "bytes=0-9"},
+    {"x-amz-content-sha256", std::string(kEmptyHash)},
+    {"x-amz-date", "20130524T000000Z"}};
+const std::vector<std::string> kS3Signed = {"host", "range", "x-amz-content-sha256", "x-amz-date"};
+const Credentials kExampleKey{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                              ""};
+
+TEST(SigV4Resign, GivesTheSignatureTheS3DocumentationPrints) {
+  const auto sent = signed_by_client(kS3Get, "GET", "/test.txt", kS3Signed, kEmptyHash, kS3Scope);
+  const ResignResult r = resign_fields(sent, "GET", "/test.txt", kEmptyHash, kExampleKey);
+  ASSERT_TRUE(r.resigned) << refusal_name(r.refusal);
+  EXPECT_EQ(r.resigned->authorization,
+            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+            "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+            "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+  EXPECT_EQ(r.resigned->security_token, "");
+  EXPECT_EQ(r.resigned->amz_date, "20130524T000000Z");
+  EXPECT_EQ(r.resigned->scope, kS3Scope);
+}
+
+// A session token: the client's placeholder token is replaced by the real one, which is
+// signed; a client that had none gets it added to what is signed; real credentials without one
+// drop the client's.
+TEST(SigV4Resign, TheSessionTokenIsTheRealOneOrNone) {
+  const Credentials with_token{"ASIAREALKEY000000001", "real/secret", "real-session-token"};
+  const auto expect_signed_over =
+      [](const ResignResult& r, std::vector<std::pair<std::string, std::string>> fields,
+         std::vector<std::string> signed_headers, const Credentials& real) {
+        ASSERT_TRUE(r.resigned) << refusal_name(r.refusal);
+        std::vector<Field> view;
+        for (const auto& [name, value] : fields) view.push_back({name, value});
+        const auto canonical =
+            canonical_request({"GET", "/test.txt", view}, signed_headers, kEmptyHash, PathRule::s3);
+        ASSERT_TRUE(canonical);
+        const std::string expected =
+            SigningKey(real.secret_access_key, kS3Scope)
+                .sign(string_to_sign("20130524T000000Z", kS3Scope, *canonical));
+        EXPECT_EQ(r.resigned->authorization,
+                  format_authorization(real.access_key_id, kS3Scope, signed_headers, expected));
+        EXPECT_EQ(r.resigned->security_token, real.session_token);
+      };
+  auto with_placeholder_token = kS3Get;
+  with_placeholder_token.emplace_back("x-amz-security-token", "sgph_token_placeholder");
+  std::vector<std::string> signed_with_token = kS3Signed;
+  signed_with_token.push_back("x-amz-security-token");
+  const auto sent = signed_by_client(with_placeholder_token, "GET", "/test.txt", signed_with_token,
+                                     kEmptyHash, kS3Scope);
+  auto real_fields = kS3Get;
+  real_fields.emplace_back("x-amz-security-token", "real-session-token");
+  expect_signed_over(resign_fields(sent, "GET", "/test.txt", kEmptyHash, with_token), real_fields,
+                     signed_with_token, with_token);
+  expect_signed_over(resign_fields(sent, "GET", "/test.txt", kEmptyHash, kExampleKey), kS3Get,
+                     kS3Signed, kExampleKey);
+  const auto without =
+      signed_by_client(kS3Get, "GET", "/test.txt", kS3Signed, kEmptyHash, kS3Scope);
+  expect_signed_over(resign_fields(without, "GET", "/test.txt", kEmptyHash, with_token),
+                     real_fields, signed_with_token, with_token);
+}
+
+TEST(SigV4Resign, RefusesWhatItMayNotOrCannotSignAgain) {
+  const auto sent = signed_by_client(kS3Get, "GET", "/test.txt", kS3Signed, kEmptyHash, kS3Scope);
+  const auto refusal = [](const ResignResult& r) {
+    return r.resigned ? std::string("resigned") : std::string(refusal_name(r.refusal));
+  };
+  // Control: the request itself is signed again.
+  EXPECT_EQ(refusal(resign_fields(sent, "GET", "/test.txt", kEmptyHash, kExampleKey)), "resigned");
+  EXPECT_EQ(refusal(resign_fields(kS3Get, "GET", "/test.txt", kEmptyHash, kExampleKey)),
+            "not_signed");
+  auto basic = kS3Get;
+  basic.emplace_back("Authorization", "Basic dXNlcjpwYXNz");
+  EXPECT_EQ(refusal(resign_fields(basic, "GET", "/test.txt", kEmptyHash, kExampleKey)),
+            "not_signed");
+  // Signed with a key that is not the sandbox's placeholder (a real key found elsewhere).
+  auto foreign = sent;
+  const std::string auth = foreign.back().second;
+  foreign.back().second.replace(auth.find(kPlaceholderKeyId), kPlaceholderKeyId.size(),
+                                "AKIAOTHERKEY00000001");
+  EXPECT_EQ(refusal(resign_fields(foreign, "GET", "/test.txt", kEmptyHash, kExampleKey)),
+            "foreign_key");
+  auto garbled = sent;
+  garbled.back().second += ", Extra=1";
+  EXPECT_EQ(refusal(resign_fields(garbled, "GET", "/test.txt", kEmptyHash, kExampleKey)),
+            "malformed");
+  auto other_day = sent;
+  other_day[3].second = "20130525T000000Z";
+  EXPECT_EQ(refusal(resign_fields(other_day, "GET", "/test.txt", kEmptyHash, kExampleKey)),
+            "malformed");
+  EXPECT_EQ(refusal(resign_fields(sent, "GET",
+                                  "/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00",
+                                  kEmptyHash, kExampleKey)),
+            "presigned");
+  EXPECT_EQ(refusal(resign_fields(sent, "GET", "/test.txt?x-amz-credential=A%2F2013", kEmptyHash,
+                                  kExampleKey)),
+            "presigned");
+  EXPECT_EQ(refusal(resign_fields(sent, "GET", "/test.txt",
+                                  "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", kExampleKey)),
+            "unsupported_payload");
+  auto without_range = sent;
+  without_range.erase(without_range.begin() + 1);
+  EXPECT_EQ(refusal(resign_fields(without_range, "GET", "/test.txt", kEmptyHash, kExampleKey)),
+            "missing_field");
+}
+
 }  // namespace
 }  // namespace sandgate::secrets::sigv4
