@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/ascii.hpp"
 #include "secrets/encoding.hpp"
 
 namespace sandgate::secrets::sigv4 {
@@ -44,13 +45,6 @@ std::string encode(std::string_view s, std::string_view keep) {
     }
   }
   return out;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // Percent-decodes; a '%' not followed by two hex digits stays as it is.
@@ -144,23 +138,18 @@ void append_trimmed(std::string& out, std::string_view value) {
   }
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    return lower(x) == lower(y);
-  });
-}
-
 bool is_lower_hex(std::string_view s, std::size_t size) {
   return s.size() == size && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+// The signed field names as SignedHeaders and the canonical request list them.
+void append_joined(std::string& out, std::span<const std::string> names) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += ';';
+    out += names[i];
+  }
 }
 
 std::array<unsigned char, 32> hmac(std::span<const unsigned char> key, std::string_view text) {
@@ -178,7 +167,7 @@ std::string Scope::to_string() const {
 }
 
 std::optional<Authorization> parse_authorization(std::string_view value) {
-  value = trim(value);
+  value = trim_ows(value);
   if (!value.starts_with(kAlgorithm) || value.size() == kAlgorithm.size() ||
       value[kAlgorithm.size()] != ' ') {
     return std::nullopt;
@@ -191,7 +180,7 @@ std::optional<Authorization> parse_authorization(std::string_view value) {
   std::size_t at = 0;
   while (at <= value.size()) {
     const std::size_t end = std::min(value.find(',', at), value.size());
-    const std::string_view part = trim(value.substr(at, end - at));
+    const std::string_view part = trim_ows(value.substr(at, end - at));
     at = end + 1;
     const std::size_t eq = part.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
@@ -255,10 +244,7 @@ std::string format_authorization(std::string_view access_key_id, const Scope& sc
   out += '/';
   out += scope.to_string();
   out += ", SignedHeaders=";
-  for (std::size_t i = 0; i < signed_headers.size(); ++i) {
-    if (i > 0) out += ';';
-    out += signed_headers[i];
-  }
+  append_joined(out, signed_headers);
   out += ", Signature=";
   out += signature;
   return out;
@@ -282,7 +268,7 @@ std::optional<std::string> canonical_request(const Request& request,
     out += ':';
     bool found = false;
     for (const Field& f : request.fields) {
-      if (!iequals(f.name, name)) continue;
+      if (!iequals_ascii(f.name, name)) continue;
       if (found) out += ',';
       found = true;
       append_trimmed(out, f.value);
@@ -291,10 +277,7 @@ std::optional<std::string> canonical_request(const Request& request,
     out += '\n';
   }
   out += '\n';
-  for (std::size_t i = 0; i < signed_headers.size(); ++i) {
-    if (i > 0) out += ';';
-    out += signed_headers[i];
-  }
+  append_joined(out, signed_headers);
   out += '\n';
   out += payload_hash;
   return out;
@@ -388,7 +371,7 @@ namespace {
 
 std::optional<std::string_view> field(const Request& request, std::string_view name) {
   for (const Field& f : request.fields) {
-    if (iequals(f.name, name)) return f.value;
+    if (iequals_ascii(f.name, name)) return f.value;
   }
   return std::nullopt;
 }
@@ -401,8 +384,8 @@ bool presigned(std::string_view target) {
   while (at < query.size()) {
     const std::size_t end = std::min(query.find('&', at), query.size());
     const std::string_view name = std::string_view(query).substr(at, end - at);
-    if (iequals(name.substr(0, name.find('=')), "X-Amz-Signature") ||
-        iequals(name.substr(0, name.find('=')), "X-Amz-Credential")) {
+    if (iequals_ascii(name.substr(0, name.find('=')), "X-Amz-Signature") ||
+        iequals_ascii(name.substr(0, name.find('=')), "X-Amz-Credential")) {
       return true;
     }
     at = end + 1;
@@ -435,7 +418,7 @@ ResignResult resign(const Request& request, std::string_view payload_hash,
   };
   if (presigned(request.target)) return refuse(ResignRefusal::presigned);
   const auto authorization = field(request, "authorization");
-  if (!authorization || !trim(*authorization).starts_with(kAlgorithm)) {
+  if (!authorization || !trim_ows(*authorization).starts_with(kAlgorithm)) {
     return refuse(ResignRefusal::not_signed);
   }
   const auto parsed = parse_authorization(*authorization);
@@ -451,7 +434,7 @@ ResignResult resign(const Request& request, std::string_view payload_hash,
   // replaced by the real one or dropped. Authorization is never signed.
   std::vector<Field> fields;
   for (const Field& f : request.fields) {
-    if (!iequals(f.name, "x-amz-security-token")) fields.push_back(f);
+    if (!iequals_ascii(f.name, "x-amz-security-token")) fields.push_back(f);
   }
   std::vector<std::string> signed_headers;
   for (const std::string& name : parsed->signed_headers) {

@@ -79,6 +79,24 @@ CommandResult must(const std::vector<std::string>& argv) {
   return r;
 }
 
+// The test internet's namespace `n`, reached from this one over a veth (192.0.2.1 here,
+// 192.0.2.2 there), with `addresses` on its loopback and routed to it.
+void make_internet_netns(const std::string& n, const std::vector<std::string>& addresses) {
+  must({"ip", "link", "set", "lo", "up"});
+  must({"ip", "netns", "add", n});
+  must({"ip", "-n", n, "link", "set", "lo", "up"});
+  must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
+  must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
+  must({"ip", "link", "set", "inet0", "up"});
+  must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
+  must({"ip", "-n", n, "link", "set", "wan0", "up"});
+  must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
+  for (const std::string& a : addresses) {
+    must({"ip", "-n", n, "addr", "add", a + "/32", "dev", "lo"});
+    must({"ip", "route", "add", a + "/32", "via", "192.0.2.2"});
+  }
+}
+
 // A background process (a server in the test internet), killed and reaped at the end.
 class Background {
  public:
@@ -175,18 +193,8 @@ struct World {
 
   void make_internet() {
     const std::string& n = internet;
-    must({"ip", "link", "set", "lo", "up"});
-    must({"ip", "netns", "add", n});
-    must({"ip", "-n", n, "link", "set", "lo", "up"});
-    must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
-    must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
-    must({"ip", "link", "set", "inet0", "up"});
-    must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
-    must({"ip", "-n", n, "link", "set", "wan0", "up"});
-    for (const char* a : {kOrigin, kBlocked, kResolver}) {
-      must({"ip", "-n", n, "addr", "add", std::string(a) + "/32", "dev", "lo"});
-    }
-    must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
+    make_internet_netns(n, {kOrigin, kBlocked, kResolver});
+    // The rest of TEST-NET-3 goes there too (nothing answers on it).
     must({"ip", "route", "add", "203.0.113.0/24", "via", "192.0.2.2"});
     // slow.test's own server is on 198.51.100.1, where nothing answers: queries vanish.
     must({"ip", "-n", n, "route", "add", "198.51.100.0/24", "dev", "lo"});
@@ -1036,23 +1044,11 @@ TEST(ReadmeQuickStart, WorksAsWritten) {
   std::ofstream("/etc/resolv.conf") << "nameserver " << kResolver << "\n";
 
   const std::string n = "sgt" + std::to_string(::getpid()) + "r";
-  must({"ip", "link", "set", "lo", "up"});
-  must({"ip", "netns", "add", n});
   struct Cleanup {
     std::string netns;
     ~Cleanup() { run_command({"ip", "netns", "del", netns}); }
   } cleanup{n};
-  must({"ip", "-n", n, "link", "set", "lo", "up"});
-  must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
-  must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
-  must({"ip", "link", "set", "inet0", "up"});
-  must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
-  must({"ip", "-n", n, "link", "set", "wan0", "up"});
-  must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
-  for (const char* a : {kGithub, kExample, kResolver}) {
-    must({"ip", "-n", n, "addr", "add", std::string(a) + "/32", "dev", "lo"});
-    must({"ip", "route", "add", std::string(a) + "/32", "via", "192.0.2.2"});
-  }
+  make_internet_netns(n, {kGithub, kExample, kResolver});
   const std::string requests_log = d + "/requests.log";
   Background servers({"ip", "netns", "exec", n, "python3",
                       source_dir() + "/tests/integration/testdata/e2e/internet.py", requests_log,
