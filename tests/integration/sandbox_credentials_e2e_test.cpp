@@ -323,6 +323,16 @@ struct World {
            repo + "\"]\n\n";
   }
 
+  // A deny rule before a broad allow on api.test (paths without case, as GitHub's owners and
+  // repositories are), and git rules that let acme/widgets be fetched and nothing else.
+  static std::string ruled_rules() {
+    return "[[profiles.ruled.http_rules]]\nhosts = [\"api.test\"]\nmethods = [\"DELETE\"]\n"
+           "paths = [\"/repos/acme/prod/**\"]\npath_case = \"insensitive\"\naction = \"deny\"\n\n"
+           "[[profiles.ruled.http_rules]]\nhosts = [\"api.test\"]\naction = \"allow\"\n\n"
+           "[[profiles.ruled.git]]\nrepos = [\"git.test/acme/widgets\"]\nallow = [\"fetch\"]\n\n"
+           "[[profiles.ruled.git]]\nrepos = [\"git.test/**\"]\nallow = []\n\n";
+  }
+
   void start_daemon() {
     fs::create_directories(dir.file("sandboxes.d"));
     SandgateOptions o;
@@ -357,8 +367,9 @@ struct World {
         "\"\nenv = [\"GH_TOKEN\", \"GITHUB_TOKEN\"]\n\n"
         "[profiles.agent]\n" +
         profile + inject("agent", "acme/widgets") + "[profiles.gadgets]\n" + profile +
-        inject("gadgets", "acme/gadgets") + "[profiles.plain]\n" + profile + "[sandboxes." +
-        kExplicitId + "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
+        inject("gadgets", "acme/gadgets") + "[profiles.plain]\n" + profile + "[profiles.ruled]\n" +
+        profile + inject("ruled", "acme/widgets") + ruled_rules() + "[sandboxes." + kExplicitId +
+        "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
     daemon = std::make_unique<SandgateProcess>(o);
   }
 };
@@ -652,6 +663,39 @@ TEST_F(CredentialsE2e, EchoesOfTheTokenComeBackRedactedHoweverTheyAreEncoded) {
   const std::string token = world->github.token_for({"acme/widgets"});
   const auto seen = authorizations();
   EXPECT_EQ(std::count(seen.begin(), seen.end(), "Bearer " + token), 6);
+}
+
+// THREATS 33 and the rule-case holes from inside a launched sandbox: the deny rule holds for
+// every spelling of the owner, the method and an override field, and a dumb-HTTP fetch of a
+// repository the git rules refuse is refused (git's own error for git). Controls: GET on the
+// same path, and the one repository the rules allow, reach the origin.
+TEST_F(CredentialsE2e, RulesHoldForEverySpellingFromALaunchedSandbox) {
+  const auto r =
+      run_in("ruled", "ruled",
+             "code() { curl -sS -m 10 -o /dev/null -w '%{http_code} ' \"$@\"; }; "
+             "code -X DELETE https://api.test/repos/ACME/prod/x; "
+             "code -X delete https://api.test/repos/acme/PROD/x; "
+             "code --http1.1 -X DeLeTe https://api.test/repos/acme/prod/x; "
+             "code -X POST -H 'X-HTTP-Method-Override: DELETE' https://api.test/repos/acme/prod/x; "
+             "code https://git.test/acme/gadgets.git/info/refs; "
+             "code https://git.test/acme/gadgets.git/objects/info/packs; "
+             "echo; code https://api.test/repos/acme/prod/x; "
+             "code 'https://git.test/acme/widgets.git/info/refs?service=git-upload-pack'; echo; "
+             "GIT_TERMINAL_PROMPT=0 git ls-remote https://git.test/acme/gadgets.git 2>&1; "
+             "echo ls-remote=$?");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("403 403 403 403 403 403 \n200 200 \n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("remote error: sandgate: SANDBOX_NETWORK_DENIED"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("ls-remote=128"), std::string::npos) << r.out;
+  const auto denied = audit("SANDBOX_NETWORK_DENIED");
+  ASSERT_EQ(denied.size(), 7u) << world->daemon->audit_text();
+  std::size_t by_http_rule = 0;
+  for (const auto& line : denied) {
+    EXPECT_EQ(json_string(line, "labels.sandbox_id"), id("ruled"));
+    if (json_string(line, "event.reason") == "denied_by_http_rule") ++by_http_rule;
+  }
+  EXPECT_EQ(by_http_rule, 4u);
 }
 
 // THREATS 34: a sandbox whose rules name no credential gets none of a credential's variables
