@@ -698,6 +698,30 @@ TEST_F(CredentialsE2e, RulesHoldForEverySpellingFromALaunchedSandbox) {
   EXPECT_EQ(by_http_rule, 4u);
 }
 
+// Issue 35 item 8 from inside a launched sandbox: fields that belong to the proxy hop
+// (Proxy-Authorization, Proxy-Connection, Keep-Alive, TE other than trailers) never reach the
+// origin, over HTTP/2 and HTTP/1.1. Control: an ordinary field does.
+TEST_F(CredentialsE2e, ProxyOnlyFieldsNeverLeaveALaunchedSandbox) {
+  const std::size_t before = world->collect->raw_received().size();
+  const auto r = run_in("hop", "plain",
+                        "for v in --http2 --http1.1; do curl -sS -m 10 -o /dev/null "
+                        "-w '%{http_code} ' $v -H 'Proxy-Authorization: Basic c2I6dG9r' "
+                        "-H 'Proxy-Connection: keep-alive' -H 'X-Ordinary: kept' "
+                        "https://collect.test/hop; done");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "401 401 ") << r.err;
+  const std::string received = world->collect->raw_received().substr(before);
+  std::size_t ordinary = 0;
+  for (std::size_t at = received.find("kept"); at != std::string::npos;
+       at = received.find("kept", at + 1)) {
+    ++ordinary;
+  }
+  EXPECT_EQ(ordinary, 2u) << received;
+  for (const char* hop : {"c2I6dG9r", "roxy-", "Proxy-Authorization", "proxy-connection"}) {
+    EXPECT_EQ(received.find(hop), std::string::npos) << hop << " reached the origin: " << received;
+  }
+}
+
 // THREATS 34: a sandbox whose rules name no credential gets none of a credential's variables
 // from the launcher's environment (a CI shell's real GH_TOKEN and GITHUB_TOKEN): they are
 // unset in it. The control, a sandbox whose rules name the credential, has its placeholder in
