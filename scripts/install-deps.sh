@@ -35,6 +35,8 @@ packages=(
   nghttp2-client nghttp2-server python3-h2
   # testssl.sh scans the leaf sandgate presents to an intercepted client (its TLS settings).
   testssl.sh
+  # h2spec (third_party/h2spec) is built offline by its test from Debian's Go packages.
+  golang-golang-x-net-dev golang-github-spf13-cobra-dev golang-github-fatih-color-dev
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   # prometheus: promtool checks the alerting rules; a real Prometheus scrapes the daemon in
   # a test. logrotate: the shipped snippet runs in a test. python3-yaml: the manifest checks.

@@ -84,6 +84,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.reply(200, "text/plain", f"hello from {host} over {scheme}\n".encode())
 
+    def do_POST(self):
+        # The body read whole (chunked, as sandgate sends an HTTP/2 body of unknown length,
+        # or by Content-Length), then answered as a GET.
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                self.rfile.read(size + 2)
+                if size == 0:
+                    break
+        else:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.do_GET()
+
     def do_HEAD(self):
         self.head_only = True
         try:
