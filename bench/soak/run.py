@@ -24,7 +24,8 @@ Then for --minutes (default 30) it drives --rate requests per second (default 30
                billing.test (OAuth2 token injected), plain.test (none); 20 per connection
     h2         the same over HTTP/2 (python3-h2), 50 streams per connection
     dns        A queries to the DNS listener from the sandbox's source address: origin.test
-               (answered) and deny-dns.test (REFUSED)
+               (answered) and deny-dns.test (the sink address, as [dns] denied_names =
+               "sink" answers a refused name)
     deny       GET http://deny-http.test/ and CONNECT deny-connect.test:443 (403 each)
 
 beside: a reload (SIGHUP) every --reload-every seconds (3) with a config that changed (a
@@ -79,6 +80,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 PROXY = ("127.0.0.1", 3128)
 DNS = ("127.0.0.1", 15053)
+SINK = "192.0.2.254"  # [dns] sink_address, the default
 ADMIN = "127.0.0.1:9090"
 HTTP_PORT = 18080
 TLS_PORT = 18443
@@ -513,20 +515,24 @@ class Client(threading.Thread):
             if len(data) >= 12 and struct.unpack("!H", data[:2])[0] == qid:
                 break
         flags, _, ancount = struct.unpack("!HHH", data[2:8])
-        return flags & 0xF, ancount
+        # The last answer's address (A records: its last 4 bytes), for the sink check.
+        address = socket.inet_ntoa(data[-4:]) if ancount else ""
+        return flags & 0xF, ancount, address
 
     def do_dns(self):
         if self.n % 2 == 0:
             self.n += 1
-            rcode, answers = self.dns_query("origin.test")
+            rcode, answers, _ = self.dns_query("origin.test")
             if rcode != 0 or answers < 1:
                 raise Answer(f"DNS origin.test: rcode {rcode}, {answers} answers")
         else:
             self.n += 1
-            rcode, _ = self.dns_query("deny-dns.test")
+            # A refused name resolves to the sink ([dns] denied_names = "sink", the default).
+            rcode, answers, address = self.dns_query("deny-dns.test")
             self.expect_line("deny-dns")
-            if rcode != 5:
-                raise Answer(f"DNS deny-dns.test: rcode {rcode} instead of REFUSED")
+            if rcode != 0 or answers != 1 or address != SINK:
+                raise Answer(f"DNS deny-dns.test: rcode {rcode}, {answers} answers, {address!r} "
+                             f"instead of the sink {SINK}")
 
     def do_deny(self):
         self.n += 1
