@@ -4,6 +4,7 @@
 #include <openssl/hmac.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <utility>
 
 #include "common/ascii.hpp"
@@ -152,6 +153,16 @@ void append_joined(std::string& out, std::span<const std::string> names) {
   }
 }
 
+// Lines joined with '\n', as every SigV4 string to sign is written.
+std::string joined_lines(std::initializer_list<std::string_view> lines) {
+  std::string out;
+  for (const std::string_view line : lines) {
+    if (!out.empty()) out += '\n';
+    out += line;
+  }
+  return out;
+}
+
 std::array<unsigned char, 32> hmac(std::span<const unsigned char> key, std::string_view text) {
   std::array<unsigned char, 32> out{};
   unsigned int size = 0;
@@ -285,14 +296,7 @@ std::optional<std::string> canonical_request(const Request& request,
 
 std::string string_to_sign(std::string_view amz_date, const Scope& scope,
                            std::string_view canonical_request) {
-  std::string out(kAlgorithm);
-  out += '\n';
-  out += amz_date;
-  out += '\n';
-  out += scope.to_string();
-  out += '\n';
-  out += sha256_hex(canonical_request);
-  return out;
+  return joined_lines({kAlgorithm, amz_date, scope.to_string(), sha256_hex(canonical_request)});
 }
 
 SigningKey::SigningKey(std::string_view secret_access_key, const Scope& scope) {
@@ -317,31 +321,15 @@ std::string SigningKey::sign(std::string_view text) const {
 std::string chunk_string_to_sign(std::string_view amz_date, const Scope& scope,
                                  std::string_view previous_signature, std::string_view chunk_data) {
   static const std::string kEmptyHash = sha256_hex({});
-  std::string out = "AWS4-HMAC-SHA256-PAYLOAD\n";
-  out += amz_date;
-  out += '\n';
-  out += scope.to_string();
-  out += '\n';
-  out += previous_signature;
-  out += '\n';
-  out += kEmptyHash;
-  out += '\n';
-  out += sha256_hex(chunk_data);
-  return out;
+  return joined_lines({"AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope.to_string(), previous_signature,
+                       kEmptyHash, sha256_hex(chunk_data)});
 }
 
 std::string trailer_string_to_sign(std::string_view amz_date, const Scope& scope,
                                    std::string_view previous_signature,
                                    std::string_view trailer_lines) {
-  std::string out = "AWS4-HMAC-SHA256-TRAILER\n";
-  out += amz_date;
-  out += '\n';
-  out += scope.to_string();
-  out += '\n';
-  out += previous_signature;
-  out += '\n';
-  out += sha256_hex(trailer_lines);
-  return out;
+  return joined_lines({"AWS4-HMAC-SHA256-TRAILER", amz_date, scope.to_string(), previous_signature,
+                       sha256_hex(trailer_lines)});
 }
 
 PathRule path_rule_for(std::string_view service) {
