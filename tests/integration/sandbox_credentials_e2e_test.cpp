@@ -287,18 +287,7 @@ struct World {
 
   void make_internet() {
     const std::string& n = internet;
-    must({"ip", "link", "set", "lo", "up"});
-    must({"ip", "netns", "add", n});
-    must({"ip", "-n", n, "link", "set", "lo", "up"});
-    must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
-    must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
-    must({"ip", "link", "set", "inet0", "up"});
-    must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
-    must({"ip", "-n", n, "link", "set", "wan0", "up"});
-    for (const char* a : {kGitAddress, kCollectAddress}) {
-      must({"ip", "-n", n, "addr", "add", std::string(a) + "/32", "dev", "lo"});
-    }
-    must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
+    make_test_internet(n, {kGitAddress, kCollectAddress});
     must({"ip", "route", "add", "203.0.113.0/24", "via", "192.0.2.2"});
     in_netns(n, [&] {
       origin = std::make_unique<HttpOrigin>(kGitAddress, 443, cert);

@@ -79,24 +79,6 @@ CommandResult must(const std::vector<std::string>& argv) {
   return r;
 }
 
-// The test internet's namespace `n`, reached from this one over a veth (192.0.2.1 here,
-// 192.0.2.2 there), with `addresses` on its loopback and routed to it.
-void make_internet_netns(const std::string& n, const std::vector<std::string>& addresses) {
-  must({"ip", "link", "set", "lo", "up"});
-  must({"ip", "netns", "add", n});
-  must({"ip", "-n", n, "link", "set", "lo", "up"});
-  must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
-  must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
-  must({"ip", "link", "set", "inet0", "up"});
-  must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
-  must({"ip", "-n", n, "link", "set", "wan0", "up"});
-  must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
-  for (const std::string& a : addresses) {
-    must({"ip", "-n", n, "addr", "add", a + "/32", "dev", "lo"});
-    must({"ip", "route", "add", a + "/32", "via", "192.0.2.2"});
-  }
-}
-
 // A background process (a server in the test internet), killed and reaped at the end.
 class Background {
  public:
@@ -193,7 +175,7 @@ struct World {
 
   void make_internet() {
     const std::string& n = internet;
-    make_internet_netns(n, {kOrigin, kBlocked, kResolver});
+    make_test_internet(n, {kOrigin, kBlocked, kResolver});
     // The rest of TEST-NET-3 goes there too (nothing answers on it).
     must({"ip", "route", "add", "203.0.113.0/24", "via", "192.0.2.2"});
     // slow.test's own server is on 198.51.100.1, where nothing answers: queries vanish.
@@ -1073,7 +1055,7 @@ TEST(ReadmeQuickStart, WorksAsWritten) {
     std::string netns;
     ~Cleanup() { run_command({"ip", "netns", "del", netns}); }
   } cleanup{n};
-  make_internet_netns(n, {kGithub, kExample, kResolver});
+  make_test_internet(n, {kGithub, kExample, kResolver});
   const std::string requests_log = d + "/requests.log";
   Background servers({"ip", "netns", "exec", n, "python3",
                       source_dir() + "/tests/integration/testdata/e2e/internet.py", requests_log,

@@ -3,9 +3,11 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -121,6 +123,30 @@ int run_tests_in_own_netns(int argc, char** argv, const char* inside_env, const 
   }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
+}
+
+void make_test_internet(const std::string& netns, const std::vector<std::string>& addresses) {
+  const auto must = [](const std::vector<std::string>& argv) {
+    const CommandResult r = run_command(argv, std::chrono::seconds(30));
+    if (r.exit_code == 0) return;
+    std::string line;
+    for (const auto& a : argv) line += a + " ";
+    throw std::runtime_error(line + "failed: " + r.err + r.out);
+  };
+  const std::string& n = netns;
+  must({"ip", "link", "set", "lo", "up"});
+  must({"ip", "netns", "add", n});
+  must({"ip", "-n", n, "link", "set", "lo", "up"});
+  must({"ip", "link", "add", "inet0", "type", "veth", "peer", "name", "wan0", "netns", n});
+  must({"ip", "addr", "add", "192.0.2.1/30", "dev", "inet0"});
+  must({"ip", "link", "set", "inet0", "up"});
+  must({"ip", "-n", n, "addr", "add", "192.0.2.2/30", "dev", "wan0"});
+  must({"ip", "-n", n, "link", "set", "wan0", "up"});
+  must({"ip", "-n", n, "route", "add", "default", "via", "192.0.2.1"});
+  for (const std::string& a : addresses) {
+    must({"ip", "-n", n, "addr", "add", a + "/32", "dev", "lo"});
+    must({"ip", "route", "add", a + "/32", "via", "192.0.2.2"});
+  }
 }
 
 }  // namespace sandgate::test

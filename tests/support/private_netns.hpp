@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace sandgate::test {
 
@@ -29,6 +30,11 @@ bool add_loopback_address(const std::string& cidr);
 // `inside_env` is set, re-runs the binary under `unshare --net` with it set (root needed;
 // `name` is for the message otherwise); inside, runs the tests.
 int run_tests_in_own_netns(int argc, char** argv, const char* inside_env, const char* name);
+
+// Inside such a namespace: the test internet's namespace `netns`, reached over a veth
+// (192.0.2.1 here, 192.0.2.2 there, its default route back), with `addresses` on its loopback
+// and a route to each /32 here. Throws std::runtime_error naming the command that failed.
+void make_test_internet(const std::string& netns, const std::vector<std::string>& addresses);
 
 }  // namespace sandgate::test
 
