@@ -267,8 +267,10 @@ TEST(SystemdNotify, AStuckWorkerStopsTheWatchdogPingsUntilItAnswersAgain) {
   SandgateProcess daemon(options);
   ASSERT_TRUE(notify.wait_for("READY", "1"));
   ASSERT_TRUE(notify.wait_for("WATCHDOG", "1", 1000ms));
-  const pid_t worker = thread_named(daemon.pid(), "sg-worker-1");
-  ASSERT_GT(worker, 0) << "no thread named sg-worker-1";
+  // The worker names itself when it starts, which may come after READY on a busy machine.
+  pid_t worker = -1;
+  ASSERT_TRUE(eventually([&] { return (worker = thread_named(daemon.pid(), "sg-worker-1")) > 0; }))
+      << "no thread named sg-worker-1";
 
   StoppedThread stuck(worker);
   // A round already answered may still ping once; after that, none for as long as systemd
