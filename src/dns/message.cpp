@@ -244,18 +244,28 @@ std::vector<std::uint8_t> build_answer(const Query& q, std::span<const policy::I
   return out;
 }
 
+namespace {
+
+// The OPT record of a query that had one, with an Extended DNS Error (`info_code`, `text`
+// cut so that the whole response stays within max_bytes).
+void put_ede_opt(std::vector<std::uint8_t>& out, const Query& q, std::string_view text,
+                 std::size_t max_bytes, std::uint16_t info_code) {
+  if (!q.has_opt) return;
+  const std::size_t fixed = out.size() + kOptFixedBytes + kEdeFixedBytes;
+  const std::size_t room = max_bytes > fixed ? max_bytes - fixed : 0;
+  if (text.size() > room) text = text.substr(0, room);
+  put_opt(out, text, info_code);
+}
+
+}  // namespace
+
 std::vector<std::uint8_t> build_sink(const Query& q, const policy::IpAddress& sink,
                                      std::uint32_t ttl, std::string_view text,
                                      std::size_t max_bytes) {
   const bool answered = q.qtype == kTypeA && family_matches(q, sink);
   std::vector<std::uint8_t> out = start_response(q, Rcode::noerror, false, answered ? 1 : 0);
   if (answered) put_address_record(out, q, sink, ttl);
-  if (q.has_opt) {
-    const std::size_t fixed = out.size() + kOptFixedBytes + kEdeFixedBytes;
-    const std::size_t room = max_bytes > fixed ? max_bytes - fixed : 0;
-    if (text.size() > room) text = text.substr(0, room);
-    put_opt(out, text, kEdeBlocked);
-  }
+  put_ede_opt(out, q, text, max_bytes, kEdeBlocked);
   return out;
 }
 
@@ -277,12 +287,7 @@ std::vector<std::uint8_t> build_negative(const Query& q, Rcode rcode, const Soa*
 std::vector<std::uint8_t> build_refusal(const Query& q, std::string_view text,
                                         std::size_t max_bytes, std::uint16_t info_code) {
   std::vector<std::uint8_t> out = start_response(q, Rcode::refused, false, 0);
-  if (q.has_opt) {
-    const std::size_t fixed = out.size() + kOptFixedBytes + kEdeFixedBytes;
-    const std::size_t room = max_bytes > fixed ? max_bytes - fixed : 0;
-    if (text.size() > room) text = text.substr(0, room);
-    put_opt(out, text, info_code);
-  }
+  put_ede_opt(out, q, text, max_bytes, info_code);
   return out;
 }
 
