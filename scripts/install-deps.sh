@@ -37,6 +37,9 @@ packages=(
   testssl.sh
   # h2spec (third_party/h2spec) is built offline by its test from Debian's Go packages.
   golang-golang-x-net-dev golang-github-spf13-cobra-dev golang-github-fatih-color-dev
+  # AWS's own clients sign requests with a sandbox's placeholder keys, which sandgate signs
+  # again (SigV4); botocore also computes the signature the AWS stand-in expects.
+  awscli python3-boto3
   nftables iproute2 dnsmasq-base dnsutils iputils-ping util-linux
   # prometheus: promtool checks the alerting rules; a real Prometheus scrapes the daemon in
   # a test. logrotate: the shipped snippet runs in a test. python3-yaml: the manifest checks.

@@ -71,6 +71,10 @@ CodeInfo info(Errc e) {
       return {"HTTP2_CONNECTION_ERROR", 400, false, Side::client};
     case Errc::upstream_encoding_unsupported:
       return {"UPSTREAM_ENCODING_UNSUPPORTED", 502, false, Side::upstream};
+    case Errc::request_body_too_large:
+      return {"REQUEST_BODY_TOO_LARGE", 413, false, Side::client};
+    case Errc::signature_not_resignable:
+      return {"SIGNATURE_NOT_RESIGNABLE", 400, false, Side::client};
     case Errc::internal_error:
       return {"INTERNAL_ERROR", 500, true, Side::internal};
   }

@@ -53,6 +53,14 @@ enum class Errc {
   // coding, before the head went out), or its encoded body turned out corrupt or decoded past
   // the bound (mid-body: the response is cut off).
   upstream_encoding_unsupported,
+  // REQUEST_BODY_TOO_LARGE (413): a body sandgate must hold whole before the request may go
+  // (to sign it again: a SigV4 request with no x-amz-content-sha256) is over the bound.
+  request_body_too_large,
+  // SIGNATURE_NOT_RESIGNABLE (400): a request to a host an aws_sigv4 rule binds, signed with
+  // the sandbox's placeholder keys in a way sandgate cannot sign again (a presigned URL, an
+  // Authorization or X-Amz-Date that does not parse, a signed field missing, SigV4a);
+  // event.reason names which.
+  signature_not_resignable,
   internal_error,  // INTERNAL_ERROR; last (all_error_codes() counts up to it)
 };
 

@@ -26,7 +26,13 @@ constexpr InlineSecret kInlineSecrets[] = {
     {"token", "file (provider = \"static\")"},    {"secret", "client_secret_file"},
     {"client_secret", "client_secret_file"},      {"private_key", "private_key_file"},
     {"password", "file (provider = \"static\")"}, {"value", "file (provider = \"static\")"},
+    {"access_key_id", "access_key_id_file"},      {"secret_access_key", "secret_access_key_file"},
+    {"session_token", "session_token_file"},
 };
+
+constexpr ProviderKind kKinds[] = {
+    ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
+    ProviderKind::oauth2_client_credentials, ProviderKind::aws_static};
 
 constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
                                             "ca_file"};
@@ -169,14 +175,13 @@ std::optional<ProviderKind> read_provider(const toml::table& table, const std::s
                                           ErrorSink& sink) {
   const auto text = read_text(table, "provider", path, true, sink);
   if (!text) return std::nullopt;
-  for (const ProviderKind kind :
-       {ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
-        ProviderKind::oauth2_client_credentials}) {
+  for (const ProviderKind kind : kKinds) {
     if (*text == secrets::kind_name(kind)) return kind;
   }
   sink.add(table.get("provider")->source(), join_key(path, "provider"),
            "unknown provider " + in_quotes(*text) +
-               ": expected \"static\", \"exec\", \"github_app\" or \"oauth2_client_credentials\"");
+               ": expected \"static\", \"exec\", \"github_app\", \"oauth2_client_credentials\" "
+               "or \"aws_static\"");
   return std::nullopt;
 }
 
@@ -191,6 +196,8 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
               "api_url", "permissions"};
     case ProviderKind::oauth2_client_credentials:
       return {"token_url", "client_id", "client_secret_file", "scopes", "audience", "ttl"};
+    case ProviderKind::aws_static:
+      return {"access_key_id_file", "secret_access_key_file", "session_token_file"};
   }
   return {};
 }
@@ -218,9 +225,7 @@ void check_credential_keys(const toml::table& table, const std::string& path,
     }
     if (!kind) continue;  // the provider is unknown or missing: already reported
     std::optional<ProviderKind> owner;
-    for (const ProviderKind other :
-         {ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
-          ProviderKind::oauth2_client_credentials}) {
+    for (const ProviderKind other : kKinds) {
       const auto keys = provider_keys(other);
       if (std::find(keys.begin(), keys.end(), name) != keys.end()) owner = other;
     }
@@ -372,6 +377,14 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
       break;
     case ProviderKind::oauth2_client_credentials:
       read_oauth2(table, path, base_dir, spec, sink);
+      break;
+    case ProviderKind::aws_static:
+      read_file_key(table, "access_key_id_file", path, true, base_dir, spec.access_key_id_file,
+                    sink);
+      read_file_key(table, "secret_access_key_file", path, true, base_dir,
+                    spec.secret_access_key_file, sink);
+      read_file_key(table, "session_token_file", path, false, base_dir, spec.session_token_file,
+                    sink);
       break;
   }
   return spec;

@@ -16,7 +16,8 @@ std::optional<secrets::InjectAs> read_as(const toml::table& rule, const std::str
   const std::string key_path = join_key(path, "as");
   const toml::node* node = rule.get("as");
   if (node == nullptr) {
-    sink.add(rule.source(), key_path, "missing required key (\"bearer\", \"basic\" or \"header\")");
+    sink.add(rule.source(), key_path,
+             "missing required key (\"bearer\", \"basic\", \"header\" or \"aws_sigv4\")");
     return std::nullopt;
   }
   const auto text = read_string(*node, key_path, sink);
@@ -24,8 +25,9 @@ std::optional<secrets::InjectAs> read_as(const toml::table& rule, const std::str
   if (*text == "bearer") return secrets::InjectAs::bearer;
   if (*text == "basic") return secrets::InjectAs::basic;
   if (*text == "header") return secrets::InjectAs::header;
+  if (*text == "aws_sigv4") return secrets::InjectAs::aws_sigv4;
   sink.add(node->source(), key_path,
-           "expected \"bearer\", \"basic\" or \"header\", got " + in_quotes(*text));
+           "expected \"bearer\", \"basic\", \"header\" or \"aws_sigv4\", got " + in_quotes(*text));
   return std::nullopt;
 }
 
@@ -230,6 +232,18 @@ void read_inject_rules(const toml::table& table, const std::string& path,
       r.credential = *name;
     }
     read_injection_style(*rule, rule_path, r, sink);
+    // AWS keys go only by signing again, and signing again needs AWS keys.
+    if (spec != nullptr && rule->contains("as") &&
+        secrets::is_aws(spec->kind) != (r.as == secrets::InjectAs::aws_sigv4)) {
+      sink.add(rule->get("as")->source(), join_key(rule_path, "as"),
+               secrets::is_aws(spec->kind)
+                   ? "credential " + in_quotes(spec->name) +
+                         " holds AWS keys, which requests get by being signed again: use as = "
+                         "\"aws_sigv4\""
+                   : "as = \"aws_sigv4\" signs requests again with AWS keys; credential " +
+                         in_quotes(spec->name) + " is " +
+                         in_quotes(secrets::kind_name(spec->kind)));
+    }
     read_rule_scope(*rule, rule_path, r, sink);
     if (spec != nullptr && spec->kind != ProviderKind::github_app) {
       for (const std::string_view key : {"repositories", "permissions"}) {

@@ -337,6 +337,80 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                const std::vector<std::string>* secret_forms,
                                secrets::BodyTripwire* trip);
 
+// An HTTP/1.1 request's body read whole before the request goes on (BodyReader): read with the
+// head's parser, then put back in front of what the client sent next, with a head framed by
+// its length (Content-Length; no Transfer-Encoding), so the exchange relays it as any body.
+class WholeH1Body final : public BodyReader {
+ public:
+  WholeH1Body(Session& s, http::RequestHead& head, ProxiedRequest& r) : s_(s), head_(head), r_(r) {}
+
+  asio::awaitable<WholeBody> read_whole(std::size_t limit) override {
+    if (head_.parser->is_done()) co_return WholeBody{};
+    // The client that waits to be told to send it is told now (and not again by the exchange).
+    if (iequals_ascii(http::first_value(head_.msg(), bhttp::field::expect), "100-continue")) {
+      head_.msg().erase(bhttp::field::expect);
+      if (head_.msg().version() == 11 &&
+          co_await s_.write_client("HTTP/1.1 100 Continue\r\n\r\n")) {
+        co_return WholeBody{{}, Errc::malformed_request};
+      }
+    }
+    bhttp::request_parser<bhttp::string_body> p(std::move(*head_.parser));
+    // The head was parsed already: a length over the bound is refused here, as Beast checks
+    // body_limit against Content-Length only while it parses a head (chunks as they come).
+    p.body_limit(limit);
+    boost::system::error_code ec = bhttp::error::body_limit;
+    if (!p.content_length() || *p.content_length() <= limit) ec = co_await read_rest(p);
+    auto& msg = p.get();
+    body_ = std::move(msg.body());
+    msg.chunked(false);
+    msg.content_length(body_.size());
+    // A head the exchange can read on from; r.fields points into it from here on.
+    head_.parser = std::make_unique<http::RequestHead::Parser>();
+    head_.parser->body_limit(boost::none);
+    boost::system::error_code put_ec;
+    const std::string text = http::head_text(msg.base());
+    head_.parser->put(asio::buffer(text), put_ec);
+    r_.fields = &head_.msg().base();
+    head_.chunked = false;
+    head_.content_length = body_.size();
+    head_.has_body = !body_.empty();
+    if (ec) {
+      co_return WholeBody{
+          {},
+          ec == bhttp::error::body_limit ? Errc::request_body_too_large : Errc::malformed_request};
+    }
+    // The body goes back in front of any bytes the client sent after it.
+    std::string rest(static_cast<const char*>(s_.buffer.data().data()), s_.buffer.size());
+    s_.buffer.consume(s_.buffer.size());
+    const std::size_t size = body_.size() + rest.size();
+    auto* into = static_cast<char*>(s_.buffer.prepare(size).data());
+    std::memcpy(into, body_.data(), body_.size());
+    std::memcpy(into + body_.size(), rest.data(), rest.size());
+    s_.buffer.commit(size);
+    co_return WholeBody{body_};
+  }
+
+ private:
+  asio::awaitable<boost::system::error_code> read_rest(
+      bhttp::request_parser<bhttp::string_body>& p) {
+    boost::system::error_code ec;
+    while (!ec && !p.is_done()) {
+      s_.watchdog->arm(s_.limits().idle_timeout);
+      if (s_.tls) {
+        ec = co_await read_some_into(s_.tls->stream, s_.buffer, p);
+      } else {
+        ec = co_await read_some_into(s_.client, s_.buffer, p);
+      }
+    }
+    co_return ec;
+  }
+
+  Session& s_;
+  http::RequestHead& head_;
+  ProxiedRequest& r_;
+  std::string body_;
+};
+
 }  // namespace
 
 UpstreamFault upstream_fault(const Session& s, const boost::system::error_code& ec,
@@ -437,6 +511,13 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   request.path = head.path_and_query;
   request.fields = &head.msg().base();
   request.connect_to_origin = head.form == http::RequestHead::Form::authority;
+  std::string authority;
+  std::optional<WholeH1Body> whole;
+  if (s.intercepted) {
+    authority = upstream_authority(s, host, request.port);
+    request.authority = authority;
+    request.body = &whole.emplace(s, head, request);
+  }
   // Every line about this request names it (Session::record), until it is over.
   s.request_method = method;
   s.request_path = head.path_and_query;
@@ -458,6 +539,9 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
       s.request_endpoint_error = result.endpoint_error;
       co_await s.fail(policy::EntryMode::http, result.error, shown, request.port, result.message,
                       telemetry::Phase::unset, nullptr, result.retryable);
+      // A body left unread (one over the bound a filter reads whole) may still be arriving:
+      // the client is let read the answer before the close.
+      if (!head.parser->is_done()) co_await linger_close(s);
     } else {
       co_await s.deny(policy::EntryMode::http, shown, request.port, result.decision, &host);
     }

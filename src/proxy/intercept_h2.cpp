@@ -748,6 +748,34 @@ Errc h1_refusal(const h2::RequestHead& head) {
   return http::check_h2_request(head.method, head.path, values);
 }
 
+// A stream's request body read whole before the request goes on (BodyReader); the stream then
+// forwards these bytes as its body's first (and only) read.
+class WholeH2Body final : public BodyReader {
+ public:
+  explicit WholeH2Body(h2::ServerExchange& ex) : ex_(ex) {}
+
+  asio::awaitable<WholeBody> read_whole(std::size_t limit) override {
+    read_ = true;
+    std::vector<std::uint8_t> chunk(kChunk);
+    while (!ex_.body_ended()) {
+      auto [ec, n] = co_await ex_.read_body(chunk);
+      if (ec) co_return WholeBody{{}, Errc::malformed_request};
+      if (n == 0) break;
+      if (bytes_.size() + n > limit) co_return WholeBody{{}, Errc::request_body_too_large};
+      bytes_.insert(bytes_.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    co_return WholeBody{{reinterpret_cast<const char*>(bytes_.data()), bytes_.size()}};
+  }
+  // Whether the body was read (then all of it is in bytes()).
+  bool read() const { return read_; }
+  std::vector<std::uint8_t>& bytes() { return bytes_; }
+
+ private:
+  h2::ServerExchange& ex_;
+  bool read_ = false;
+  std::vector<std::uint8_t> bytes_;
+};
+
 // One stream: decided, forwarded, logged.
 asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchange& ex) {
   const h2::RequestHead& head = ex.request();
@@ -784,6 +812,9 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   request.fields = &fields;
   request.intercepted = &*s.intercepted;
   request.intercepted_port = s.intercepted_port;
+  request.authority = head.authority;
+  WholeH2Body whole(ex);
+  request.body = &whole;
   // Every line about this stream names it; set before each report, which reads them at once
   // (other streams of the connection set their own in between).
   const auto name_request = [&] {
@@ -804,6 +835,11 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   const ChainResult result = co_await filter_request(s, request);
   name_request();  // the credential a rule wanted, for a 503's line too
   if (!result.allowed && result.error != Errc::ok) {
+    if (!ex.body_ended()) {
+      // A body left unread (one over the bound a filter reads whole): drained first.
+      std::vector<std::uint8_t> drained(kChunk);
+      co_await drain_body(ex, drained);
+    }
     s.request_endpoint_status = result.endpoint_status;  // read and reset by the 503's line
     s.request_endpoint_error = result.endpoint_error;
     co_await s.fail(policy::EntryMode::http, result.error, shown, port, result.message,
@@ -819,9 +855,20 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   out.fields = h2::from_h1(fields);
 
   const auto started = std::chrono::steady_clock::now();
-  std::vector<std::uint8_t> buf(kChunk);
-  auto [read_ec, first] = co_await ex.read_body(buf);
-  if (read_ec || ex.closed()) co_return;  // reset (or the connection ended) before forwarding
+  std::vector<std::uint8_t> buf;
+  std::size_t first = 0;
+  if (whole.read()) {
+    // Read whole by a filter: that is the body (and the stream's buffer, at least kChunk).
+    first = whole.bytes().size();
+    buf = std::move(whole.bytes());
+    buf.resize(std::max(first, kChunk));
+  } else {
+    buf.resize(kChunk);
+    auto [read_ec, n] = co_await ex.read_body(buf);
+    if (read_ec) co_return;  // reset (or the connection ended) before forwarding
+    first = n;
+  }
+  if (ex.closed()) co_return;
   Moved moved;
   std::optional<secrets::Redactor> redactor;
   if (!request.secret_forms.empty()) {

@@ -12,6 +12,7 @@
 #include "policy/request_rules.hpp"
 #include "proxy/session.hpp"
 #include "secrets/encoding.hpp"
+#include "secrets/sigv4.hpp"
 #include "secrets/store.hpp"
 #include "secrets/tripwire.hpp"
 
@@ -203,6 +204,9 @@ class CredentialFilter final : public RequestFilter {
       out.endpoint_error = got.error->endpoint_error;
       co_return out;
     }
+    if (rule.as == secrets::InjectAs::aws_sigv4) {
+      co_return co_await sign_again(s, r, rule, std::move(got.token));
+    }
     secrets::Injection injection = secrets::apply(rule, got.token->value.view());
     r.fields->erase(injection.name);
     r.fields->insert(injection.name, injection.value);
@@ -215,6 +219,117 @@ class CredentialFilter final : public RequestFilter {
     r.secret_forms = std::move(injection.secret_forms);
     cached_forms(s, r);  // another credential bound to the host may come back too
     co_return FilterResult{};
+  }
+
+  // AWS (docs/credentials.md, "AWS keys"): the client signed with the sandbox's placeholder
+  // keys; the request leaves signed again with the real ones. The signature covers the
+  // payload's hash: a request that does not declare it (x-amz-content-sha256, which S3's
+  // clients send) is hashed here, its body read whole first.
+  static boost::asio::awaitable<FilterResult> sign_again(
+      const Session& s, ProxiedRequest& r, const secrets::InjectRule& rule,
+      std::shared_ptr<const secrets::Token> token) {
+    const auto declared = r.fields->find("x-amz-content-sha256");
+    std::string payload_hash(declared == r.fields->end() ? std::string_view()
+                                                         : std::string_view(declared->value()));
+    if (payload_hash.empty() && signed_with_sigv4(*r.fields)) {
+      if (r.body == nullptr) co_return FilterResult{};  // never so inside an intercepted stream
+      const WholeBody body = co_await r.body->read_whole(kMaxSignedBody);
+      if (body.error != Errc::ok) co_return failure(body.error, body_message(body.error), false);
+      payload_hash = secrets::sha256_hex(body.bytes);
+    }
+    // Chunks signed one by one would each need signing again as the body streams: not yet.
+    if (payload_hash == secrets::sigv4::kStreamingPayload ||
+        payload_hash == secrets::sigv4::kStreamingPayloadTrailer) {
+      co_return failure(Errc::signature_not_resignable,
+                        "credential " + rule.credential + ": an upload signed chunk by chunk (" +
+                            payload_hash +
+                            ") is not signed again yet; sign the payload's hash or "
+                            "UNSIGNED-PAYLOAD",
+                        false);
+    }
+    co_return resign_head(s, r, rule, std::move(token), payload_hash);
+  }
+
+  // A body read whole to be hashed is at most this large (SigV4 requests without a declared
+  // hash are API calls: JSON, query or XML documents, far smaller).
+  static constexpr std::size_t kMaxSignedBody = 8 * 1024 * 1024;
+
+  static bool signed_with_sigv4(const boost::beast::http::fields& fields) {
+    const std::string_view value =
+        http::first_value(fields, boost::beast::http::field::authorization);
+    return value.starts_with(secrets::sigv4::kAlgorithm);
+  }
+
+  static std::string body_message(Errc error) {
+    return error == Errc::request_body_too_large
+               ? "the body of a request signed again without x-amz-content-sha256 is read whole "
+                 "to be hashed, and this one is over 8 MiB"
+               : "the request body ended before its length";
+  }
+
+  static FilterResult failure(Errc error, std::string message, bool retryable) {
+    FilterResult out;
+    out.next = false;
+    out.error = error;
+    out.message = std::move(message);
+    out.retryable = retryable;
+    return out;
+  }
+
+  static FilterResult resign_head(const Session& s, ProxiedRequest& r,
+                                  const secrets::InjectRule& rule,
+                                  std::shared_ptr<const secrets::Token> token,
+                                  std::string_view payload_hash) {
+    namespace sigv4 = secrets::sigv4;
+    const std::optional<sigv4::Credentials> keys = sigv4::unpack_credentials(token->value.view());
+    if (!keys) {
+      return failure(Errc::credential_unavailable,
+                     "credential " + rule.credential + ": not an AWS key pair", false);
+    }
+    // The request as it will leave: its fields, the authority it will name, the target.
+    std::vector<sigv4::Field> fields;
+    for (const auto& f : *r.fields) {
+      if (!iequals_ascii(f.name_string(), "host")) fields.push_back({f.name_string(), f.value()});
+    }
+    fields.push_back({"host", r.authority});
+    const std::string target = forwarded_target(s, *r.host, r.port, r.path);
+    const std::string placeholder =
+        s.snap->placeholders->key().placeholder_for(s.sandbox, rule.credential);
+    const sigv4::ResignResult result =
+        sigv4::resign({r.method, target, fields}, payload_hash, placeholder, *keys);
+    if (!result.resigned) {
+      switch (result.refusal) {
+        case sigv4::ResignRefusal::not_signed:
+          return FilterResult{};  // an anonymous request goes as it is, with no credential
+        case sigv4::ResignRefusal::foreign_key: {
+          // Signed with keys sandgate did not hand out: someone else's (exfiltration's shape).
+          FilterResult out;
+          out.next = false;
+          out.denial = policy::placeholder_denial(rule.credential);
+          return out;
+        }
+        default:
+          return failure(Errc::signature_not_resignable,
+                         "credential " + rule.credential +
+                             ": the request cannot be signed again (" +
+                             std::string(sigv4::refusal_name(result.refusal)) + ")",
+                         false);
+      }
+    }
+    const sigv4::Resigned& resigned = *result.resigned;
+    r.fields->set(boost::beast::http::field::authorization, resigned.authorization);
+    if (resigned.security_token.empty()) {
+      r.fields->erase("x-amz-security-token");
+    } else {
+      r.fields->set("x-amz-security-token", resigned.security_token);
+    }
+    r.fields->set(boost::beast::http::field::accept_encoding, "identity");
+    r.credential = rule.credential;
+    r.injected = &rule;
+    r.secret_forms = secrets::apply(rule, token->value.view()).secret_forms;
+    r.token = std::move(token);
+    cached_forms(s, r);
+    return FilterResult{};
   }
 };
 

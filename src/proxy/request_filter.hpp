@@ -17,6 +17,24 @@ namespace sandgate::proxy {
 
 struct Session;
 
+// The whole request body, read before the request goes on, for a filter that must see all of
+// it first (a signature over it). The wire keeps the bytes and sends them on as they were once
+// the chain let the request go.
+struct WholeBody {
+  std::string_view bytes;  // valid while the request is
+  // request_body_too_large: over the limit; malformed_request: the client broke it off or
+  // framed it wrongly (the connection cannot go on after that).
+  Errc error = Errc::ok;
+};
+class BodyReader {
+ public:
+  // Reads the rest of the body, at most `limit` bytes. Called at most once per request.
+  virtual boost::asio::awaitable<WholeBody> read_whole(std::size_t limit) = 0;
+
+ protected:
+  ~BodyReader() = default;
+};
+
 // One request as every filter sees it, with no wire details: the HTTP/1.1 codec produces it
 // today, the HTTP/2 codec of intercepted streams will produce the same.
 struct ProxiedRequest {
@@ -26,6 +44,10 @@ struct ProxiedRequest {
   std::uint16_t port = 0;
   std::string_view path;                         // path and query
   boost::beast::http::fields* fields = nullptr;  // editable (credential injection)
+  // The authority the request will name (Host, :authority) when it leaves, which a signature
+  // over the request covers; and the wire's reader of the whole body (intercepted only).
+  std::string_view authority;
+  BodyReader* body = nullptr;
   bool connect_to_origin = false;  // a CONNECT where origin requests belong (transparent)
   // Intercepted: the name (and port) whose TLS sandgate terminated; null otherwise.
   const policy::Host* intercepted = nullptr;

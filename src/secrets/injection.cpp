@@ -8,6 +8,7 @@
 #include "policy/request_rules.hpp"
 #include "secrets/encoding.hpp"
 #include "secrets/secret_bytes.hpp"
+#include "secrets/sigv4.hpp"
 
 namespace sandgate::secrets {
 
@@ -29,6 +30,16 @@ bool path_prefix_matches(std::string_view prefix, std::string_view path) {
 
 Injection apply(const InjectRule& rule, std::string_view token) {
   Injection out;
+  if (rule.as == InjectAs::aws_sigv4) {
+    // The key id is no secret to AWS, but it names the real key: the sandbox never sees it.
+    if (const auto keys = sigv4::unpack_credentials(token)) {
+      for (const std::string_view part :
+           {keys->access_key_id, keys->secret_access_key, keys->session_token}) {
+        if (!part.empty()) out.secret_forms.emplace_back(part);
+      }
+    }
+    return out;
+  }
   out.secret_forms.emplace_back(token);
   switch (rule.as) {
     case InjectAs::bearer:
@@ -62,6 +73,8 @@ Injection apply(const InjectRule& rule, std::string_view token) {
                       : rule.format.substr(0, at) + std::string(token) + rule.format.substr(at + 7);
       break;
     }
+    case InjectAs::aws_sigv4:
+      break;
   }
   return out;
 }

@@ -21,6 +21,9 @@ enum class InjectAs {
   bearer,  // Authorization: Bearer TOKEN
   basic,   // Authorization: Basic base64(USER:TOKEN)
   header,  // HEADER: FORMAT with "{token}" replaced
+  // The request, signed by the client with the sandbox's placeholder keys (AWS Signature
+  // Version 4), signed again with the credential's real keys (an aws_* credential).
+  aws_sigv4,
 };
 
 // One [[profiles.P.inject]] or [[sandboxes.S.inject]] table.
@@ -50,7 +53,9 @@ struct Injection {
   std::vector<std::string> secret_forms;
 };
 
-// Builds the header for `token` (basic: base64 of "user:token").
+// Builds the header for `token` (basic: base64 of "user:token"). aws_sigv4: no header (the
+// request is signed again instead); the secret forms are the key id, the secret and the
+// session token of the packed credentials (sigv4::pack_credentials).
 Injection apply(const InjectRule& rule, std::string_view token);
 
 // The compiled rules of one sandbox: its own first, then its profile's. Immutable.

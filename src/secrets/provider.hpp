@@ -63,6 +63,8 @@ std::shared_ptr<Provider> make_exec_provider(const CredentialSpec& spec, Provide
 std::shared_ptr<Provider> make_github_app_provider(const CredentialSpec& spec,
                                                    ProviderContext context);
 std::shared_ptr<Provider> make_oauth2_provider(const CredentialSpec& spec, ProviderContext context);
+std::shared_ptr<Provider> make_aws_static_provider(const CredentialSpec& spec,
+                                                   ProviderContext context);
 
 // A failure result.
 inline FetchResult fetch_failure(bool retryable, std::string message) {

@@ -114,6 +114,11 @@ std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owne
       BIO_free(bio);
       break;
     }
+    case ProviderKind::aws_static:
+      check(spec.access_key_id_file, "access key id file");
+      check(spec.secret_access_key_file, "secret access key file");
+      if (!spec.session_token_file.empty()) check(spec.session_token_file, "session token file");
+      break;
     case ProviderKind::exec:
       if (spec.command.empty() || ::access(spec.command.front().c_str(), X_OK) != 0) {
         problems.push_back(

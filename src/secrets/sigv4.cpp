@@ -364,21 +364,27 @@ std::optional<std::string_view> field(const Request& request, std::string_view n
   return std::nullopt;
 }
 
-bool presigned(std::string_view target) {
+// A presigned URL's X-Amz-Credential ("" when it has only X-Amz-Signature); nullopt when the
+// query holds neither.
+std::optional<std::string> presigned_credential(std::string_view target) {
   const std::size_t question = target.find('?');
-  if (question == std::string_view::npos) return false;
+  if (question == std::string_view::npos) return std::nullopt;
   const std::string query = decode(target.substr(question + 1));
+  std::optional<std::string> out;
   std::size_t at = 0;
   while (at < query.size()) {
     const std::size_t end = std::min(query.find('&', at), query.size());
-    const std::string_view name = std::string_view(query).substr(at, end - at);
-    if (iequals_ascii(name.substr(0, name.find('=')), "X-Amz-Signature") ||
-        iequals_ascii(name.substr(0, name.find('=')), "X-Amz-Credential")) {
-      return true;
+    const std::string_view pair = std::string_view(query).substr(at, end - at);
+    const std::size_t equals = std::min(pair.find('='), pair.size());
+    const std::string_view name = pair.substr(0, equals);
+    if (iequals_ascii(name, "X-Amz-Credential")) {
+      out = std::string(pair.substr(std::min(equals + 1, pair.size())));
+    } else if (iequals_ascii(name, "X-Amz-Signature") && !out) {
+      out = std::string();
     }
     at = end + 1;
   }
-  return false;
+  return out;
 }
 
 // YYYYMMDDTHHMMSSZ
@@ -390,12 +396,50 @@ bool valid_amz_date(std::string_view d) {
   return true;
 }
 
+// A field a proxy does not pass on as it came (RFC 9110 7.6.1, and Expect, which it answers).
+bool hop_by_hop(std::string_view lower_name) {
+  constexpr std::string_view kNames[] = {
+      "connection",       "expect", "keep-alive", "proxy-authorization",
+      "proxy-connection", "te",     "trailer",    "transfer-encoding",
+      "upgrade"};
+  return std::find(std::begin(kNames), std::end(kNames), lower_name) != std::end(kNames);
+}
+
 bool resignable_payload(std::string_view hash) {
   return is_lower_hex(hash, 64) || hash == kUnsignedPayload || hash == kStreamingPayload ||
          hash == kStreamingPayloadTrailer || hash == kStreamingUnsignedTrailer;
 }
 
 }  // namespace
+
+std::string pack_credentials(const Credentials& credentials) {
+  std::string out;
+  out.reserve(credentials.access_key_id.size() + credentials.secret_access_key.size() +
+              credentials.session_token.size() + 2);
+  out.append(credentials.access_key_id).append(1, '\n');
+  out.append(credentials.secret_access_key).append(1, '\n');
+  out.append(credentials.session_token);
+  return out;
+}
+
+std::optional<Credentials> unpack_credentials(std::string_view packed) {
+  const std::size_t first = packed.find('\n');
+  if (first == std::string_view::npos) return std::nullopt;
+  const std::size_t second = packed.find('\n', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  Credentials out;
+  out.access_key_id = packed.substr(0, first);
+  out.secret_access_key = packed.substr(first + 1, second - first - 1);
+  out.session_token = packed.substr(second + 1);
+  const auto visible = [](std::string_view text) {
+    return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c <= '~'; });
+  };
+  if (out.access_key_id.empty() || out.secret_access_key.empty() || !visible(out.access_key_id) ||
+      !visible(out.secret_access_key) || !visible(out.session_token)) {
+    return std::nullopt;
+  }
+  return out;
+}
 
 ResignResult resign(const Request& request, std::string_view payload_hash,
                     std::string_view placeholder_key_id, const Credentials& real) {
@@ -404,7 +448,14 @@ ResignResult resign(const Request& request, std::string_view payload_hash,
     out.refusal = r;
     return out;
   };
-  if (presigned(request.target)) return refuse(ResignRefusal::presigned);
+  // A presigned URL made with the placeholder keys would need its query signed again; one made
+  // with other keys (handed to the agent by someone who holds them) is not sandgate's to sign.
+  if (const auto credential = presigned_credential(request.target)) {
+    const bool ours = credential->size() > placeholder_key_id.size() &&
+                      credential->starts_with(placeholder_key_id) &&
+                      (*credential)[placeholder_key_id.size()] == '/';
+    return refuse(ours ? ResignRefusal::presigned : ResignRefusal::not_signed);
+  }
   const auto authorization = field(request, "authorization");
   if (!authorization || !trim_ows(*authorization).starts_with(kAlgorithm)) {
     return refuse(ResignRefusal::not_signed);
@@ -426,7 +477,9 @@ ResignResult resign(const Request& request, std::string_view payload_hash,
   }
   std::vector<std::string> signed_headers;
   for (const std::string& name : parsed->signed_headers) {
-    if (name != "x-amz-security-token" && name != "authorization") signed_headers.push_back(name);
+    if (name != "x-amz-security-token" && name != "authorization" && !hop_by_hop(name)) {
+      signed_headers.push_back(name);
+    }
   }
   if (!real.session_token.empty()) {
     fields.push_back({"x-amz-security-token", real.session_token});

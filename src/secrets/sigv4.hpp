@@ -110,13 +110,20 @@ struct Credentials {
   std::string_view session_token;
 };
 
+// AWS credentials as one token of the credential store: "KEY_ID\nSECRET\nSESSION_TOKEN" (the
+// last line empty for a long-term key). Unpacked, the views point into `packed`; nullopt when
+// it is not three such lines (a key id or secret empty, or any byte that is not visible ASCII).
+std::string pack_credentials(const Credentials& credentials);
+std::optional<Credentials> unpack_credentials(std::string_view packed);
+
 // Why a request cannot be signed again.
 enum class ResignRefusal {
-  not_signed,           // no Authorization field, or not SigV4 (AWS4-HMAC-SHA256)
-  malformed,            // an Authorization that does not parse, or X-Amz-Date missing, invalid
-                        // or not of the credential scope's day
-  presigned,            // a signature in the query (a presigned URL)
-  foreign_key,          // signed with a key id other than this sandbox's placeholder
+  not_signed,   // no Authorization field, or not SigV4 (AWS4-HMAC-SHA256), or a presigned URL
+                // made with other keys than the placeholder's: nothing of sandgate's to sign
+  malformed,    // an Authorization that does not parse, or X-Amz-Date missing, invalid or not
+                // of the credential scope's day
+  presigned,    // a presigned URL (the signature in the query) made with the placeholder keys
+  foreign_key,  // signed with a key id other than this sandbox's placeholder
   unsupported_payload,  // an x-amz-content-sha256 this signer cannot sign again (SigV4a)
   missing_field,        // a field the client signed is not in the request
 };
@@ -136,7 +143,9 @@ struct Resigned {
 
 // Signs `request` (the request as it will be sent, with the client's Authorization in it)
 // again with `real`, for the fields the client signed (plus X-Amz-Security-Token when `real`
-// has a session token, minus it when not), in the client's scope and at its X-Amz-Date.
+// has a session token, minus it when not), in the client's scope and at its X-Amz-Date. Fields
+// a proxy never passes on as they came (Expect, Transfer-Encoding and the other hop-by-hop
+// fields, which curl signs when it is given them) are not signed again.
 // `payload_hash`: x-amz-content-sha256's value when the request carries one, else the hex
 // SHA-256 of the body. Refused when the client did not sign with `placeholder_key_id`.
 struct ResignResult {

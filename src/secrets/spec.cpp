@@ -12,6 +12,8 @@ std::string_view kind_name(ProviderKind kind) {
       return "github_app";
     case ProviderKind::oauth2_client_credentials:
       return "oauth2_client_credentials";
+    case ProviderKind::aws_static:
+      return "aws_static";
   }
   return "unknown";
 }
@@ -24,6 +26,11 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       return {private_key_file};
     case ProviderKind::oauth2_client_credentials:
       return {client_secret_file};
+    case ProviderKind::aws_static: {
+      std::vector<std::string> files = {access_key_id_file, secret_access_key_file};
+      if (!session_token_file.empty()) files.push_back(session_token_file);
+      return files;
+    }
     case ProviderKind::exec:
       break;
   }

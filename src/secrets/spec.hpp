@@ -15,7 +15,14 @@ enum class ProviderKind {
   exec,                       // "exec"
   github_app,                 // "github_app"
   oauth2_client_credentials,  // "oauth2_client_credentials"
+  aws_static,                 // "aws_static": an AWS key pair (and session token) in files
 };
+
+// Whether `kind` yields AWS credentials, which requests get by SigV4 re-signing
+// (InjectAs::aws_sigv4) rather than in a header.
+inline bool is_aws(ProviderKind kind) {
+  return kind == ProviderKind::aws_static;
+}
 
 // The config spelling ("static", ...), also the metrics label.
 std::string_view kind_name(ProviderKind kind);
@@ -49,6 +56,10 @@ struct CredentialSpec {
   std::string client_secret_file;
   std::vector<std::string> scopes;
   std::string audience;
+  // aws_static (the session token file is optional: a long-term key has none)
+  std::string access_key_id_file;
+  std::string secret_access_key_file;
+  std::string session_token_file;
 
   // The files holding secrets this spec reads (the static file, the key, the client secret).
   std::vector<std::string> secret_files() const;

@@ -5,4 +5,6 @@ set_tests_properties(
   ProxyLimits.SilentFloodFromTheSameAddressNeverLocksOutAnHonestClient
   ProxyLimits.SilentFloodCannotUseUpTheDescriptors
   ProxyH2Flood.RapidResetIsCutOffAndReachesTheOriginBoundedly
+  ProxyDnsNeighbours.AFloodOfSlowLookupsDoesNotStarveTheNeighbour
+  SandboxE2e.Threat29ADnsFloodDoesNotStarveTheNeighbour
   PROPERTIES RUN_SERIAL TRUE)

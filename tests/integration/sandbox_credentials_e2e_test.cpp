@@ -27,6 +27,7 @@
 #include <set>
 #include <thread>
 
+#include "e2e_support.hpp"
 #include "gtest/gtest.h"
 #include "secrets/encoding.hpp"
 #include "secrets/placeholder.hpp"
@@ -54,44 +55,6 @@ constexpr const char* kAppId = "4242";
 constexpr const char* kExplicitId = "explicit-agent";
 constexpr const char* kExplicitToken = "tok-explicit-agent-Qe4";
 const std::string kPlaceholderKey(32, '\x4c');
-
-std::string launch_binary() {
-  const char* env = std::getenv("SANDGATE_LAUNCH_BIN");
-  return env ? env : SANDGATE_DEFAULT_LAUNCH_BIN;
-}
-
-CommandResult must(const std::vector<std::string>& argv) {
-  CommandResult r = run_command(argv, 30s);
-  if (r.exit_code != 0) {
-    std::string line;
-    for (const auto& a : argv) line += a + " ";
-    throw std::runtime_error(line + "failed: " + r.err + r.out);
-  }
-  return r;
-}
-
-// Runs `fn` on a thread that entered the named network namespace: what it opens there (a
-// listening socket, and the thread an HttpOrigin starts) stays there.
-template <class F>
-void in_netns(const std::string& name, F&& fn) {
-  std::exception_ptr error;
-  std::thread thread([&] {
-    const int fd = ::open(("/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
-      error = std::make_exception_ptr(std::runtime_error("cannot enter netns " + name));
-      if (fd >= 0) ::close(fd);
-      return;
-    }
-    ::close(fd);
-    try {
-      fn();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  thread.join();
-  if (error) std::rethrow_exception(error);
-}
 
 // The fake GitHub: its API mints installation tokens (after checking the app's JWT), and its
 // git and REST hosts accept them within each token's repositories only. Thread-safe: the

@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "e2e_support.hpp"
 #include "gtest/gtest.h"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
@@ -53,61 +54,6 @@ std::string hostnet_profile(const std::string& extra) {
   return "[profiles.hostnet]\nports = [" + std::to_string(kHostService) + ", " +
          std::to_string(kOtherHostService) + "]\nallow_cidrs = [\"10.0.0.0/8\"]\n" + extra;
 }
-
-std::string launch_binary() {
-  const char* env = std::getenv("SANDGATE_LAUNCH_BIN");
-  return env ? env : SANDGATE_DEFAULT_LAUNCH_BIN;
-}
-
-std::string source_dir() {
-  const char* env = std::getenv("SANDGATE_SOURCE_DIR");
-  return env ? env : SANDGATE_DEFAULT_SOURCE_DIR;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-CommandResult must(const std::vector<std::string>& argv) {
-  CommandResult r = run_command(argv, 30s);
-  if (r.exit_code != 0) {
-    std::string line;
-    for (const auto& a : argv) line += a + " ";
-    throw std::runtime_error(line + "failed: " + r.err + r.out);
-  }
-  return r;
-}
-
-// A background process (a server in the test internet), killed and reaped at the end.
-class Background {
- public:
-  Background(const std::vector<std::string>& argv, const std::string& output) {
-    std::vector<std::string> args = argv;
-    std::vector<char*> raw;
-    for (auto& a : args) raw.push_back(a.data());
-    raw.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
-      const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::execvp(raw[0], raw.data());
-      ::_exit(127);
-    }
-  }
-  ~Background() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
-
- private:
-  pid_t pid_ = -1;
-};
 
 // The test internet, the daemon and its config: set up once for the suite.
 struct World {

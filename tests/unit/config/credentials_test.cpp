@@ -403,7 +403,24 @@ std::vector<CredentialErrorCase> credential_error_cases() {
       {"SandboxRule",
        "[sandboxes.s]\ntoken = \"t\"\n[[sandboxes.s.inject]]\nhosts = [\"a.test\"]\n"
        "credential = \"npm\"\nas = \"rot13\"\n",
-       true, 49, 6, "sandboxes.s.inject[0].as", "expected \"bearer\", \"basic\" or \"header\""},
+       true, 49, 6, "sandboxes.s.inject[0].as",
+       "expected \"bearer\", \"basic\", \"header\" or \"aws_sigv4\""},
+      // AWS keys: in files, never inline; signed again, never put in a header, and only they.
+      {"AwsInlineSecret",
+       cred + "provider = \"aws_static\"\naccess_key_id_file = \"/a\"\n"
+              "secret_access_key_file = \"/s\"\nsecret_access_key = \"wJalr\"\n",
+       false, 9, 1, "credentials.x.secret_access_key", "secret_access_key_file"},
+      {"AwsWithoutSecretFile", cred + "provider = \"aws_static\"\naccess_key_id_file = \"/a\"\n",
+       false, 5, 1, "credentials.x.secret_access_key_file", "missing required key"},
+      {"AwsKeysInAHeader",
+       cred +
+           "provider = \"aws_static\"\naccess_key_id_file = \"/a\"\n"
+           "secret_access_key_file = \"/s\"\n[[profiles.p.inject]]\nhosts = [\"*.amazonaws.com\"]\n"
+           "credential = \"x\"\nas = \"bearer\"\n",
+       false, 12, 6, "profiles.p.inject[0].as", "use as = \"aws_sigv4\""},
+      {"SigV4WithAToken",
+       "[[profiles.p.inject]]\nhosts = [\"a.test\"]\ncredential = \"npm\"\nas = \"aws_sigv4\"\n",
+       true, 47, 6, "profiles.p.inject[0].as", "credential \"npm\" is \"static\""},
   };
 }
 
@@ -425,6 +442,39 @@ TEST_P(CredentialErrorCaseTest, ReportsExactlyThisError) {
 INSTANTIATE_TEST_SUITE_P(Rows, CredentialErrorCaseTest,
                          ::testing::ValuesIn(credential_error_cases()),
                          [](const auto& row) { return row.param.name; });
+
+// AWS keys from files: the key id, the secret and (for temporary keys) the session token, which
+// --check-config and the store read; rules that name them sign requests again.
+TEST(CredentialsConfig, AwsKeysLoadFromFilesAndRulesSignAgain) {
+  const Config config = load_config_from_string(std::string(kInterception) + R"(
+[credentials.aws]
+provider = "aws_static"
+access_key_id_file = "aws/key-id"
+secret_access_key_file = "/etc/sandgate/aws/secret"
+session_token_file = "aws/token"
+env = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]
+
+[[profiles.default.inject]]
+hosts = ["*.amazonaws.com"]
+credential = "aws"
+as = "aws_sigv4"
+
+[sandboxes.s]
+token = "t"
+profile = "default"
+)",
+                                                kFile);
+  const auto* aws = config.find_credential("aws");
+  ASSERT_NE(aws, nullptr);
+  EXPECT_EQ(aws->kind, secrets::ProviderKind::aws_static);
+  EXPECT_EQ(aws->secret_files(),
+            (std::vector<std::string>{"/nonexistent/dir/aws/key-id", "/etc/sandgate/aws/secret",
+                                      "/nonexistent/dir/aws/token"}));
+  const secrets::InjectionRules* rules = config.build_injection()->for_sandbox("s");
+  ASSERT_NE(rules, nullptr);
+  ASSERT_EQ(rules->rules().size(), 1u);
+  EXPECT_EQ(rules->rules()[0].as, secrets::InjectAs::aws_sigv4);
+}
 
 TEST(CredentialsConfig, InjectWithoutInterceptionIsAnError) {
   const std::string toml = std::string(kCredentials) +

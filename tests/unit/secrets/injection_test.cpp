@@ -5,6 +5,7 @@
 #include "policy/host.hpp"
 #include "secrets/encoding.hpp"
 #include "secrets/scope.hpp"
+#include "secrets/sigv4.hpp"
 
 namespace sandgate::secrets {
 namespace {
@@ -127,6 +128,39 @@ TEST(InjectionApply, BearerBasicAndHeader) {
   Injection header = apply(r, "tok123");
   EXPECT_EQ(header.name, "X-Api-Key");
   EXPECT_EQ(header.value, "Token tok123 v1");
+}
+
+// AWS keys are never a header: the request is signed again (sigv4::resign). What the response
+// must not carry back is each of the three, the key id included; a long-term key has no token.
+TEST(InjectionApply, AwsKeysAreRedactedOneByOne) {
+  InjectRule r = rule({"*.amazonaws.com"}, {}, "aws");
+  r.as = InjectAs::aws_sigv4;
+  // (secrets::apply: a std::string argument would find std::apply too.)
+  const Injection temporary =
+      secrets::apply(r, sigv4::pack_credentials({"ASIAKEY", "secret/key+1", "session-token"}));
+  EXPECT_TRUE(temporary.name.empty());
+  EXPECT_EQ(temporary.secret_forms,
+            (std::vector<std::string>{"ASIAKEY", "secret/key+1", "session-token"}));
+  EXPECT_EQ(secrets::apply(r, sigv4::pack_credentials({"AKIAKEY", "secret", ""})).secret_forms,
+            (std::vector<std::string>{"AKIAKEY", "secret"}));
+}
+
+// The store's one token for a key pair: three lines, each of visible ASCII; the key id and the
+// secret never empty.
+TEST(AwsCredentials, PackAndUnpackRoundTripAndRefuseWhatIsNotAKeyPair) {
+  const std::string packed = sigv4::pack_credentials({"AKIAKEY", "sec/ret+", "tok=="});
+  EXPECT_EQ(packed, "AKIAKEY\nsec/ret+\ntok==");
+  const auto keys = sigv4::unpack_credentials(packed);
+  ASSERT_TRUE(keys);
+  EXPECT_EQ(keys->access_key_id, "AKIAKEY");
+  EXPECT_EQ(keys->secret_access_key, "sec/ret+");
+  EXPECT_EQ(keys->session_token, "tok==");
+  EXPECT_TRUE(sigv4::unpack_credentials("AKIAKEY\nsecret\n"));
+  for (const std::string_view bad :
+       {"AKIAKEY\nsecret", "\nsecret\n", "AKIAKEY\n\n", "AKIA KEY\ns\n",
+        "AKIAKEY\nsecret\ntok\nmore", "AKIAKEY\nsecr\xc3\xa9t\n"}) {
+    EXPECT_FALSE(sigv4::unpack_credentials(bad)) << bad;
+  }
 }
 
 TEST(Encoding, KnownVectors) {

@@ -298,6 +298,27 @@ TEST(SigV4Resign, GivesTheSignatureTheS3DocumentationPrints) {
   EXPECT_EQ(r.resigned->scope, kS3Scope);
 }
 
+// curl signs every field it is given, Expect and Transfer-Encoding among them; sandgate
+// answers the one and re-frames the body of the other, so neither leaves as it came: the
+// request is signed again without them, and the signature is the documentation's.
+TEST(SigV4Resign, FieldsAProxyDoesNotPassOnAreNotSignedAgain) {
+  auto with = kS3Get;
+  with.emplace_back("expect", "100-continue");
+  with.emplace_back("transfer-encoding", "chunked");
+  const std::vector<std::string> client_signed = {
+      "expect", "host", "range", "transfer-encoding", "x-amz-content-sha256", "x-amz-date"};
+  auto sent = signed_by_client(with, "GET", "/test.txt", client_signed, kEmptyHash, kS3Scope);
+  // As the proxy sends it: neither field.
+  std::erase_if(
+      sent, [](const auto& f) { return f.first == "expect" || f.first == "transfer-encoding"; });
+  const ResignResult r = resign_fields(sent, "GET", "/test.txt", kEmptyHash, kExampleKey);
+  ASSERT_TRUE(r.resigned) << refusal_name(r.refusal);
+  EXPECT_EQ(r.resigned->authorization,
+            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+            "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+            "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+}
+
 // A session token: the client's placeholder token is replaced by the real one, which is
 // signed; a client that had none gets it added to what is signed; real credentials without one
 // drop the client's.
@@ -365,13 +386,28 @@ TEST(SigV4Resign, RefusesWhatItMayNotOrCannotSignAgain) {
   other_day[3].second = "20130525T000000Z";
   EXPECT_EQ(refusal(resign_fields(other_day, "GET", "/test.txt", kEmptyHash, kExampleKey)),
             "malformed");
+  // A presigned URL made with the placeholder keys (its credential in any case of the name,
+  // encoded or not) cannot be signed again; one made with other keys, or with only a
+  // signature, is not sandgate's: it goes as it is.
+  const std::string ours = "X-Amz-Credential=" + std::string(kPlaceholderKeyId) + "/20130524";
+  EXPECT_EQ(
+      refusal(resign_fields(
+          sent, "GET", "/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&" + ours + "&X-Amz-Signature=00",
+          kEmptyHash, kExampleKey)),
+      "presigned");
+  EXPECT_EQ(
+      refusal(resign_fields(
+          sent, "GET", "/test.txt?x-amz-credential=" + std::string(kPlaceholderKeyId) + "%2F2013",
+          kEmptyHash, kExampleKey)),
+      "presigned");
   EXPECT_EQ(refusal(resign_fields(sent, "GET",
-                                  "/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00",
+                                  "/test.txt?X-Amz-Credential=AKIAOTHERKEY00000001%2F2013&"
+                                  "X-Amz-Signature=00",
                                   kEmptyHash, kExampleKey)),
-            "presigned");
-  EXPECT_EQ(refusal(resign_fields(sent, "GET", "/test.txt?x-amz-credential=A%2F2013", kEmptyHash,
-                                  kExampleKey)),
-            "presigned");
+            "not_signed");
+  EXPECT_EQ(
+      refusal(resign_fields(sent, "GET", "/test.txt?X-Amz-Signature=00", kEmptyHash, kExampleKey)),
+      "not_signed");
   EXPECT_EQ(refusal(resign_fields(sent, "GET", "/test.txt",
                                   "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", kExampleKey)),
             "unsupported_payload");
