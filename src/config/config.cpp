@@ -263,7 +263,8 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   // a test CA), unless its credential names a ca_file of its own.
   for (auto& [unused, spec] : credentials.credentials) {
     const bool https = spec.kind == secrets::ProviderKind::github_app ||
-                       spec.kind == secrets::ProviderKind::oauth2_client_credentials;
+                       spec.kind == secrets::ProviderKind::oauth2_client_credentials ||
+                       spec.kind == secrets::ProviderKind::aws_secrets_manager;
     if (https && spec.ca_file.empty()) spec.ca_file = config.interception.upstream_ca_file;
   }
   detail::Profiles profiles;

@@ -31,8 +31,9 @@ constexpr InlineSecret kInlineSecrets[] = {
 };
 
 constexpr ProviderKind kKinds[] = {
-    ProviderKind::static_file, ProviderKind::exec, ProviderKind::github_app,
-    ProviderKind::oauth2_client_credentials, ProviderKind::aws_static};
+    ProviderKind::static_file, ProviderKind::exec,
+    ProviderKind::github_app,  ProviderKind::oauth2_client_credentials,
+    ProviderKind::aws_static,  ProviderKind::aws_secrets_manager};
 
 constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
                                             "ca_file"};
@@ -180,8 +181,8 @@ std::optional<ProviderKind> read_provider(const toml::table& table, const std::s
   }
   sink.add(table.get("provider")->source(), join_key(path, "provider"),
            "unknown provider " + in_quotes(*text) +
-               ": expected \"static\", \"exec\", \"github_app\", \"oauth2_client_credentials\" "
-               "or \"aws_static\"");
+               ": expected \"static\", \"exec\", \"github_app\", \"oauth2_client_credentials\", "
+               "\"aws_static\" or \"aws_secrets_manager\"");
   return std::nullopt;
 }
 
@@ -198,6 +199,9 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
       return {"token_url", "client_id", "client_secret_file", "scopes", "audience", "ttl"};
     case ProviderKind::aws_static:
       return {"access_key_id_file", "secret_access_key_file", "session_token_file"};
+    case ProviderKind::aws_secrets_manager:
+      return {"aws_credential", "secret_id",    "region", "json_field",
+              "version_stage",  "endpoint_url", "ttl"};
   }
   return {};
 }
@@ -330,6 +334,40 @@ void read_oauth2(const toml::table& table, const std::string& path, const fs::pa
   }
 }
 
+void read_secrets_manager(const toml::table& table, const std::string& path, CredentialSpec& spec,
+                          ErrorSink& sink) {
+  if (auto text = read_text(table, "aws_credential", path, true, sink)) spec.aws_credential = *text;
+  if (auto text = read_text(table, "secret_id", path, true, sink)) spec.secret_id = *text;
+  if (auto text = read_text(table, "json_field", path, false, sink)) spec.json_field = *text;
+  if (auto text = read_text(table, "version_stage", path, false, sink)) spec.version_stage = *text;
+  read_https_url(table, "endpoint_url", path, false, spec.endpoint_url, sink);
+  // The region: given, else the ARN's (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME).
+  if (auto text = read_text(table, "region", path, false, sink)) {
+    const bool valid = std::all_of(text->begin(), text->end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    });
+    if (valid) {
+      spec.region = *text;
+    } else {
+      sink.add(table.get("region")->source(), join_key(path, "region"),
+               "invalid region " + in_quotes(*text) + ", e.g. \"us-east-1\"");
+    }
+  } else if (spec.secret_id.starts_with("arn:")) {
+    std::string_view arn = spec.secret_id;
+    for (int i = 0; i < 3 && arn.find(':') != std::string_view::npos; ++i) {
+      arn.remove_prefix(arn.find(':') + 1);
+    }
+    spec.region = std::string(arn.substr(0, arn.find(':')));
+  }
+  if (spec.region.empty() && table.contains("secret_id") && !table.contains("region")) {
+    sink.add(table.source(), join_key(path, "region"),
+             "missing required key (the secret's region, unless secret_id is an ARN)");
+  }
+  if (auto ttl = read_duration(table, "ttl", path, std::chrono::seconds(1), sink)) {
+    spec.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+  }
+}
+
 std::optional<CredentialSpec> read_credential(const std::string& name, const toml::table& table,
                                               const std::string& path, const fs::path& base_dir,
                                               ErrorSink& sink) {
@@ -358,11 +396,13 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
     spec.timeout = *v;
   }
   if (table.contains("ca_file")) {
-    if (*kind == ProviderKind::github_app || *kind == ProviderKind::oauth2_client_credentials) {
+    if (*kind == ProviderKind::github_app || *kind == ProviderKind::oauth2_client_credentials ||
+        *kind == ProviderKind::aws_secrets_manager) {
       read_file_key(table, "ca_file", path, false, base_dir, spec.ca_file, sink);
     } else {
       sink.add(table.get("ca_file")->source(), join_key(path, "ca_file"),
-               "only the HTTPS providers (github_app, oauth2_client_credentials) use ca_file");
+               "only the HTTPS providers (github_app, oauth2_client_credentials, "
+               "aws_secrets_manager) use ca_file");
     }
   }
   switch (*kind) {
@@ -385,6 +425,9 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
                     spec.secret_access_key_file, sink);
       read_file_key(table, "session_token_file", path, false, base_dir, spec.session_token_file,
                     sink);
+      break;
+    case ProviderKind::aws_secrets_manager:
+      read_secrets_manager(table, path, spec, sink);
       break;
   }
   return spec;
@@ -433,6 +476,24 @@ CredentialsSection read_credentials(const toml::node& node, const fs::path& base
     if (auto spec = read_credential(name, *body, path, base_dir, sink)) {
       out.credentials.emplace(name, std::move(*spec));
     }
+  }
+  // A secret read with AWS keys reads with the files of the aws_static credential it names.
+  for (auto& [name, spec] : out.credentials) {
+    if (spec.kind != ProviderKind::aws_secrets_manager || spec.aws_credential.empty()) continue;
+    const auto base = out.credentials.find(spec.aws_credential);
+    if (base == out.credentials.end() || base->second.kind != ProviderKind::aws_static) {
+      const toml::node* at = table->get(name)->as_table()->get("aws_credential");
+      sink.add(at->source(), join_key(join_key("credentials", name), "aws_credential"),
+               base == out.credentials.end()
+                   ? "unknown credential " + in_quotes(spec.aws_credential)
+                   : "credential " + in_quotes(spec.aws_credential) + " is " +
+                         in_quotes(secrets::kind_name(base->second.kind)) +
+                         ", not AWS keys (provider = \"aws_static\")");
+      continue;
+    }
+    spec.access_key_id_file = base->second.access_key_id_file;
+    spec.secret_access_key_file = base->second.secret_access_key_file;
+    spec.session_token_file = base->second.session_token_file;
   }
   return out;
 }

@@ -220,6 +220,8 @@ std::shared_ptr<Provider> make_provider(const CredentialSpec& spec, ProviderCont
       return make_oauth2_provider(spec, std::move(context));
     case ProviderKind::aws_static:
       return make_aws_static_provider(spec, std::move(context));
+    case ProviderKind::aws_secrets_manager:
+      return make_aws_secrets_manager_provider(spec, std::move(context));
   }
   return make_static_provider(spec, std::move(context));
 }

@@ -65,6 +65,8 @@ std::shared_ptr<Provider> make_github_app_provider(const CredentialSpec& spec,
 std::shared_ptr<Provider> make_oauth2_provider(const CredentialSpec& spec, ProviderContext context);
 std::shared_ptr<Provider> make_aws_static_provider(const CredentialSpec& spec,
                                                    ProviderContext context);
+std::shared_ptr<Provider> make_aws_secrets_manager_provider(const CredentialSpec& spec,
+                                                            ProviderContext context);
 
 // A failure result.
 inline FetchResult fetch_failure(bool retryable, std::string message) {

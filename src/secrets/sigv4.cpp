@@ -412,6 +412,19 @@ bool resignable_payload(std::string_view hash) {
 
 }  // namespace
 
+std::string authorization_for(const Request& request, std::string_view payload_hash,
+                              const Scope& scope, std::string_view amz_date,
+                              const Credentials& keys) {
+  std::vector<std::string> names;
+  for (const Field& f : request.fields) names.emplace_back(f.name);
+  std::sort(names.begin(), names.end());
+  const auto canonical =
+      canonical_request(request, names, payload_hash, path_rule_for(scope.service));
+  const std::string signature =
+      SigningKey(keys.secret_access_key, scope).sign(string_to_sign(amz_date, scope, *canonical));
+  return format_authorization(keys.access_key_id, scope, names, signature);
+}
+
 std::string pack_credentials(const Credentials& credentials) {
   std::string out;
   out.reserve(credentials.access_key_id.size() + credentials.secret_access_key.size() +

@@ -110,6 +110,13 @@ struct Credentials {
   std::string_view session_token;
 };
 
+// The Authorization of a request sandgate itself sends (a provider's call to an AWS API),
+// signed over every field of `request` (lowercase names, each once; host and x-amz-date among
+// them) in `scope` at `amz_date` (YYYYMMDDTHHMMSSZ).
+std::string authorization_for(const Request& request, std::string_view payload_hash,
+                              const Scope& scope, std::string_view amz_date,
+                              const Credentials& keys);
+
 // AWS credentials as one token of the credential store: "KEY_ID\nSECRET\nSESSION_TOKEN" (the
 // last line empty for a long-term key). Unpacked, the views point into `packed`; nullopt when
 // it is not three such lines (a key id or secret empty, or any byte that is not visible ASCII).

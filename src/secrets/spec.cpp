@@ -14,6 +14,8 @@ std::string_view kind_name(ProviderKind kind) {
       return "oauth2_client_credentials";
     case ProviderKind::aws_static:
       return "aws_static";
+    case ProviderKind::aws_secrets_manager:
+      return "aws_secrets_manager";
   }
   return "unknown";
 }
@@ -26,7 +28,8 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       return {private_key_file};
     case ProviderKind::oauth2_client_credentials:
       return {client_secret_file};
-    case ProviderKind::aws_static: {
+    case ProviderKind::aws_static:
+    case ProviderKind::aws_secrets_manager: {
       std::vector<std::string> files = {access_key_id_file, secret_access_key_file};
       if (!session_token_file.empty()) files.push_back(session_token_file);
       return files;

@@ -16,6 +16,7 @@ enum class ProviderKind {
   github_app,                 // "github_app"
   oauth2_client_credentials,  // "oauth2_client_credentials"
   aws_static,                 // "aws_static": an AWS key pair (and session token) in files
+  aws_secrets_manager,        // "aws_secrets_manager": a secret read with AWS keys
 };
 
 // Whether `kind` yields AWS credentials, which requests get by SigV4 re-signing
@@ -56,10 +57,20 @@ struct CredentialSpec {
   std::string client_secret_file;
   std::vector<std::string> scopes;
   std::string audience;
-  // aws_static (the session token file is optional: a long-term key has none)
+  // aws_static (the session token file is optional: a long-term key has none); for
+  // aws_secrets_manager, the files of its aws_credential (config copies them)
   std::string access_key_id_file;
   std::string secret_access_key_file;
   std::string session_token_file;
+  // aws_secrets_manager: GetSecretValue of secret_id (a name or an ARN), at version_stage
+  // (empty: AWSCURRENT), its JSON field json_field (empty: the whole SecretString), read again
+  // every ttl
+  std::string aws_credential;
+  std::string secret_id;
+  std::string region;
+  std::string json_field;
+  std::string version_stage;
+  std::string endpoint_url;  // empty: https://secretsmanager.REGION.amazonaws.com
 
   // The files holding secrets this spec reads (the static file, the key, the client secret).
   std::vector<std::string> secret_files() const;

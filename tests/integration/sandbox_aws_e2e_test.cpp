@@ -50,6 +50,7 @@ const std::vector<std::string> kAwsNames = {
     "s3.us-east-1.amazonaws.com",
     std::string(kBucket) + ".s3.amazonaws.com",
     std::string(kBucket) + ".s3.us-east-1.amazonaws.com",
+    "api.internal.test",  // not AWS: an API whose token is kept in Secrets Manager
 };
 
 // The test internet with the AWS stand-in, and the daemon: set up once for the suite.
@@ -129,10 +130,22 @@ struct AwsWorld {
     }
     const auto profile = [](const std::string& name, const std::string& credential) {
       return "[profiles." + name +
-             "]\nallow = [\"*.amazonaws.com\"]\nallow_cidrs = [\"203.0.113.0/24\"]\n\n"
-             "[[profiles." +
+             "]\nallow = [\"*.amazonaws.com\", \"api.internal.test\"]\n"
+             "allow_cidrs = [\"203.0.113.0/24\"]\n\n[[profiles." +
              name + ".inject]]\nhosts = [\"*.amazonaws.com\"]\ncredential = \"" + credential +
-             "\"\nas = \"aws_sigv4\"\n\n";
+             "\"\nas = \"aws_sigv4\"\n\n[[profiles." + name +
+             ".inject]]\nhosts = [\"api.internal.test\"]\npath_prefixes = [\"/broken/\"]\n"
+             "credential = \"missing\"\nas = \"bearer\"\n\n[[profiles." +
+             name +
+             ".inject]]\nhosts = [\"api.internal.test\"]\ncredential = \"api-token\"\n"
+             "as = \"bearer\"\n\n";
+    };
+    // A token kept in Secrets Manager (one field of a JSON secret), read with the aws keys;
+    // and one that is not there.
+    const auto from_secrets_manager = [](const std::string& name, const std::string& id) {
+      return "[credentials." + name +
+             "]\nprovider = \"aws_secrets_manager\"\naws_credential = \"aws\"\nsecret_id = \"" +
+             id + "\"\nregion = \"us-east-1\"\njson_field = \"token\"\n";
     };
     o.tables = "[limits]\npeek_timeout_ms = 300\nidle_timeout_ms = 20000\n\n[dns.hosts]\n" + hosts +
                "\n[interception]\nca_cert = \"" + dir.file("sandgate-ca/ca.pem") +
@@ -148,7 +161,9 @@ struct AwsWorld {
                dir.file("temp-secret") + "\"\nsession_token_file = \"" + dir.file("session-token") +
                "\"\nenv = [\"AWS_ACCESS_KEY_ID\", \"AWS_SECRET_ACCESS_KEY\", "
                "\"AWS_SESSION_TOKEN\"]\n\n" +
-               profile("agent", "aws") + profile("temp", "aws-temp") + "[sandboxes." + kExplicitId +
+               from_secrets_manager("api-token", "api-token") + "env = [\"API_TOKEN\"]\n\n" +
+               from_secrets_manager("missing", "nope") + "\n" + profile("agent", "aws") +
+               profile("temp", "aws-temp") + "[sandboxes." + kExplicitId +
                "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
     daemon = std::make_unique<SandgateProcess>(o);
   }
@@ -405,6 +420,43 @@ TEST_F(AwsE2e, BodiesAreHashedHoweverTheyAreFramedAndBoundedAt8MiB) {
     EXPECT_EQ(json_string(request, "verdict"), "ok") << boost::json::serialize(request);
   }
   EXPECT_EQ(audit("REQUEST_BODY_TOO_LARGE").size(), 2u);
+  expect_no_key_anywhere();
+}
+
+// A token kept in AWS Secrets Manager, for an API that is not AWS: sandgate reads it
+// (GetSecretValue signed with the aws credential's real keys, the secret's "token" field) and
+// injects it; the sandbox holds a placeholder. A secret that is not there: 503
+// CREDENTIAL_UNAVAILABLE, the audit line naming AWS's error, nothing forwarded.
+TEST_F(AwsE2e, ATokenKeptInSecretsManagerIsInjectedAndAMissingOneSaysWhy) {
+  const auto r = run_in("sm", "agent",
+                        "echo \"$API_TOKEN\"; curl -sS -m 10 https://api.internal.test/hello; "
+                        "curl -sS -m 10 -w '%{http_code}\\n' https://api.internal.test/broken/x");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::istringstream out(r.out);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0], placeholder(id("sm"), "api-token"));
+  EXPECT_EQ(lines[1], "hello from the internal api");
+  EXPECT_NE(lines[2].find("\"code\":\"CREDENTIAL_UNAVAILABLE\""), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[3], "503");
+  const auto seen = requests();
+  // GetSecretValue (signed with the real key), the API call, GetSecretValue of "nope".
+  ASSERT_EQ(seen.size(), 3u) << read_all(aws->log);
+  EXPECT_EQ(json_string(seen[0], "host"), "secretsmanager.us-east-1.amazonaws.com");
+  EXPECT_EQ(json_string(seen[0], "verdict"), "ok");
+  EXPECT_EQ(json_string(seen[0], "key_id"), kKeyId);
+  EXPECT_EQ(json_string(seen[1], "host"), "api.internal.test");
+  EXPECT_EQ(json_string(seen[1], "verdict"), "ok");
+  EXPECT_EQ(json_string(seen[2], "verdict"), "ok");
+  const auto failed = audit("CREDENTIAL_UNAVAILABLE");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(json_string(failed[0], "credential.name"), "missing");
+  EXPECT_EQ(json_string(failed[0], "credential.endpoint.error"), "ResourceNotFoundException")
+      << boost::json::serialize(failed[0]);
+  expect_no_key_in("the sandbox's output", r.out + r.err);
+  EXPECT_EQ(r.out.find("tok-from-secrets-manager-e2e"), std::string::npos);
+  EXPECT_EQ(aws->daemon->audit_text().find("tok-from-secrets-manager-e2e"), std::string::npos);
   expect_no_key_anywhere();
 }
 

@@ -418,6 +418,17 @@ std::vector<CredentialErrorCase> credential_error_cases() {
            "secret_access_key_file = \"/s\"\n[[profiles.p.inject]]\nhosts = [\"*.amazonaws.com\"]\n"
            "credential = \"x\"\nas = \"bearer\"\n",
        false, 12, 6, "profiles.p.inject[0].as", "use as = \"aws_sigv4\""},
+      {"SecretsManagerWithoutRegion",
+       "[credentials.k]\nprovider = \"aws_static\"\naccess_key_id_file = \"/a\"\n"
+       "secret_access_key_file = \"/s\"\n" +
+           cred +
+           "provider = \"aws_secrets_manager\"\naws_credential = \"k\"\nsecret_id = \"db\"\n",
+       false, 9, 1, "credentials.x.region", "unless secret_id is an ARN"},
+      {"SecretsManagerWithATokenForKeys",
+       "[credentials.sm]\nprovider = \"aws_secrets_manager\"\naws_credential = \"npm\"\n"
+       "secret_id = \"db\"\nregion = \"eu-west-1\"\n",
+       true, 46, 18, "credentials.sm.aws_credential",
+       "credential \"npm\" is \"static\", not AWS keys"},
       {"SigV4WithAToken",
        "[[profiles.p.inject]]\nhosts = [\"a.test\"]\ncredential = \"npm\"\nas = \"aws_sigv4\"\n",
        true, 47, 6, "profiles.p.inject[0].as", "credential \"npm\" is \"static\""},
@@ -470,6 +481,28 @@ profile = "default"
   EXPECT_EQ(aws->secret_files(),
             (std::vector<std::string>{"/nonexistent/dir/aws/key-id", "/etc/sandgate/aws/secret",
                                       "/nonexistent/dir/aws/token"}));
+  // A secret read with those keys: their files, its region from the ARN.
+  const Config with_secret = load_config_from_string(std::string(kInterception) + R"(
+[credentials.aws]
+provider = "aws_static"
+access_key_id_file = "/k"
+secret_access_key_file = "/s"
+
+[credentials.db]
+provider = "aws_secrets_manager"
+aws_credential = "aws"
+secret_id = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf"
+json_field = "password"
+ttl = "1h"
+)",
+                                                     kFile);
+  const auto* db = with_secret.find_credential("db");
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(db->region, "eu-west-1");
+  EXPECT_EQ(db->json_field, "password");
+  EXPECT_EQ(db->ttl, std::chrono::hours(1));
+  EXPECT_EQ(db->secret_files(), (std::vector<std::string>{"/k", "/s"}));
+
   const secrets::InjectionRules* rules = config.build_injection()->for_sandbox("s");
   ASSERT_NE(rules, nullptr);
   ASSERT_EQ(rules->rules().size(), 1u);

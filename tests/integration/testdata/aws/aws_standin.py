@@ -38,6 +38,9 @@ STATE_LOCK = threading.Lock()
 OBJECTS = {}  # (bucket, key) -> bytes
 UPLOADS = {}  # upload id -> {part number: bytes}
 KEYS = {}
+API_TOKEN = "tok-from-secrets-manager-e2e"
+# What GetSecretValue answers, by SecretId.
+SECRETS = {"db": "the-stored-secret", "api-token": json.dumps({"token": API_TOKEN, "user": "svc"})}
 
 
 def log(entry):
@@ -140,6 +143,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         body = self.body()
         entry = {"method": self.command, "host": self.host(), "path": self.path}
+        if self.host() == "api.internal.test":
+            # Not AWS: an internal API whose bearer token is kept in Secrets Manager.
+            good = self.headers.get("Authorization") == "Bearer " + API_TOKEN
+            entry["verdict"] = "ok" if good else "bad_token"
+            log(entry)
+            return self.reply(200 if good else 401, "hello from the internal api\n" if good
+                              else "who are you?\n", "text/plain")
         auth = parse_authorization(self.headers.get("Authorization", ""))
         if auth is None:
             entry["verdict"] = "unsigned"
@@ -199,9 +209,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.headers.get("X-Amz-Target") != "secretsmanager.GetSecretValue":
             return self.error(400, "UnknownOperationException", "unknown operation")
         request = json.loads(body or b"{}")
+        if request.get("SecretId") not in SECRETS:
+            return self.error(400, "ResourceNotFoundException",
+                              "Secrets Manager can't find the specified secret.")
         self.reply(200, json.dumps({
             "ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + request["SecretId"],
-            "Name": request["SecretId"], "SecretString": "the-stored-secret",
+            "Name": request["SecretId"], "SecretString": SECRETS[request["SecretId"]],
             "VersionId": "v1", "VersionStages": ["AWSCURRENT"], "CreatedDate": 1700000000}),
             "application/x-amz-json-1.1")
 
