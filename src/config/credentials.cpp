@@ -31,9 +31,10 @@ constexpr InlineSecret kInlineSecrets[] = {
 };
 
 constexpr ProviderKind kKinds[] = {
-    ProviderKind::static_file, ProviderKind::exec,
-    ProviderKind::github_app,  ProviderKind::oauth2_client_credentials,
-    ProviderKind::aws_static,  ProviderKind::aws_secrets_manager};
+    ProviderKind::static_file,        ProviderKind::exec,
+    ProviderKind::github_app,         ProviderKind::oauth2_client_credentials,
+    ProviderKind::oauth2_jwt_bearer,  ProviderKind::aws_static,
+    ProviderKind::aws_secrets_manager};
 
 constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
                                             "ca_file"};
@@ -182,7 +183,7 @@ std::optional<ProviderKind> read_provider(const toml::table& table, const std::s
   sink.add(table.get("provider")->source(), join_key(path, "provider"),
            "unknown provider " + in_quotes(*text) +
                ": expected \"static\", \"exec\", \"github_app\", \"oauth2_client_credentials\", "
-               "\"aws_static\" or \"aws_secrets_manager\"");
+               "\"aws_static\", \"aws_secrets_manager\" or \"oauth2_jwt_bearer\"");
   return std::nullopt;
 }
 
@@ -202,6 +203,8 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
     case ProviderKind::aws_secrets_manager:
       return {"aws_credential", "secret_id",    "region", "json_field",
               "version_stage",  "endpoint_url", "ttl"};
+    case ProviderKind::oauth2_jwt_bearer:
+      return {"key_file", "token_url", "issuer", "subject", "scopes", "audience"};
   }
   return {};
 }
@@ -310,11 +313,8 @@ void read_github_app(const toml::table& table, const std::string& path, const fs
   }
 }
 
-void read_oauth2(const toml::table& table, const std::string& path, const fs::path& base_dir,
-                 CredentialSpec& spec, ErrorSink& sink) {
-  read_https_url(table, "token_url", path, true, spec.token_url, sink);
-  if (auto id = read_text(table, "client_id", path, true, sink)) spec.client_id = *id;
-  read_file_key(table, "client_secret_file", path, true, base_dir, spec.client_secret_file, sink);
+void read_scopes(const toml::table& table, const std::string& path, CredentialSpec& spec,
+                 ErrorSink& sink) {
   if (const toml::node* node = table.get("scopes")) {
     if (const auto items = read_string_array(*node, join_key(path, "scopes"), sink)) {
       for (const StringItem& item : *items) {
@@ -328,6 +328,14 @@ void read_oauth2(const toml::table& table, const std::string& path, const fs::pa
       }
     }
   }
+}
+
+void read_oauth2(const toml::table& table, const std::string& path, const fs::path& base_dir,
+                 CredentialSpec& spec, ErrorSink& sink) {
+  read_https_url(table, "token_url", path, true, spec.token_url, sink);
+  if (auto id = read_text(table, "client_id", path, true, sink)) spec.client_id = *id;
+  read_file_key(table, "client_secret_file", path, true, base_dir, spec.client_secret_file, sink);
+  read_scopes(table, path, spec, sink);
   if (auto audience = read_text(table, "audience", path, false, sink)) spec.audience = *audience;
   if (auto ttl = read_duration(table, "ttl", path, std::chrono::seconds(1), sink)) {
     spec.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
@@ -397,12 +405,12 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
   }
   if (table.contains("ca_file")) {
     if (*kind == ProviderKind::github_app || *kind == ProviderKind::oauth2_client_credentials ||
-        *kind == ProviderKind::aws_secrets_manager) {
+        *kind == ProviderKind::aws_secrets_manager || *kind == ProviderKind::oauth2_jwt_bearer) {
       read_file_key(table, "ca_file", path, false, base_dir, spec.ca_file, sink);
     } else {
       sink.add(table.get("ca_file")->source(), join_key(path, "ca_file"),
                "only the HTTPS providers (github_app, oauth2_client_credentials, "
-               "aws_secrets_manager) use ca_file");
+               "oauth2_jwt_bearer, aws_secrets_manager) use ca_file");
     }
   }
   switch (*kind) {
@@ -428,6 +436,14 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
       break;
     case ProviderKind::aws_secrets_manager:
       read_secrets_manager(table, path, spec, sink);
+      break;
+    case ProviderKind::oauth2_jwt_bearer:
+      read_file_key(table, "key_file", path, true, base_dir, spec.key_file, sink);
+      read_https_url(table, "token_url", path, false, spec.token_url, sink);
+      if (auto text = read_text(table, "issuer", path, false, sink)) spec.issuer = *text;
+      if (auto text = read_text(table, "subject", path, false, sink)) spec.subject = *text;
+      read_scopes(table, path, spec, sink);
+      if (auto text = read_text(table, "audience", path, false, sink)) spec.audience = *text;
       break;
   }
   return spec;

@@ -24,61 +24,13 @@ namespace json = boost::json;
 constexpr auto kJwtBackdate = std::chrono::seconds(60);
 constexpr auto kJwtLifetime = std::chrono::seconds(540);
 
-struct KeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
-
-// The app's private key, read from its file on every mint (so a rotated key is picked up).
-KeyPtr load_key(const std::string& path, std::string& error) {
-  SecretFile file = read_secret_file(path, "private key file");
-  if (!file.ok()) {
-    error = file.error;
-    return nullptr;
-  }
-  BIO* bio = BIO_new_mem_buf(file.content.view().data(), static_cast<int>(file.content.size()));
-  KeyPtr key(bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr);
-  BIO_free(bio);
-  ERR_clear_error();
-  if (!key || EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA) {
-    error = path + ": not an unencrypted PEM RSA private key";
-    return nullptr;
-  }
-  return key;
-}
-
-std::int64_t unix_seconds(TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
-}
-
 // RS256 over base64url(header) "." base64url(claims). Empty on a signing failure.
 std::string github_app_jwt(EVP_PKEY* key, std::int64_t app_id, TimePoint now) {
-  const std::string header = base64url(R"({"alg":"RS256","typ":"JWT"})");
   json::object claims;
-  claims["iat"] = unix_seconds(now - kJwtBackdate);
-  claims["exp"] = unix_seconds(now + kJwtLifetime);
+  claims["iat"] = detail::unix_seconds(now - kJwtBackdate);
+  claims["exp"] = detail::unix_seconds(now + kJwtLifetime);
   claims["iss"] = app_id;
-  const std::string signing_input = header + "." + base64url(json::serialize(claims));
-  EVP_MD_CTX* md = EVP_MD_CTX_new();
-  std::string signature;
-  std::size_t length = 0;
-  if (md != nullptr && EVP_DigestSignInit(md, nullptr, EVP_sha256(), nullptr, key) == 1 &&
-      EVP_DigestSign(md, nullptr, &length,
-                     reinterpret_cast<const unsigned char*>(signing_input.data()),
-                     signing_input.size()) == 1) {
-    signature.resize(length);
-    if (EVP_DigestSign(md, reinterpret_cast<unsigned char*>(signature.data()), &length,
-                       reinterpret_cast<const unsigned char*>(signing_input.data()),
-                       signing_input.size()) == 1) {
-      signature.resize(length);
-    } else {
-      signature.clear();
-    }
-  }
-  EVP_MD_CTX_free(md);
-  ERR_clear_error();
-  if (signature.empty()) return {};
-  return signing_input + "." + base64url(signature);
+  return detail::rs256_jwt(key, R"({"alg":"RS256","typ":"JWT"})", json::serialize(claims));
 }
 
 class GithubAppProvider final : public Provider {
@@ -94,7 +46,7 @@ class GithubAppProvider final : public Provider {
     const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
     if (!client_.error.empty()) co_return fetch_failure(false, client_.error);
     std::string error;
-    const KeyPtr key = load_key(spec_.private_key_file, error);
+    const detail::KeyPtr key = detail::load_rsa_key(spec_.private_key_file, error);
     if (!key) co_return fetch_failure(false, error);
     std::string jwt = github_app_jwt(key.get(), spec_.app_id, context_.clock());
     if (jwt.empty()) co_return fetch_failure(false, "cannot sign the app's JWT with the key");
@@ -225,5 +177,57 @@ std::shared_ptr<Provider> make_github_app_provider(const CredentialSpec& spec,
                                                    ProviderContext context) {
   return std::make_shared<GithubAppProvider>(spec, std::move(context));
 }
+
+namespace detail {
+
+KeyPtr load_rsa_key(const std::string& path, std::string& error) {
+  SecretFile file = read_secret_file(path, "private key file");
+  if (!file.ok()) {
+    error = file.error;
+    return nullptr;
+  }
+  KeyPtr key = parse_rsa_key(file.content.view());
+  if (!key) error = path + ": not an unencrypted PEM RSA private key";
+  return key;
+}
+
+KeyPtr parse_rsa_key(std::string_view pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  KeyPtr key(bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr);
+  BIO_free(bio);
+  ERR_clear_error();
+  if (!key || EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA) return nullptr;
+  return key;
+}
+
+std::int64_t unix_seconds(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+std::string rs256_jwt(EVP_PKEY* key, std::string_view header, std::string_view claims) {
+  const std::string signing_input = base64url(header) + "." + base64url(claims);
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  std::string signature;
+  std::size_t length = 0;
+  if (md != nullptr && EVP_DigestSignInit(md, nullptr, EVP_sha256(), nullptr, key) == 1 &&
+      EVP_DigestSign(md, nullptr, &length,
+                     reinterpret_cast<const unsigned char*>(signing_input.data()),
+                     signing_input.size()) == 1) {
+    signature.resize(length);
+    if (EVP_DigestSign(md, reinterpret_cast<unsigned char*>(signature.data()), &length,
+                       reinterpret_cast<const unsigned char*>(signing_input.data()),
+                       signing_input.size()) == 1) {
+      signature.resize(length);
+    } else {
+      signature.clear();
+    }
+  }
+  EVP_MD_CTX_free(md);
+  ERR_clear_error();
+  if (signature.empty()) return {};
+  return signing_input + "." + base64url(signature);
+}
+
+}  // namespace detail
 
 }  // namespace sandgate::secrets

@@ -2,6 +2,9 @@
 
 // Internal to src/secrets: what the github_app and oauth2 providers share.
 
+#include <openssl/evp.h>
+
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,5 +41,25 @@ ClientContext client_context(const std::string& ca_file);
 
 // application/x-www-form-urlencoded / RFC 3986 percent-encoding of everything but unreserved.
 std::string form_encode(std::string_view text);
+
+// Private keys for JWTs (github_app, oauth2_jwt_bearer): an unencrypted PEM RSA key, from a
+// secret file (read on every use, so a rotated key is picked up) or from text.
+struct KeyFree {
+  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
+};
+using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
+KeyPtr load_rsa_key(const std::string& path, std::string& error);
+KeyPtr parse_rsa_key(std::string_view pem);
+
+std::int64_t unix_seconds(TimePoint t);
+// RS256 JWS compact serialization of `claims` (JSON) under `header` (JSON); empty on a
+// signing failure.
+std::string rs256_jwt(EVP_PKEY* key, std::string_view header, std::string_view claims);
+
+// An OAuth 2.0 token response (RFC 6749 5.1: access_token, expires_in as a number or a string
+// of digits; `ttl` when absent), or the failure it is (status_failure for a non-2xx).
+FetchResult access_token_of(std::string_view what, const HttpsResult& result,
+                            const std::vector<std::string_view>& secrets, TimePoint now,
+                            std::chrono::seconds ttl);
 
 }  // namespace sandgate::secrets::detail

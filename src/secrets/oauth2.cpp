@@ -50,55 +50,15 @@ class OAuth2Provider final : public Provider {
     if (!spec_.audience.empty()) request.body += "&audience=" + detail::form_encode(spec_.audience);
     HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
                                                  deadline, detail::kMaxTokenResponse);
-    FetchResult out = interpret(result, {secret.content.view(), basic});
+    FetchResult out =
+        detail::access_token_of("credentials." + spec_.name + ": " + spec_.token_url, result,
+                                {secret.content.view(), basic}, context_.clock(), spec_.ttl);
     cleanse(basic);
     if (result.response) cleanse(result.response->body);
     co_return out;
   }
 
  private:
-  FetchResult interpret(const HttpsResult& result,
-                        const std::vector<std::string_view>& secrets) const {
-    const std::string what = "credentials." + spec_.name + ": " + spec_.token_url;
-    if (!result.response) return fetch_failure(true, what + ": " + result.error);
-    const HttpsResponse& response = *result.response;
-    if (response.status / 100 != 2) return detail::status_failure(what, response, secrets);
-    boost::system::error_code ec;
-    const json::value parsed = json::parse(response.body, ec);
-    const json::object* object = ec ? nullptr : parsed.if_object();
-    const json::value* token = object != nullptr ? object->if_contains("access_token") : nullptr;
-    if (token == nullptr || !token->is_string() || token->as_string().empty()) {
-      return fetch_failure(true, what + ": the answer has no access_token");
-    }
-    const TimePoint now = context_.clock();
-    Fetched fetched;
-    fetched.expires_at = now + spec_.ttl;
-    if (const json::value* expires_in = object->if_contains("expires_in")) {
-      // A number, or (some servers) a string of digits.
-      std::int64_t seconds = -1;
-      if (expires_in->is_int64()) seconds = expires_in->as_int64();
-      if (expires_in->is_uint64()) seconds = static_cast<std::int64_t>(expires_in->as_uint64());
-      if (expires_in->is_string()) {
-        const auto& s = expires_in->as_string();
-        seconds = 0;
-        for (const char c : s) {
-          if (c < '0' || c > '9' || seconds > 100'000'000) {
-            seconds = -1;
-            break;
-          }
-          seconds = seconds * 10 + (c - '0');
-        }
-      }
-      if (seconds <= 0) return fetch_failure(true, what + ": expires_in is not a positive number");
-      fetched.expires_at = now + std::chrono::seconds(seconds);
-    }
-    fetched.value =
-        SecretBytes(std::string_view(token->as_string().data(), token->as_string().size()));
-    FetchResult out;
-    out.token = std::move(fetched);
-    return out;
-  }
-
   CredentialSpec spec_;
   ProviderContext context_;
   detail::ClientContext client_;
@@ -112,6 +72,49 @@ std::shared_ptr<Provider> make_oauth2_provider(const CredentialSpec& spec,
 }
 
 namespace detail {
+
+FetchResult access_token_of(std::string_view what, const HttpsResult& result,
+                            const std::vector<std::string_view>& secrets, TimePoint now,
+                            std::chrono::seconds ttl) {
+  if (!result.response) return fetch_failure(true, std::string(what) + ": " + result.error);
+  const HttpsResponse& response = *result.response;
+  if (response.status / 100 != 2) return status_failure(what, response, secrets);
+  boost::system::error_code ec;
+  const json::value parsed = json::parse(response.body, ec);
+  const json::object* object = ec ? nullptr : parsed.if_object();
+  const json::value* token = object != nullptr ? object->if_contains("access_token") : nullptr;
+  if (token == nullptr || !token->is_string() || token->as_string().empty()) {
+    return fetch_failure(true, std::string(what) + ": the answer has no access_token");
+  }
+  Fetched fetched;
+  fetched.expires_at = now + ttl;
+  if (const json::value* expires_in = object->if_contains("expires_in")) {
+    // A number, or (some servers) a string of digits.
+    std::int64_t seconds = -1;
+    if (expires_in->is_int64()) seconds = expires_in->as_int64();
+    if (expires_in->is_uint64()) seconds = static_cast<std::int64_t>(expires_in->as_uint64());
+    if (expires_in->is_string()) {
+      const auto& s = expires_in->as_string();
+      seconds = 0;
+      for (const char c : s) {
+        if (c < '0' || c > '9' || seconds > 100'000'000) {
+          seconds = -1;
+          break;
+        }
+        seconds = seconds * 10 + (c - '0');
+      }
+    }
+    if (seconds <= 0) {
+      return fetch_failure(true, std::string(what) + ": expires_in is not a positive number");
+    }
+    fetched.expires_at = now + std::chrono::seconds(seconds);
+  }
+  fetched.value =
+      SecretBytes(std::string_view(token->as_string().data(), token->as_string().size()));
+  FetchResult out;
+  out.token = std::move(fetched);
+  return out;
+}
 
 FetchResult status_failure(std::string_view what, const HttpsResponse& response,
                            const std::vector<std::string_view>& secrets) {
@@ -222,6 +225,8 @@ std::shared_ptr<Provider> make_provider(const CredentialSpec& spec, ProviderCont
       return make_aws_static_provider(spec, std::move(context));
     case ProviderKind::aws_secrets_manager:
       return make_aws_secrets_manager_provider(spec, std::move(context));
+    case ProviderKind::oauth2_jwt_bearer:
+      return make_jwt_bearer_provider(spec, std::move(context));
   }
   return make_static_provider(spec, std::move(context));
 }

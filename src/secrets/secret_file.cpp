@@ -95,6 +95,9 @@ std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owne
     case ProviderKind::oauth2_client_credentials:
       check(spec.client_secret_file, "client secret file");
       break;
+    case ProviderKind::oauth2_jwt_bearer:
+      check(spec.key_file, "key file");
+      break;
     case ProviderKind::github_app: {
       SecretFile key = check(spec.private_key_file, "private key file");
       if (!key.ok()) break;

@@ -16,6 +16,8 @@ std::string_view kind_name(ProviderKind kind) {
       return "aws_static";
     case ProviderKind::aws_secrets_manager:
       return "aws_secrets_manager";
+    case ProviderKind::oauth2_jwt_bearer:
+      return "oauth2_jwt_bearer";
   }
   return "unknown";
 }
@@ -28,6 +30,8 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       return {private_key_file};
     case ProviderKind::oauth2_client_credentials:
       return {client_secret_file};
+    case ProviderKind::oauth2_jwt_bearer:
+      return {key_file};
     case ProviderKind::aws_static:
     case ProviderKind::aws_secrets_manager: {
       std::vector<std::string> files = {access_key_id_file, secret_access_key_file};

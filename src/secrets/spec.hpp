@@ -17,6 +17,7 @@ enum class ProviderKind {
   oauth2_client_credentials,  // "oauth2_client_credentials"
   aws_static,                 // "aws_static": an AWS key pair (and session token) in files
   aws_secrets_manager,        // "aws_secrets_manager": a secret read with AWS keys
+  oauth2_jwt_bearer,          // "oauth2_jwt_bearer": RFC 7523, a signed assertion exchanged
 };
 
 // Whether `kind` yields AWS credentials, which requests get by SigV4 re-signing
@@ -71,6 +72,11 @@ struct CredentialSpec {
   std::string json_field;
   std::string version_stage;
   std::string endpoint_url;  // empty: https://secretsmanager.REGION.amazonaws.com
+  // oauth2_jwt_bearer (token_url, scopes and audience as for oauth2; token_url and issuer
+  // default to the service-account key's token_uri and client_email)
+  std::string key_file;  // a Google service-account JSON key, or a PEM RSA private key
+  std::string issuer;
+  std::string subject;
 
   // The files holding secrets this spec reads (the static file, the key, the client secret).
   std::vector<std::string> secret_files() const;

@@ -53,7 +53,13 @@ boost::json::value AppKey::verify(std::string_view jwt) const {
   if (dot1 == std::string_view::npos || dot2 == dot1) return nullptr;
   boost::system::error_code ec;
   const boost::json::value header = boost::json::parse(base64url_decode(jwt.substr(0, dot1)), ec);
-  if (ec || header != boost::json::parse(R"({"alg":"RS256","typ":"JWT"})")) return nullptr;
+  // RS256, typ JWT; a key id (kid) may name the key.
+  const boost::json::object* fields = ec ? nullptr : header.if_object();
+  if (fields == nullptr || fields->size() != 2 + (fields->contains("kid") ? 1 : 0) ||
+      !fields->contains("alg") || fields->at("alg") != "RS256" || !fields->contains("typ") ||
+      fields->at("typ") != "JWT") {
+    return nullptr;
+  }
   const std::string_view input = jwt.substr(0, dot2);
   const std::string signature = base64url_decode(jwt.substr(dot2 + 1));
   EVP_MD_CTX* md = EVP_MD_CTX_new();

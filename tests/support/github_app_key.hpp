@@ -23,7 +23,8 @@ struct AppKey {
   AppKey(const AppKey&) = delete;
   AppKey& operator=(const AppKey&) = delete;
 
-  // Checks an RS256 JWT (header {"alg":"RS256","typ":"JWT"}); returns its claims, or null
+  // Checks an RS256 JWT (header {"alg":"RS256","typ":"JWT"}, and a kid if any); returns its
+  // claims, or null
   // when it is malformed or its signature does not verify with this key.
   boost::json::value verify(std::string_view jwt) const;
 

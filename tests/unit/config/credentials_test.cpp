@@ -503,6 +503,22 @@ ttl = "1h"
   EXPECT_EQ(db->ttl, std::chrono::hours(1));
   EXPECT_EQ(db->secret_files(), (std::vector<std::string>{"/k", "/s"}));
 
+  // A Google service-account key for JWT-bearer grants: the key file alone is enough.
+  const Config gcp = load_config_from_string(std::string(kInterception) + R"(
+[credentials.gcp]
+provider = "oauth2_jwt_bearer"
+key_file = "keys/gcp.json"
+scopes = ["https://www.googleapis.com/auth/cloud-platform"]
+subject = "agent@example.com"
+)",
+                                             kFile);
+  const auto* jwt = gcp.find_credential("gcp");
+  ASSERT_NE(jwt, nullptr);
+  EXPECT_EQ(jwt->kind, secrets::ProviderKind::oauth2_jwt_bearer);
+  EXPECT_EQ(jwt->secret_files(), (std::vector<std::string>{"/nonexistent/dir/keys/gcp.json"}));
+  EXPECT_EQ(jwt->token_url, "");
+  EXPECT_EQ(jwt->subject, "agent@example.com");
+
   const secrets::InjectionRules* rules = config.build_injection()->for_sandbox("s");
   ASSERT_NE(rules, nullptr);
   ASSERT_EQ(rules->rules().size(), 1u);

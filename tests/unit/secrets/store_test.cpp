@@ -16,6 +16,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -612,6 +613,87 @@ TEST(OAuth2Store, PostsTheFormWithBasicClientAuth) {
   // For the audit line: the status and the code, nothing else.
   EXPECT_EQ(bad.error->endpoint_status, 400U);
   EXPECT_EQ(bad.error->endpoint_error, "invalid_client");
+}
+
+// ---------------------------------------------------------------------------------------------
+// oauth2_jwt_bearer (RFC 7523): a Google service-account key's assertion, checked by the
+// endpoint with the key's public half; a PEM key that names no issuer; the endpoint's refusal.
+
+TEST(JwtBearerStore, AServiceAccountKeyIsExchangedForAnAccessToken) {
+  test::TempDir dir;
+  const test::AppKey key(dir);
+  std::string pem;
+  {
+    std::ifstream in(key.path);
+    pem.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string assertion_seen;
+  test::FakeTokenServer server([&](const test::TokenRequest& r) {
+    const std::string prefix =
+        "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=";
+    if (r.target != "/token" || r.body.rfind(prefix, 0) != 0) {
+      return test::TokenResponse{400, R"({"error":"unsupported_grant_type"})"};
+    }
+    assertion_seen = r.body.substr(prefix.size());
+    const boost::json::value claims = key.verify(assertion_seen);
+    if (!claims.is_object()) return test::TokenResponse{400, R"({"error":"invalid_grant"})"};
+    return test::TokenResponse{200, R"({"access_token":"ya29.sandgate","expires_in":3599,)"
+                                    R"("token_type":"Bearer"})"};
+  });
+  boost::json::object sa{{"type", "service_account"},
+                         {"private_key_id", "kid-1"},
+                         {"private_key", pem},
+                         {"client_email", "agents@proj.iam.gserviceaccount.com"},
+                         {"token_uri", server.url() + "/token"}};
+  const std::string sa_file = dir.write("sa.json", boost::json::serialize(sa));
+  ::chmod(sa_file.c_str(), 0600);
+  ManualClock clock;
+  StoreOptions o;
+  o.clock = clock.fn();
+  CredentialStore store(std::move(o));
+  CredentialSpec spec;
+  spec.name = "gcp";
+  spec.kind = ProviderKind::oauth2_jwt_bearer;
+  spec.key_file = sa_file;
+  spec.scopes = {"https://www.googleapis.com/auth/cloud-platform", "openid"};
+  spec.ca_file = server.ca_file();
+  store.update({spec});
+  const TokenResult r = get(store, "gcp");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), "ya29.sandgate");
+  EXPECT_EQ(r.token->expires_at, clock.now() + 3599s);
+  // The assertion: the key's issuer and key id, the endpoint as audience, the scopes.
+  const boost::json::value claims = key.verify(assertion_seen);
+  ASSERT_TRUE(claims.is_object());
+  const auto& c = claims.as_object();
+  EXPECT_EQ(c.at("iss"), "agents@proj.iam.gserviceaccount.com");
+  EXPECT_EQ(c.at("aud"), boost::json::value(server.url() + "/token"));
+  EXPECT_EQ(c.at("scope"), "https://www.googleapis.com/auth/cloud-platform openid");
+  EXPECT_EQ(c.at("exp").as_int64() - c.at("iat").as_int64(), 3600);
+  EXPECT_FALSE(c.contains("sub"));
+  const auto dot = assertion_seen.find('.');
+  EXPECT_EQ(boost::json::parse(test::base64url_decode(assertion_seen.substr(0, dot))),
+            boost::json::parse(R"({"alg":"RS256","typ":"JWT","kid":"kid-1"})"));
+
+  // A PEM key alone names no issuer: told, not retried.
+  spec.name = "pem";
+  spec.key_file = key.path;
+  store.update({spec});
+  const TokenResult pem_only = get(store, "pem");
+  ASSERT_FALSE(pem_only.ok());
+  EXPECT_FALSE(pem_only.error->retryable);
+  EXPECT_NE(pem_only.error->message.find("set issuer and token_url"), std::string::npos);
+  // With them, and a subject to act for: the endpoint refuses (invalid_grant), not retried.
+  spec.issuer = "sandgate@example.com";
+  spec.subject = "agent@example.com";
+  spec.token_url = server.url() + "/other";
+  store.update({spec});
+  const TokenResult refused = get(store, "pem");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_FALSE(refused.error->retryable);
+  EXPECT_EQ(refused.error->endpoint_status, 400U);
+  EXPECT_EQ(refused.error->endpoint_error, "unsupported_grant_type");
+  EXPECT_EQ(refused.error->message.find(pem.substr(40, 20)), std::string::npos);
 }
 
 // THREATS 35: token endpoints are resolved by the store's own c-ares resolver (the servers the
