@@ -265,7 +265,8 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
     const bool https = spec.kind == secrets::ProviderKind::github_app ||
                        spec.kind == secrets::ProviderKind::oauth2_client_credentials ||
                        spec.kind == secrets::ProviderKind::aws_secrets_manager ||
-                       spec.kind == secrets::ProviderKind::oauth2_jwt_bearer;
+                       spec.kind == secrets::ProviderKind::oauth2_jwt_bearer ||
+                       spec.kind == secrets::ProviderKind::vault;
     if (https && spec.ca_file.empty()) spec.ca_file = config.interception.upstream_ca_file;
   }
   detail::Profiles profiles;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <span>
 #include <utility>
 
 #include "config/sandboxes.hpp"
@@ -31,10 +32,10 @@ constexpr InlineSecret kInlineSecrets[] = {
 };
 
 constexpr ProviderKind kKinds[] = {
-    ProviderKind::static_file,        ProviderKind::exec,
-    ProviderKind::github_app,         ProviderKind::oauth2_client_credentials,
-    ProviderKind::oauth2_jwt_bearer,  ProviderKind::aws_static,
-    ProviderKind::aws_secrets_manager};
+    ProviderKind::static_file,         ProviderKind::exec,
+    ProviderKind::github_app,          ProviderKind::oauth2_client_credentials,
+    ProviderKind::oauth2_jwt_bearer,   ProviderKind::aws_static,
+    ProviderKind::aws_secrets_manager, ProviderKind::vault};
 
 constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
                                             "ca_file"};
@@ -183,7 +184,7 @@ std::optional<ProviderKind> read_provider(const toml::table& table, const std::s
   sink.add(table.get("provider")->source(), join_key(path, "provider"),
            "unknown provider " + in_quotes(*text) +
                ": expected \"static\", \"exec\", \"github_app\", \"oauth2_client_credentials\", "
-               "\"aws_static\", \"aws_secrets_manager\" or \"oauth2_jwt_bearer\"");
+               "\"oauth2_jwt_bearer\", \"aws_static\", \"aws_secrets_manager\" or \"vault\"");
   return std::nullopt;
 }
 
@@ -205,6 +206,9 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
               "version_stage",  "endpoint_url", "ttl"};
     case ProviderKind::oauth2_jwt_bearer:
       return {"key_file", "token_url", "issuer", "subject", "scopes", "audience"};
+    case ProviderKind::vault:
+      return {"address",  "auth",       "token_file", "role_id", "secret_id_file", "role",
+              "jwt_file", "auth_mount", "namespace",  "path",    "field",          "ttl"};
   }
   return {};
 }
@@ -376,6 +380,67 @@ void read_secrets_manager(const toml::table& table, const std::string& path, Cre
   }
 }
 
+void read_vault(const toml::table& table, const std::string& path, const fs::path& base_dir,
+                CredentialSpec& spec, ErrorSink& sink) {
+  read_https_url(table, "address", path, true, spec.address, sink);
+  bool known_auth = true;
+  if (auto text = read_text(table, "auth", path, false, sink)) {
+    known_auth = *text == "token" || *text == "approle" || *text == "kubernetes";
+    if (known_auth) {
+      spec.auth = *text;
+    } else {
+      sink.add(table.get("auth")->source(), join_key(path, "auth"),
+               "expected \"token\", \"approle\" or \"kubernetes\", got " + in_quotes(*text));
+    }
+  }
+  // Each method's keys, required with it and refused without it.
+  struct MethodKey {
+    std::string_view key;
+    std::string_view method;
+    bool file;
+    std::string* out;
+  };
+  const MethodKey keys[] = {{"token_file", "token", true, &spec.token_file},
+                            {"role_id", "approle", false, &spec.role_id},
+                            {"secret_id_file", "approle", true, &spec.secret_id_file},
+                            {"role", "kubernetes", false, &spec.role},
+                            {"jwt_file", "kubernetes", true, &spec.jwt_file}};
+  for (const MethodKey& k :
+       known_auth ? std::span<const MethodKey>(keys) : std::span<const MethodKey>()) {
+    if (k.method != spec.auth) {
+      if (const toml::node* at = table.get(k.key)) {
+        sink.add(at->source(), join_key(path, k.key),
+                 in_quotes(k.key) + " is for auth = " + in_quotes(k.method));
+      }
+    } else if (k.file) {
+      read_file_key(table, k.key, path, true, base_dir, *k.out, sink);
+    } else if (auto text = read_text(table, k.key, path, true, sink)) {
+      *k.out = *text;
+    }
+  }
+  if (auto text = read_text(table, "auth_mount", path, false, sink)) spec.auth_mount = *text;
+  if (auto text = read_text(table, "namespace", path, false, sink)) spec.vault_namespace = *text;
+  if (auto text = read_text(table, "path", path, true, sink)) {
+    std::string_view p = *text;
+    while (p.starts_with('/')) p.remove_prefix(1);
+    if (p.starts_with("v1/")) p.remove_prefix(3);
+    const bool printable = std::all_of(p.begin(), p.end(), [](char c) {
+      return c > ' ' && c <= '~' && c != '?' && c != '#' && c != '%';
+    });
+    if (p.empty() || !printable) {
+      sink.add(
+          table.get("path")->source(), join_key(path, "path"),
+          "expected a Vault API path such as \"secret/data/agents/api\", got " + in_quotes(*text));
+    } else {
+      spec.secret_path = std::string(p);
+    }
+  }
+  if (auto text = read_text(table, "field", path, true, sink)) spec.field = *text;
+  if (auto ttl = read_duration(table, "ttl", path, std::chrono::seconds(1), sink)) {
+    spec.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+  }
+}
+
 std::optional<CredentialSpec> read_credential(const std::string& name, const toml::table& table,
                                               const std::string& path, const fs::path& base_dir,
                                               ErrorSink& sink) {
@@ -405,12 +470,13 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
   }
   if (table.contains("ca_file")) {
     if (*kind == ProviderKind::github_app || *kind == ProviderKind::oauth2_client_credentials ||
-        *kind == ProviderKind::aws_secrets_manager || *kind == ProviderKind::oauth2_jwt_bearer) {
+        *kind == ProviderKind::aws_secrets_manager || *kind == ProviderKind::oauth2_jwt_bearer ||
+        *kind == ProviderKind::vault) {
       read_file_key(table, "ca_file", path, false, base_dir, spec.ca_file, sink);
     } else {
       sink.add(table.get("ca_file")->source(), join_key(path, "ca_file"),
                "only the HTTPS providers (github_app, oauth2_client_credentials, "
-               "oauth2_jwt_bearer, aws_secrets_manager) use ca_file");
+               "oauth2_jwt_bearer, aws_secrets_manager, vault) use ca_file");
     }
   }
   switch (*kind) {
@@ -436,6 +502,9 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
       break;
     case ProviderKind::aws_secrets_manager:
       read_secrets_manager(table, path, spec, sink);
+      break;
+    case ProviderKind::vault:
+      read_vault(table, path, base_dir, spec, sink);
       break;
     case ProviderKind::oauth2_jwt_bearer:
       read_file_key(table, "key_file", path, true, base_dir, spec.key_file, sink);

@@ -227,6 +227,8 @@ std::shared_ptr<Provider> make_provider(const CredentialSpec& spec, ProviderCont
       return make_aws_secrets_manager_provider(spec, std::move(context));
     case ProviderKind::oauth2_jwt_bearer:
       return make_jwt_bearer_provider(spec, std::move(context));
+    case ProviderKind::vault:
+      return make_vault_provider(spec, std::move(context));
   }
   return make_static_provider(spec, std::move(context));
 }

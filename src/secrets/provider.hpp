@@ -69,6 +69,7 @@ std::shared_ptr<Provider> make_aws_secrets_manager_provider(const CredentialSpec
                                                             ProviderContext context);
 std::shared_ptr<Provider> make_jwt_bearer_provider(const CredentialSpec& spec,
                                                    ProviderContext context);
+std::shared_ptr<Provider> make_vault_provider(const CredentialSpec& spec, ProviderContext context);
 
 // A failure result.
 inline FetchResult fetch_failure(bool retryable, std::string message) {

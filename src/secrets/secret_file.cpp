@@ -98,6 +98,9 @@ std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owne
     case ProviderKind::oauth2_jwt_bearer:
       check(spec.key_file, "key file");
       break;
+    case ProviderKind::vault:
+      for (const std::string& file : spec.secret_files()) check(file, "Vault login file");
+      break;
     case ProviderKind::github_app: {
       SecretFile key = check(spec.private_key_file, "private key file");
       if (!key.ok()) break;

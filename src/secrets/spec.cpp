@@ -18,6 +18,8 @@ std::string_view kind_name(ProviderKind kind) {
       return "aws_secrets_manager";
     case ProviderKind::oauth2_jwt_bearer:
       return "oauth2_jwt_bearer";
+    case ProviderKind::vault:
+      return "vault";
   }
   return "unknown";
 }
@@ -32,6 +34,10 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       return {client_secret_file};
     case ProviderKind::oauth2_jwt_bearer:
       return {key_file};
+    case ProviderKind::vault:
+      if (auth == "approle") return {secret_id_file};
+      if (auth == "kubernetes") return {jwt_file};
+      return {token_file};
     case ProviderKind::aws_static:
     case ProviderKind::aws_secrets_manager: {
       std::vector<std::string> files = {access_key_id_file, secret_access_key_file};

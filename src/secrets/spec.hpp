@@ -18,6 +18,7 @@ enum class ProviderKind {
   aws_static,                 // "aws_static": an AWS key pair (and session token) in files
   aws_secrets_manager,        // "aws_secrets_manager": a secret read with AWS keys
   oauth2_jwt_bearer,          // "oauth2_jwt_bearer": RFC 7523, a signed assertion exchanged
+  vault,                      // "vault": a HashiCorp Vault secret
 };
 
 // Whether `kind` yields AWS credentials, which requests get by SigV4 re-signing
@@ -77,6 +78,21 @@ struct CredentialSpec {
   std::string key_file;  // a Google service-account JSON key, or a PEM RSA private key
   std::string issuer;
   std::string subject;
+  // vault: log in (auth "token": the token in token_file; "approle": role_id and the secret
+  // id in secret_id_file; "kubernetes": role and the service-account JWT in jwt_file, at
+  // auth_mount), then GET /v1/{secret_path} and take `field` (of data.data for KV v2, else of
+  // data); re-read every ttl, or before a lease ends
+  std::string address;
+  std::string auth = "token";
+  std::string token_file;
+  std::string role_id;
+  std::string secret_id_file;
+  std::string role;
+  std::string jwt_file;
+  std::string auth_mount;  // empty: the method's name
+  std::string vault_namespace;
+  std::string secret_path;
+  std::string field;
 
   // The files holding secrets this spec reads (the static file, the key, the client secret).
   std::vector<std::string> secret_files() const;

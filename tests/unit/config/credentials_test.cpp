@@ -429,6 +429,15 @@ std::vector<CredentialErrorCase> credential_error_cases() {
        "secret_id = \"db\"\nregion = \"eu-west-1\"\n",
        true, 46, 18, "credentials.sm.aws_credential",
        "credential \"npm\" is \"static\", not AWS keys"},
+      {"VaultKeyOfAnotherMethod",
+       cred + "provider = \"vault\"\naddress = \"https://v.test\"\nauth = \"approle\"\n"
+              "role_id = \"r\"\nsecret_id_file = \"/s\"\ntoken_file = \"/t\"\npath = \"kv/x\"\n"
+              "field = \"f\"\n",
+       false, 11, 14, "credentials.x.token_file", "is for auth = \"token\""},
+      {"VaultUnknownAuth",
+       cred + "provider = \"vault\"\naddress = \"https://v.test\"\nauth = \"ldap\"\n"
+              "path = \"kv/x\"\nfield = \"f\"\n",
+       false, 8, 8, "credentials.x.auth", "expected \"token\", \"approle\" or \"kubernetes\""},
       {"SigV4WithAToken",
        "[[profiles.p.inject]]\nhosts = [\"a.test\"]\ncredential = \"npm\"\nas = \"aws_sigv4\"\n",
        true, 47, 6, "profiles.p.inject[0].as", "credential \"npm\" is \"static\""},
@@ -518,6 +527,27 @@ subject = "agent@example.com"
   EXPECT_EQ(jwt->secret_files(), (std::vector<std::string>{"/nonexistent/dir/keys/gcp.json"}));
   EXPECT_EQ(jwt->token_url, "");
   EXPECT_EQ(jwt->subject, "agent@example.com");
+
+  // Vault with Kubernetes auth: the JWT file is what --check-config reads.
+  const Config vault = load_config_from_string(std::string(kInterception) + R"(
+[credentials.v]
+provider = "vault"
+address = "https://vault.example.com:8200/"
+auth = "kubernetes"
+role = "agents"
+jwt_file = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+namespace = "team-a"
+path = "/v1/secret/data/agents/api"
+field = "token"
+)",
+                                               kFile);
+  const auto* v = vault.find_credential("v");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->address, "https://vault.example.com:8200");
+  EXPECT_EQ(v->secret_path, "secret/data/agents/api");
+  EXPECT_EQ(v->vault_namespace, "team-a");
+  EXPECT_EQ(v->secret_files(),
+            (std::vector<std::string>{"/var/run/secrets/kubernetes.io/serviceaccount/token"}));
 
   const secrets::InjectionRules* rules = config.build_injection()->for_sandbox("s");
   ASSERT_NE(rules, nullptr);

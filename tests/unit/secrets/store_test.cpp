@@ -696,6 +696,142 @@ TEST(JwtBearerStore, AServiceAccountKeyIsExchangedForAnAccessToken) {
   EXPECT_EQ(refused.error->message.find(pem.substr(40, 20)), std::string::npos);
 }
 
+// ---------------------------------------------------------------------------------------------
+// vault: a stand-in for Vault's HTTP API that refuses what Vault refuses (a wrong or missing
+// token, a wrong secret id, a namespace it does not have: 403 {"errors":["permission
+// denied"]}; a path it does not have: 404 {"errors":[]}).
+
+class VaultStandIn {
+ public:
+  VaultStandIn() : server_([this](const test::TokenRequest& r) { return serve(r); }) {}
+  const test::FakeTokenServer& server() const { return server_; }
+  test::FakeTokenServer& server() { return server_; }
+  int logins() const { return logins_; }
+
+ private:
+  test::TokenResponse serve(const test::TokenRequest& r) {
+    const test::TokenResponse denied{403, R"({"errors":["permission denied"]})"};
+    const auto header = [&](const std::string& name) {
+      const auto it = r.headers.find(name);
+      return it == r.headers.end() ? std::string() : it->second;
+    };
+    if (header("x-vault-namespace") != "team-a") return denied;
+    boost::system::error_code ec;
+    if (r.method == "POST" &&
+        (r.target == "/v1/auth/approle/login" || r.target == "/v1/auth/k8s-prod/login")) {
+      const boost::json::value body = boost::json::parse(r.body, ec);
+      const bool approle = r.target == "/v1/auth/approle/login";
+      const bool ok = !ec && body.is_object() &&
+                      (approle ? body.as_object().contains("role_id") &&
+                                     body.at("role_id") == "sandgate-role" &&
+                                     body.at("secret_id") == "s3cret-id"
+                               : body.at("role") == "agents" && body.at("jwt") == "eyJk8s.jwt");
+      if (!ok) return test::TokenResponse{400, R"({"errors":["invalid role or secret ID"]})"};
+      ++logins_;
+      return test::TokenResponse{200, R"({"auth":{"client_token":"hvs.login)" +
+                                          std::to_string(logins_) +
+                                          R"(","lease_duration":3600,"renewable":true}})"};
+    }
+    const std::string token = header("x-vault-token");
+    if (token != "hvs.root" && token.rfind("hvs.login", 0) != 0) return denied;
+    if (r.method == "GET" && r.target == "/v1/secret/data/agents/api") {
+      return test::TokenResponse{200,
+                                 R"({"data":{"data":{"token":"api-token-from-vault","user":"svc"},)"
+                                 R"("metadata":{"version":3}},"lease_duration":0})"};
+    }
+    if (r.method == "GET" && r.target == "/v1/database/creds/readonly") {
+      return test::TokenResponse{
+          200, R"({"lease_id":"database/creds/readonly/x","lease_duration":900,)"
+               R"("renewable":true,"data":{"username":"v-ro","password":"dyn-pass-1"}})"};
+    }
+    return test::TokenResponse{404, R"({"errors":[]})"};
+  }
+
+  test::FakeTokenServer server_;
+  int logins_ = 0;
+};
+
+TEST(VaultStore, ReadsKvAndDynamicSecretsAfterEachLoginMethod) {
+  test::TempDir dir;
+  const auto secret_file = [&](const std::string& name, const std::string& value) {
+    const std::string path = dir.write(name, value + "\n");
+    ::chmod(path.c_str(), 0600);
+    return path;
+  };
+  VaultStandIn vault;
+  ManualClock clock;
+  StoreOptions o;
+  o.clock = clock.fn();
+  CredentialStore store(std::move(o));
+  CredentialSpec kv;
+  kv.name = "kv";
+  kv.kind = ProviderKind::vault;
+  kv.address = vault.server().url();
+  kv.ca_file = vault.server().ca_file();
+  kv.vault_namespace = "team-a";
+  kv.auth = "token";
+  kv.token_file = secret_file("token", "hvs.root");
+  kv.secret_path = "secret/data/agents/api";
+  kv.field = "token";
+  kv.ttl = std::chrono::minutes(10);
+  CredentialSpec db = kv;  // a dynamic secret, after an AppRole login
+  db.name = "db";
+  db.auth = "approle";
+  db.role_id = "sandgate-role";
+  db.secret_id_file = secret_file("secret-id", "s3cret-id");
+  db.secret_path = "database/creds/readonly";
+  db.field = "password";
+  CredentialSpec k8s = kv;  // Kubernetes auth at its own mount
+  k8s.name = "k8s";
+  k8s.auth = "kubernetes";
+  k8s.auth_mount = "k8s-prod";
+  k8s.role = "agents";
+  k8s.jwt_file = secret_file("jwt", "eyJk8s.jwt");
+  store.update({kv, db, k8s});
+
+  const TokenResult a = get(store, "kv");
+  ASSERT_TRUE(a.ok()) << a.error->message;
+  EXPECT_EQ(a.token->value.view(), "api-token-from-vault");
+  EXPECT_EQ(a.token->expires_at, TimePoint::max());  // KV: read again every ttl
+  EXPECT_EQ(a.token->refresh_at, clock.now() + std::chrono::minutes(10));
+  const TokenResult b = get(store, "db");
+  ASSERT_TRUE(b.ok()) << b.error->message;
+  EXPECT_EQ(b.token->value.view(), "dyn-pass-1");
+  EXPECT_EQ(b.token->expires_at, clock.now() + 900s);  // the lease's end
+  const TokenResult c = get(store, "k8s");
+  ASSERT_TRUE(c.ok()) << c.error->message;
+  EXPECT_EQ(c.token->value.view(), "api-token-from-vault");
+  EXPECT_EQ(vault.logins(), 2);
+  // The logins and reads as Vault saw them: the namespace on each, the login's own token.
+  for (const auto& r : vault.server().requests())
+    EXPECT_EQ(r.headers.at("x-vault-namespace"), "team-a");
+
+  // Refusals: a wrong secret id (400), a path the token may not read (403), a missing path.
+  db.name = "db-bad";
+  db.secret_id_file = secret_file("bad-id", "wrong");
+  CredentialSpec missing = kv;
+  missing.name = "missing";
+  missing.secret_path = "secret/data/nope";
+  CredentialSpec other_ns = kv;
+  other_ns.name = "other-ns";
+  other_ns.vault_namespace = "team-b";
+  store.update({kv, db, missing, other_ns});
+  const TokenResult bad_login = get(store, "db-bad");
+  ASSERT_FALSE(bad_login.ok());
+  EXPECT_FALSE(bad_login.error->retryable);
+  EXPECT_EQ(bad_login.error->endpoint_status, 400U);
+  EXPECT_EQ(bad_login.error->endpoint_error, "invalid role or secret ID");
+  EXPECT_EQ(bad_login.error->message.find("wrong"), std::string::npos);
+  const TokenResult not_there = get(store, "missing");
+  ASSERT_FALSE(not_there.ok());
+  EXPECT_EQ(not_there.error->endpoint_status, 404U);
+  const TokenResult denied = get(store, "other-ns");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error->endpoint_status, 403U);
+  EXPECT_EQ(denied.error->endpoint_error, "permission denied");
+  EXPECT_EQ(denied.error->message.find("hvs.root"), std::string::npos);
+}
+
 // THREATS 35: token endpoints are resolved by the store's own c-ares resolver (the servers the
 // options name), not getaddrinfo. Each row is one oauth2 credential's token URL host.
 class ResolvedEndpoints : public ::testing::Test {
