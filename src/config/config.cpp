@@ -266,7 +266,9 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
                        spec.kind == secrets::ProviderKind::oauth2_client_credentials ||
                        spec.kind == secrets::ProviderKind::aws_secrets_manager ||
                        spec.kind == secrets::ProviderKind::oauth2_jwt_bearer ||
-                       spec.kind == secrets::ProviderKind::vault;
+                       spec.kind == secrets::ProviderKind::vault ||
+                       spec.kind == secrets::ProviderKind::aws_assume_role ||
+                       spec.kind == secrets::ProviderKind::aws_web_identity;
     if (https && spec.ca_file.empty()) spec.ca_file = config.interception.upstream_ca_file;
   }
   detail::Profiles profiles;

@@ -32,10 +32,11 @@ constexpr InlineSecret kInlineSecrets[] = {
 };
 
 constexpr ProviderKind kKinds[] = {
-    ProviderKind::static_file,         ProviderKind::exec,
-    ProviderKind::github_app,          ProviderKind::oauth2_client_credentials,
-    ProviderKind::oauth2_jwt_bearer,   ProviderKind::aws_static,
-    ProviderKind::aws_secrets_manager, ProviderKind::vault};
+    ProviderKind::static_file,       ProviderKind::exec,
+    ProviderKind::github_app,        ProviderKind::oauth2_client_credentials,
+    ProviderKind::oauth2_jwt_bearer, ProviderKind::vault,
+    ProviderKind::aws_static,        ProviderKind::aws_assume_role,
+    ProviderKind::aws_web_identity,  ProviderKind::aws_secrets_manager};
 
 constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
                                             "ca_file"};
@@ -184,7 +185,8 @@ std::optional<ProviderKind> read_provider(const toml::table& table, const std::s
   sink.add(table.get("provider")->source(), join_key(path, "provider"),
            "unknown provider " + in_quotes(*text) +
                ": expected \"static\", \"exec\", \"github_app\", \"oauth2_client_credentials\", "
-               "\"oauth2_jwt_bearer\", \"aws_static\", \"aws_secrets_manager\" or \"vault\"");
+               "\"oauth2_jwt_bearer\", \"vault\", \"aws_static\", \"aws_assume_role\", "
+               "\"aws_web_identity\" or \"aws_secrets_manager\"");
   return std::nullopt;
 }
 
@@ -209,6 +211,16 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
     case ProviderKind::vault:
       return {"address",  "auth",       "token_file", "role_id", "secret_id_file", "role",
               "jwt_file", "auth_mount", "namespace",  "path",    "field",          "ttl"};
+    case ProviderKind::aws_assume_role:
+      return {"aws_credential", "role_arn",     "role_session_name",
+              "region",         "endpoint_url", "duration"};
+    case ProviderKind::aws_web_identity:
+      return {"web_identity_token_file",
+              "role_arn",
+              "role_session_name",
+              "region",
+              "endpoint_url",
+              "duration"};
   }
   return {};
 }
@@ -346,6 +358,63 @@ void read_oauth2(const toml::table& table, const std::string& path, const fs::pa
   }
 }
 
+// `region`, when given: an AWS region (lowercase letters, digits and '-'). Whether it was.
+bool read_region(const toml::table& table, const std::string& path, CredentialSpec& spec,
+                 ErrorSink& sink) {
+  const auto text = read_text(table, "region", path, false, sink);
+  if (!text) return false;
+  if (std::all_of(text->begin(), text->end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+      })) {
+    spec.region = *text;
+  } else {
+    sink.add(table.get("region")->source(), join_key(path, "region"),
+             "invalid region " + in_quotes(*text) + ", e.g. \"us-east-1\"");
+  }
+  return true;
+}
+
+void read_sts(const toml::table& table, const std::string& path, const fs::path& base_dir,
+              CredentialSpec& spec, ErrorSink& sink) {
+  if (spec.kind == ProviderKind::aws_assume_role) {
+    if (auto text = read_text(table, "aws_credential", path, true, sink)) {
+      spec.aws_credential = *text;
+    }
+  } else {
+    read_file_key(table, "web_identity_token_file", path, true, base_dir,
+                  spec.web_identity_token_file, sink);
+  }
+  if (auto text = read_text(table, "role_arn", path, true, sink)) {
+    if (!text->starts_with("arn:") || !visible_ascii(*text)) {
+      sink.add(table.get("role_arn")->source(), join_key(path, "role_arn"),
+               "expected a role ARN such as \"arn:aws:iam::123456789012:role/agents\", got " +
+                   in_quotes(*text));
+    } else {
+      spec.role_arn = *text;
+    }
+  }
+  if (auto text = read_text(table, "role_session_name", path, false, sink)) {
+    // STS: 2-64 characters of [\w+=,.@-].
+    const bool valid = text->size() >= 2 && text->size() <= 64 &&
+                       std::all_of(text->begin(), text->end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+                                std::string_view("_+=,.@-").find(c) != std::string_view::npos;
+                       });
+    if (valid) {
+      spec.role_session_name = *text;
+    } else {
+      sink.add(table.get("role_session_name")->source(), join_key(path, "role_session_name"),
+               "expected 2-64 characters of letters, digits and _+=,.@-");
+    }
+  }
+  read_region(table, path, spec, sink);
+  read_https_url(table, "endpoint_url", path, false, spec.endpoint_url, sink);
+  spec.ttl = std::chrono::hours(1);
+  if (auto v = read_duration(table, "duration", path, std::chrono::minutes(15), sink)) {
+    spec.ttl = std::chrono::duration_cast<std::chrono::seconds>(*v);
+  }
+}
+
 void read_secrets_manager(const toml::table& table, const std::string& path, CredentialSpec& spec,
                           ErrorSink& sink) {
   if (auto text = read_text(table, "aws_credential", path, true, sink)) spec.aws_credential = *text;
@@ -354,17 +423,7 @@ void read_secrets_manager(const toml::table& table, const std::string& path, Cre
   if (auto text = read_text(table, "version_stage", path, false, sink)) spec.version_stage = *text;
   read_https_url(table, "endpoint_url", path, false, spec.endpoint_url, sink);
   // The region: given, else the ARN's (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME).
-  if (auto text = read_text(table, "region", path, false, sink)) {
-    const bool valid = std::all_of(text->begin(), text->end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-    });
-    if (valid) {
-      spec.region = *text;
-    } else {
-      sink.add(table.get("region")->source(), join_key(path, "region"),
-               "invalid region " + in_quotes(*text) + ", e.g. \"us-east-1\"");
-    }
-  } else if (spec.secret_id.starts_with("arn:")) {
+  if (!read_region(table, path, spec, sink) && spec.secret_id.starts_with("arn:")) {
     std::string_view arn = spec.secret_id;
     for (int i = 0; i < 3 && arn.find(':') != std::string_view::npos; ++i) {
       arn.remove_prefix(arn.find(':') + 1);
@@ -471,12 +530,14 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
   if (table.contains("ca_file")) {
     if (*kind == ProviderKind::github_app || *kind == ProviderKind::oauth2_client_credentials ||
         *kind == ProviderKind::aws_secrets_manager || *kind == ProviderKind::oauth2_jwt_bearer ||
-        *kind == ProviderKind::vault) {
+        *kind == ProviderKind::vault || *kind == ProviderKind::aws_assume_role ||
+        *kind == ProviderKind::aws_web_identity) {
       read_file_key(table, "ca_file", path, false, base_dir, spec.ca_file, sink);
     } else {
       sink.add(table.get("ca_file")->source(), join_key(path, "ca_file"),
                "only the HTTPS providers (github_app, oauth2_client_credentials, "
-               "oauth2_jwt_bearer, aws_secrets_manager, vault) use ca_file");
+               "oauth2_jwt_bearer, vault, aws_assume_role, aws_web_identity, "
+               "aws_secrets_manager) use ca_file");
     }
   }
   switch (*kind) {
@@ -505,6 +566,10 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
       break;
     case ProviderKind::vault:
       read_vault(table, path, base_dir, spec, sink);
+      break;
+    case ProviderKind::aws_assume_role:
+    case ProviderKind::aws_web_identity:
+      read_sts(table, path, base_dir, spec, sink);
       break;
     case ProviderKind::oauth2_jwt_bearer:
       read_file_key(table, "key_file", path, true, base_dir, spec.key_file, sink);
@@ -562,9 +627,14 @@ CredentialsSection read_credentials(const toml::node& node, const fs::path& base
       out.credentials.emplace(name, std::move(*spec));
     }
   }
-  // A secret read with AWS keys reads with the files of the aws_static credential it names.
+  // A secret read with AWS keys, or a role assumed with them, uses the files of the aws_static
+  // credential it names.
   for (auto& [name, spec] : out.credentials) {
-    if (spec.kind != ProviderKind::aws_secrets_manager || spec.aws_credential.empty()) continue;
+    if ((spec.kind != ProviderKind::aws_secrets_manager &&
+         spec.kind != ProviderKind::aws_assume_role) ||
+        spec.aws_credential.empty()) {
+      continue;
+    }
     const auto base = out.credentials.find(spec.aws_credential);
     if (base == out.credentials.end() || base->second.kind != ProviderKind::aws_static) {
       const toml::node* at = table->get(name)->as_table()->get("aws_credential");

@@ -7,8 +7,15 @@
 //
 // provider = "aws_secrets_manager": a secret (or one JSON field of it) read with GetSecretValue,
 // signed with an aws_static credential's keys, read again every ttl.
+//
+// provider = "aws_assume_role" / "aws_web_identity": temporary keys from STS (AssumeRole,
+// signed with an aws_static credential's keys; AssumeRoleWithWebIdentity, with the OIDC token
+// in a file, as EKS projects it), cached until shortly before they expire.
 #include <boost/json.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
 #include <ctime>
+#include <sstream>
 
 #include "common/version.hpp"
 #include "secrets/encoding.hpp"
@@ -71,6 +78,141 @@ class AwsStaticProvider final : public Provider {
   ProviderContext context_;
 };
 
+// YYYYMMDDTHHMMSSZ, UTC.
+std::string amz_date_of(TimePoint t) {
+  const std::time_t seconds = WallClock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char out[17];
+  std::strftime(out, sizeof out, "%Y%m%dT%H%M%SZ", &utc);
+  return out;
+}
+
+// Signs a POST sandgate itself sends to an AWS API with `keys`: `fields` (lowercase names), the
+// host, X-Amz-Date and the session token are signed; all but the host become request headers,
+// with the Authorization.
+void sign_post(HttpsRequest& request, std::vector<sigv4::Field> fields, std::string_view region,
+               std::string_view service, TimePoint now, const sigv4::Credentials& keys) {
+  const std::string amz_date = amz_date_of(now);
+  const std::string host = request.url.substr(8, request.url.find('/', 8) - 8);
+  fields.push_back({"host", host});
+  fields.push_back({"x-amz-date", amz_date});
+  if (!keys.session_token.empty()) fields.push_back({"x-amz-security-token", keys.session_token});
+  const sigv4::Scope scope{amz_date.substr(0, 8), std::string(region), std::string(service)};
+  const std::string authorization = sigv4::authorization_for(
+      {"POST", "/", fields}, sha256_hex(request.body), scope, amz_date, keys);
+  for (const sigv4::Field& f : fields) {
+    if (f.name != "host") request.headers.emplace_back(f.name, f.value);
+  }
+  request.headers.emplace_back("Authorization", authorization);
+}
+
+class StsProvider final : public Provider {
+ public:
+  StsProvider(const CredentialSpec& spec, ProviderContext context)
+      : spec_(spec), context_(std::move(context)), client_(detail::client_context(spec.ca_file)) {}
+
+  boost::asio::awaitable<FetchResult> fetch(Scope) override {
+    const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
+    if (!client_.error.empty()) co_return fetch_failure(false, client_.error);
+    const bool web_identity = spec_.kind == ProviderKind::aws_web_identity;
+    std::string session =
+        spec_.role_session_name.empty() ? "sandgate-" + spec_.name : spec_.role_session_name;
+    session.resize(std::min<std::size_t>(session.size(), 64));
+    HttpsRequest request;
+    request.method = "POST";
+    request.url = endpoint();
+    request.body = std::string("Action=") +
+                   (web_identity ? "AssumeRoleWithWebIdentity" : "AssumeRole") +
+                   "&Version=2011-06-15&RoleArn=" + detail::form_encode(spec_.role_arn) +
+                   "&RoleSessionName=" + detail::form_encode(session) +
+                   "&DurationSeconds=" + std::to_string(spec_.ttl.count());
+    request.headers = {{"User-Agent", "sandgate/" + std::string(kVersion)}};
+    constexpr std::string_view kForm = "application/x-www-form-urlencoded; charset=utf-8";
+    std::vector<std::string_view> secrets;
+    SecretFile identity;
+    FetchResult base;
+    if (web_identity) {
+      identity = read_secret_file(spec_.web_identity_token_file, "web identity token file");
+      if (!identity.ok()) co_return fetch_failure(false, identity.error);
+      request.body += "&WebIdentityToken=" + detail::form_encode(identity.content.view());
+      request.headers.emplace_back("Content-Type", kForm);
+      secrets.push_back(identity.content.view());
+    } else {
+      base = read_aws_keys(spec_);
+      if (!base.token) co_return base;
+      const auto keys = sigv4::unpack_credentials(base.token->value.view());
+      sign_post(request, {{"content-type", kForm}},
+                spec_.region.empty() ? "us-east-1" : spec_.region, "sts", context_.clock(), *keys);
+      secrets = {keys->secret_access_key, keys->session_token};
+    }
+    HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
+                                                 deadline, detail::kMaxTokenResponse);
+    FetchResult out = interpret(result, secrets, web_identity);
+    if (result.response) cleanse(result.response->body);
+    co_return out;
+  }
+
+ private:
+  std::string endpoint() const {
+    if (!spec_.endpoint_url.empty()) return spec_.endpoint_url + "/";
+    if (spec_.region.empty()) return "https://sts.amazonaws.com/";
+    return "https://sts." + spec_.region + ".amazonaws.com/";
+  }
+
+  FetchResult interpret(const HttpsResult& result, const std::vector<std::string_view>& secrets,
+                        bool web_identity) const {
+    const std::string what = "credentials." + spec_.name + ": " + endpoint() + " " + spec_.role_arn;
+    if (!result.response) return fetch_failure(true, what + ": " + result.error);
+    const HttpsResponse& response = *result.response;
+    namespace pt = boost::property_tree;
+    pt::ptree tree;
+    try {
+      std::istringstream in(response.body);
+      pt::read_xml(in, tree, pt::xml_parser::trim_whitespace);
+    } catch (const pt::ptree_error&) {
+      tree.clear();
+    }
+    if (response.status / 100 != 2) {
+      FetchResult out = detail::status_failure(what, response, secrets);
+      // STS names the error in <ErrorResponse><Error><Code>.
+      if (const auto code = tree.get_optional<std::string>("ErrorResponse.Error.Code")) {
+        out.error.endpoint_error =
+            detail::endpoint_error_code(json::serialize(json::object{{"error", *code}}), secrets);
+        out.error.message =
+            what + ": HTTP " + std::to_string(response.status) + ": " + out.error.endpoint_error;
+      }
+      return out;
+    }
+    const std::string action = web_identity ? "AssumeRoleWithWebIdentity" : "AssumeRole";
+    const auto credentials =
+        tree.get_child_optional(action + "Response." + action + "Result.Credentials");
+    const auto field = [&](const char* name) {
+      return credentials ? credentials->get<std::string>(name, "") : std::string();
+    };
+    std::string key_id = field("AccessKeyId");
+    std::string secret = field("SecretAccessKey");
+    std::string token = field("SessionToken");
+    const std::optional<TimePoint> expires = parse_rfc3339(field("Expiration"));
+    std::string packed = sigv4::pack_credentials({key_id, secret, token});
+    FetchResult out;
+    if (!expires || token.empty() || !sigv4::unpack_credentials(packed)) {
+      out = fetch_failure(true, what + ": the answer holds no temporary credentials");
+    } else {
+      Fetched fetched;
+      fetched.value = SecretBytes(packed);
+      fetched.expires_at = *expires;
+      out.token = std::move(fetched);
+    }
+    for (std::string* s : {&packed, &key_id, &secret, &token}) cleanse(*s);
+    return out;
+  }
+
+  CredentialSpec spec_;
+  ProviderContext context_;
+  detail::ClientContext client_;
+};
+
 // provider = "aws_secrets_manager": GetSecretValue, signed with the aws_credential's keys.
 class SecretsManagerProvider final : public Provider {
  public:
@@ -91,21 +233,10 @@ class SecretsManagerProvider final : public Provider {
     request.method = "POST";
     request.url = endpoint();
     request.body = json::serialize(body);
-    const std::string amz_date = amz_date_of(context_.clock());
-    const std::string host = request.url.substr(8, request.url.find('/', 8) - 8);
-    std::vector<sigv4::Field> signed_fields = {{"content-type", "application/x-amz-json-1.1"},
-                                               {"host", host},
-                                               {"x-amz-date", amz_date},
-                                               {"x-amz-target", "secretsmanager.GetSecretValue"}};
-    if (!real->session_token.empty())
-      signed_fields.push_back({"x-amz-security-token", real->session_token});
-    const sigv4::Scope scope{amz_date.substr(0, 8), spec_.region, "secretsmanager"};
-    const std::string authorization = sigv4::authorization_for(
-        {"POST", "/", signed_fields}, sha256_hex(request.body), scope, amz_date, *real);
-    for (const sigv4::Field& f : signed_fields) {
-      if (f.name != "host") request.headers.emplace_back(f.name, f.value);
-    }
-    request.headers.emplace_back("Authorization", authorization);
+    sign_post(request,
+              {{"content-type", "application/x-amz-json-1.1"},
+               {"x-amz-target", "secretsmanager.GetSecretValue"}},
+              spec_.region, "secretsmanager", context_.clock(), *real);
     request.headers.emplace_back("User-Agent", "sandgate/" + std::string(kVersion));
     HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
                                                  deadline, detail::kMaxTokenResponse);
@@ -118,16 +249,6 @@ class SecretsManagerProvider final : public Provider {
   std::string endpoint() const {
     if (!spec_.endpoint_url.empty()) return spec_.endpoint_url + "/";
     return "https://secretsmanager." + spec_.region + ".amazonaws.com/";
-  }
-
-  // YYYYMMDDTHHMMSSZ, UTC.
-  static std::string amz_date_of(TimePoint t) {
-    const std::time_t seconds = WallClock::to_time_t(t);
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char out[17];
-    std::strftime(out, sizeof out, "%Y%m%dT%H%M%SZ", &utc);
-    return out;
   }
 
   FetchResult interpret(const HttpsResult& result,
@@ -190,6 +311,11 @@ class SecretsManagerProvider final : public Provider {
 std::shared_ptr<Provider> make_aws_static_provider(const CredentialSpec& spec,
                                                    ProviderContext context) {
   return std::make_shared<AwsStaticProvider>(spec, std::move(context));
+}
+
+std::shared_ptr<Provider> make_aws_sts_provider(const CredentialSpec& spec,
+                                                ProviderContext context) {
+  return std::make_shared<StsProvider>(spec, std::move(context));
 }
 
 std::shared_ptr<Provider> make_aws_secrets_manager_provider(const CredentialSpec& spec,

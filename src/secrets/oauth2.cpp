@@ -229,6 +229,9 @@ std::shared_ptr<Provider> make_provider(const CredentialSpec& spec, ProviderCont
       return make_jwt_bearer_provider(spec, std::move(context));
     case ProviderKind::vault:
       return make_vault_provider(spec, std::move(context));
+    case ProviderKind::aws_assume_role:
+    case ProviderKind::aws_web_identity:
+      return make_aws_sts_provider(spec, std::move(context));
   }
   return make_static_provider(spec, std::move(context));
 }

@@ -70,6 +70,8 @@ std::shared_ptr<Provider> make_aws_secrets_manager_provider(const CredentialSpec
 std::shared_ptr<Provider> make_jwt_bearer_provider(const CredentialSpec& spec,
                                                    ProviderContext context);
 std::shared_ptr<Provider> make_vault_provider(const CredentialSpec& spec, ProviderContext context);
+std::shared_ptr<Provider> make_aws_sts_provider(const CredentialSpec& spec,
+                                                ProviderContext context);
 
 // A failure result.
 inline FetchResult fetch_failure(bool retryable, std::string message) {

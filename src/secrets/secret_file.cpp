@@ -120,7 +120,11 @@ std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owne
       BIO_free(bio);
       break;
     }
+    case ProviderKind::aws_web_identity:
+      check(spec.web_identity_token_file, "web identity token file");
+      break;
     case ProviderKind::aws_static:
+    case ProviderKind::aws_assume_role:
     case ProviderKind::aws_secrets_manager:
       check(spec.access_key_id_file, "access key id file");
       check(spec.secret_access_key_file, "secret access key file");

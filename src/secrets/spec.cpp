@@ -20,6 +20,10 @@ std::string_view kind_name(ProviderKind kind) {
       return "oauth2_jwt_bearer";
     case ProviderKind::vault:
       return "vault";
+    case ProviderKind::aws_assume_role:
+      return "aws_assume_role";
+    case ProviderKind::aws_web_identity:
+      return "aws_web_identity";
   }
   return "unknown";
 }
@@ -38,7 +42,10 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       if (auth == "approle") return {secret_id_file};
       if (auth == "kubernetes") return {jwt_file};
       return {token_file};
+    case ProviderKind::aws_web_identity:
+      return {web_identity_token_file};
     case ProviderKind::aws_static:
+    case ProviderKind::aws_assume_role:
     case ProviderKind::aws_secrets_manager: {
       std::vector<std::string> files = {access_key_id_file, secret_access_key_file};
       if (!session_token_file.empty()) files.push_back(session_token_file);

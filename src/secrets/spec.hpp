@@ -19,12 +19,15 @@ enum class ProviderKind {
   aws_secrets_manager,        // "aws_secrets_manager": a secret read with AWS keys
   oauth2_jwt_bearer,          // "oauth2_jwt_bearer": RFC 7523, a signed assertion exchanged
   vault,                      // "vault": a HashiCorp Vault secret
+  aws_assume_role,            // "aws_assume_role": STS AssumeRole with an aws_static's keys
+  aws_web_identity,           // "aws_web_identity": STS AssumeRoleWithWebIdentity (EKS)
 };
 
 // Whether `kind` yields AWS credentials, which requests get by SigV4 re-signing
 // (InjectAs::aws_sigv4) rather than in a header.
 inline bool is_aws(ProviderKind kind) {
-  return kind == ProviderKind::aws_static;
+  return kind == ProviderKind::aws_static || kind == ProviderKind::aws_assume_role ||
+         kind == ProviderKind::aws_web_identity;
 }
 
 // The config spelling ("static", ...), also the metrics label.
@@ -72,7 +75,13 @@ struct CredentialSpec {
   std::string region;
   std::string json_field;
   std::string version_stage;
-  std::string endpoint_url;  // empty: https://secretsmanager.REGION.amazonaws.com
+  std::string endpoint_url;  // empty: https://secretsmanager.REGION.amazonaws.com (STS:
+                             // https://sts.amazonaws.com, or sts.REGION with a region)
+  // aws_assume_role (with aws_credential's keys, copied as above) and aws_web_identity (with
+  // the OIDC token in web_identity_token_file): temporary keys for role_arn, for `ttl`
+  std::string role_arn;
+  std::string role_session_name;  // empty: "sandgate-NAME"
+  std::string web_identity_token_file;
   // oauth2_jwt_bearer (token_url, scopes and audience as for oauth2; token_url and issuer
   // default to the service-account key's token_uri and client_email)
   std::string key_file;  // a Google service-account JSON key, or a PEM RSA private key

@@ -38,6 +38,16 @@ constexpr const char* kSecret = "wJalrXUtnFEMI/K7MDENG+sandgateE2eRealKey1";
 constexpr const char* kTempKeyId = "ASIASANDGATEE2ETEMP1";
 constexpr const char* kTempSecret = "tempSecret/sandgateE2eTemporaryKey00001";
 constexpr const char* kSessionToken = "IQoJb3JpZ2luX2VjEsandgateE2eSessionToken//Long+Value=";
+// The temporary keys STS hands out for the assumed role and the web identity (the stand-in
+// knows them, and their session tokens).
+constexpr const char* kAssumedKeyId = "ASIASANDGATEASSUMED";
+constexpr const char* kAssumedSecret = "assumedRoleSecret/sandgateE2e000000001";
+constexpr const char* kAssumedToken = "FwoGZXIvYXdzEAssumedRoleSessionToken+sandgate==";
+constexpr const char* kWebKeyId = "ASIASANDGATEWEBIDENT";
+constexpr const char* kWebSecret = "webIdentitySecret/sandgateE2e0000000001";
+constexpr const char* kWebToken = "FwoGZXIvYXdzEWebIdentitySessionToken+sandgate==";
+constexpr const char* kWebIdentityToken =
+    "eyJhbGciOiJSUzI1NiJ9.e2e-projected-service-account-token.sig";
 constexpr const char* kExplicitId = "explicit-aws";
 constexpr const char* kExplicitToken = "tok-explicit-aws-8Hq";
 const std::string kPlaceholderKey(32, '\x5a');
@@ -67,16 +77,22 @@ struct AwsWorld {
       const TestCertificate cert = make_self_signed_certificate(kAwsNames, {});
       dir.write("aws.pem", cert.cert_pem);
       dir.write("aws.key", cert.key_pem);
-      dir.write("keys.json", "{\"" + std::string(kKeyId) + "\": {\"secret\": \"" + kSecret +
-                                 "\"}, \"" + kTempKeyId + "\": {\"secret\": \"" + kTempSecret +
-                                 "\", \"token\": \"" + kSessionToken + "\"}}");
+      const auto key = [](const std::string& id, const std::string& secret,
+                          const std::string& token) {
+        return "\"" + id + "\": {\"secret\": \"" + secret + "\", \"token\": \"" + token + "\"}";
+      };
+      dir.write("keys.json", "{" + key(kKeyId, kSecret, "") + ", " +
+                                 key(kTempKeyId, kTempSecret, kSessionToken) + ", " +
+                                 key(kAssumedKeyId, kAssumedSecret, kAssumedToken) + ", " +
+                                 key(kWebKeyId, kWebSecret, kWebToken) + "}");
       for (const auto& [name, value] :
            std::vector<std::pair<std::string, std::string>>{{"placeholder.key", kPlaceholderKey},
                                                             {"key-id", kKeyId},
                                                             {"secret", kSecret},
                                                             {"temp-key-id", kTempKeyId},
                                                             {"temp-secret", kTempSecret},
-                                                            {"session-token", kSessionToken}}) {
+                                                            {"session-token", kSessionToken},
+                                                            {"oidc-token", kWebIdentityToken}}) {
         dir.write(name, value + (name == "placeholder.key" ? "" : "\n"));
         ::chmod(dir.file(name).c_str(), 0600);
       }
@@ -142,6 +158,8 @@ struct AwsWorld {
     };
     // A token kept in Secrets Manager (one field of a JSON secret), read with the aws keys;
     // and one that is not there.
+    const std::string aws_env =
+        "env = [\"AWS_ACCESS_KEY_ID\", \"AWS_SECRET_ACCESS_KEY\", \"AWS_SESSION_TOKEN\"]\n\n";
     const auto from_secrets_manager = [](const std::string& name, const std::string& id) {
       return "[credentials." + name +
              "]\nprovider = \"aws_secrets_manager\"\naws_credential = \"aws\"\nsecret_id = \"" +
@@ -161,10 +179,19 @@ struct AwsWorld {
                dir.file("temp-secret") + "\"\nsession_token_file = \"" + dir.file("session-token") +
                "\"\nenv = [\"AWS_ACCESS_KEY_ID\", \"AWS_SECRET_ACCESS_KEY\", "
                "\"AWS_SESSION_TOKEN\"]\n\n" +
-               from_secrets_manager("api-token", "api-token") + "env = [\"API_TOKEN\"]\n\n" +
-               from_secrets_manager("missing", "nope") + "\n" + profile("agent", "aws") +
-               profile("temp", "aws-temp") + "[sandboxes." + kExplicitId +
-               "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
+               "[credentials.aws-role]\nprovider = \"aws_assume_role\"\naws_credential = \"aws\"\n"
+               "role_arn = \"arn:aws:iam::123456789012:role/agents\"\n" +
+               aws_env +
+               "[credentials.aws-irsa]\nprovider = \"aws_web_identity\"\n"
+               "web_identity_token_file = \"" +
+               dir.file("oidc-token") +
+               "\"\nrole_arn = \"arn:aws:iam::123456789012:role/agents\"\n"
+               "role_session_name = \"irsa-e2e\"\n" +
+               aws_env + from_secrets_manager("api-token", "api-token") +
+               "env = [\"API_TOKEN\"]\n\n" + from_secrets_manager("missing", "nope") + "\n" +
+               profile("agent", "aws") + profile("temp", "aws-temp") +
+               profile("assumed", "aws-role") + profile("irsa", "aws-irsa") + "[sandboxes." +
+               kExplicitId + "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
     daemon = std::make_unique<SandgateProcess>(o);
   }
 
@@ -457,6 +484,36 @@ TEST_F(AwsE2e, ATokenKeptInSecretsManagerIsInjectedAndAMissingOneSaysWhy) {
   expect_no_key_in("the sandbox's output", r.out + r.err);
   EXPECT_EQ(r.out.find("tok-from-secrets-manager-e2e"), std::string::npos);
   EXPECT_EQ(aws->daemon->audit_text().find("tok-from-secrets-manager-e2e"), std::string::npos);
+  expect_no_key_anywhere();
+}
+
+// Keys from STS: a role assumed with the aws keys (AssumeRole, signed with them), and one
+// assumed with a projected service-account token (AssumeRoleWithWebIdentity, as on EKS). The
+// CLI in the sandbox signs with placeholders; its requests leave signed with the temporary
+// keys and their session token, which the stand-in handed out and verifies.
+TEST_F(AwsE2e, RolesAssumedThroughStsSignTheSandboxsRequests) {
+  for (const auto& [profile, key_id] : std::vector<std::pair<std::string, std::string>>{
+           {"assumed", kAssumedKeyId}, {"irsa", kWebKeyId}}) {
+    SCOPED_TRACE(profile);
+    const std::size_t from = aws->requests().size();
+    const auto r = run_in("role-" + profile, profile,
+                          "/usr/bin/aws sts get-caller-identity --query Account --output text");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out, "123456789012\n");
+    const auto all = aws->requests();
+    ASSERT_EQ(all.size(), from + 2) << read_all(aws->log);
+    // First sandgate's own call to STS, then the sandbox's request with the role's keys.
+    if (profile == "assumed") {
+      EXPECT_EQ(json_string(all[from], "key_id"), kKeyId);
+      EXPECT_EQ(json_string(all[from], "verdict"), "ok");
+    } else {
+      EXPECT_EQ(json_string(all[from], "verdict"), "web_identity");
+      EXPECT_EQ(json_string(all[from], "session"), "irsa-e2e");
+    }
+    EXPECT_EQ(json_string(all[from + 1], "key_id"), key_id);
+    EXPECT_EQ(json_string(all[from + 1], "verdict"), "ok");
+    expect_no_key_in("the sandbox's output", r.out + r.err);
+  }
   expect_no_key_anywhere();
 }
 

@@ -490,6 +490,31 @@ profile = "default"
   EXPECT_EQ(aws->secret_files(),
             (std::vector<std::string>{"/nonexistent/dir/aws/key-id", "/etc/sandgate/aws/secret",
                                       "/nonexistent/dir/aws/token"}));
+  // A role assumed with those keys is AWS keys too: signed again, and the base's files.
+  const Config role = load_config_from_string(std::string(kInterception) + R"(
+[credentials.aws]
+provider = "aws_static"
+access_key_id_file = "/k"
+secret_access_key_file = "/s"
+
+[credentials.role]
+provider = "aws_assume_role"
+aws_credential = "aws"
+role_arn = "arn:aws:iam::123456789012:role/agents"
+duration = "2h"
+
+[[profiles.default.inject]]
+hosts = ["*.amazonaws.com"]
+credential = "role"
+as = "aws_sigv4"
+)",
+                                              kFile);
+  const auto* assumed = role.find_credential("role");
+  ASSERT_NE(assumed, nullptr);
+  EXPECT_TRUE(secrets::is_aws(assumed->kind));
+  EXPECT_EQ(assumed->ttl, std::chrono::hours(2));
+  EXPECT_EQ(assumed->secret_files(), (std::vector<std::string>{"/k", "/s"}));
+
   // A secret read with those keys: their files, its region from the ARN.
   const Config with_secret = load_config_from_string(std::string(kInterception) + R"(
 [credentials.aws]

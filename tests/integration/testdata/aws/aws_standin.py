@@ -39,6 +39,7 @@ OBJECTS = {}  # (bucket, key) -> bytes
 UPLOADS = {}  # upload id -> {part number: bytes}
 KEYS = {}
 API_TOKEN = "tok-from-secrets-manager-e2e"
+WEB_IDENTITY_TOKEN = "eyJhbGciOiJSUzI1NiJ9.e2e-projected-service-account-token.sig"
 # What GetSecretValue answers, by SecretId.
 SECRETS = {"db": "the-stored-secret", "api-token": json.dumps({"token": API_TOKEN, "user": "svc"})}
 
@@ -151,6 +152,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(200 if good else 401, "hello from the internal api\n" if good
                               else "who are you?\n", "text/plain")
         auth = parse_authorization(self.headers.get("Authorization", ""))
+        form = urllib.parse.parse_qs(body.decode(errors="replace"))
+        if auth is None and form.get("Action") == ["AssumeRoleWithWebIdentity"]:
+            # Unsigned, as STS takes it: the OIDC token is the proof.
+            good = form.get("WebIdentityToken") == [WEB_IDENTITY_TOKEN]
+            entry["verdict"] = "web_identity" if good else "bad_web_identity"
+            entry["session"] = form.get("RoleSessionName", [""])[0]
+            log(entry)
+            self.service = "sts"
+            if not good:
+                return self.error(400, "InvalidIdentityToken", "Couldn't verify the token")
+            return self.assumed("AssumeRoleWithWebIdentity", "ASIASANDGATEWEBIDENT")
         if auth is None:
             entry["verdict"] = "unsigned"
             log(entry)
@@ -194,8 +206,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.secrets_manager(body)
         return self.s3(body)
 
+    def assumed(self, action, key_id):
+        expires = (datetime.datetime.utcnow() + datetime.timedelta(hours=1)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        key = KEYS[key_id]
+        self.reply(200, f"<{action}Response xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+                   f"<{action}Result><Credentials><AccessKeyId>{key_id}</AccessKeyId>"
+                   f"<SecretAccessKey>{key['secret']}</SecretAccessKey>"
+                   f"<SessionToken>{key['token']}</SessionToken>"
+                   f"<Expiration>{expires}</Expiration></Credentials>"
+                   f"<AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/agents/s</Arn>"
+                   f"</AssumedRoleUser></{action}Result></{action}Response>", "text/xml")
+
     def sts(self, body):
         form = urllib.parse.parse_qs(body.decode())
+        if form.get("Action") == ["AssumeRole"]:
+            return self.assumed("AssumeRole", "ASIASANDGATEASSUMED")
         if form.get("Action") != ["GetCallerIdentity"]:
             return self.error(400, "InvalidAction", "Could not find operation")
         self.reply(200, "<GetCallerIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/"
