@@ -174,15 +174,9 @@ class StsProvider final : public Provider {
       tree.clear();
     }
     if (response.status / 100 != 2) {
-      FetchResult out = detail::status_failure(what, response, secrets);
       // STS names the error in <ErrorResponse><Error><Code>.
-      if (const auto code = tree.get_optional<std::string>("ErrorResponse.Error.Code")) {
-        out.error.endpoint_error =
-            detail::endpoint_error_code(json::serialize(json::object{{"error", *code}}), secrets);
-        out.error.message =
-            what + ": HTTP " + std::to_string(response.status) + ": " + out.error.endpoint_error;
-      }
-      return out;
+      return detail::status_failure(what, response, secrets,
+                                    tree.get<std::string>("ErrorResponse.Error.Code", ""));
     }
     const std::string action = web_identity ? "AssumeRoleWithWebIdentity" : "AssumeRole";
     const auto credentials =
@@ -261,18 +255,13 @@ class SecretsManagerProvider final : public Provider {
     const json::value parsed = json::parse(response.body, ec);
     const json::object* object = ec ? nullptr : parsed.if_object();
     if (response.status / 100 != 2) {
-      FetchResult out = detail::status_failure(what, response, secrets);
       // AWS names the error in __type ("ResourceNotFoundException", or namespaced with '#').
       const json::value* type = object != nullptr ? object->if_contains("__type") : nullptr;
-      if (type != nullptr && type->is_string()) {
-        std::string_view code(type->as_string().data(), type->as_string().size());
-        code = code.substr(code.find('#') == std::string_view::npos ? 0 : code.find('#') + 1);
-        out.error.endpoint_error =
-            detail::endpoint_error_code(json::serialize(json::object{{"error", code}}), secrets);
-        out.error.message =
-            what + ": HTTP " + std::to_string(response.status) + ": " + out.error.endpoint_error;
-      }
-      return out;
+      std::string_view code;
+      if (type != nullptr && type->is_string())
+        code = {type->as_string().data(), type->as_string().size()};
+      if (code.find('#') != std::string_view::npos) code.remove_prefix(code.find('#') + 1);
+      return detail::status_failure(what, response, secrets, code);
     }
     const json::value* text = object != nullptr ? object->if_contains("SecretString") : nullptr;
     if (text == nullptr || !text->is_string()) {

@@ -21,8 +21,11 @@ inline constexpr std::size_t kMaxTokenResponse = 64 * 1024;
 // naming an error (endpoint_error_code), else "<what>: HTTP <status>: <excerpt>"; 401, 403 (but
 // not a rate limit), 404, 400 and 422 are not retryable, 429 and 5xx are. The error carries
 // the status and the code (TokenError::endpoint_status, endpoint_error) for the audit line.
+// `named_code`: the error code the caller found in the body itself (AWS's __type, STS's
+// <Code>, Vault's errors[0]), used, made safe as endpoint_error_code makes it, instead.
 FetchResult status_failure(std::string_view what, const HttpsResponse& response,
-                           const std::vector<std::string_view>& secrets);
+                           const std::vector<std::string_view>& secrets,
+                           std::string_view named_code = {});
 
 // The error code a token endpoint's JSON body names: OAuth2's `error` (RFC 6749 5.2, e.g.
 // "invalid_client"), else GitHub's `message` (e.g. "Bad credentials"); "" when the body is not
@@ -31,6 +34,8 @@ FetchResult status_failure(std::string_view what, const HttpsResponse& response,
 // digits) becomes "[redacted]", and the result is cut to kMaxEndpointErrorBytes.
 std::string endpoint_error_code(std::string_view body,
                                 const std::vector<std::string_view>& secrets);
+// The same for an error text already extracted.
+std::string sanitized_error(std::string_view text, const std::vector<std::string_view>& secrets);
 
 // The client context for `ca_file`, or the reason it cannot be made (then every fetch fails).
 struct ClientContext {

@@ -117,13 +117,15 @@ FetchResult access_token_of(std::string_view what, const HttpsResult& result,
 }
 
 FetchResult status_failure(std::string_view what, const HttpsResponse& response,
-                           const std::vector<std::string_view>& secrets) {
+                           const std::vector<std::string_view>& secrets,
+                           std::string_view named_code) {
   const unsigned status = response.status;
   const bool rate_limited =
       status == 403 && (response.body.find("rate limit") != std::string::npos ||
                         response.body.find("Rate limit") != std::string::npos);
   const bool retryable = status == 429 || status == 408 || status / 100 == 5 || rate_limited;
-  std::string code = endpoint_error_code(response.body, secrets);
+  std::string code = named_code.empty() ? endpoint_error_code(response.body, secrets)
+                                        : sanitized_error(named_code, secrets);
   FetchResult out =
       fetch_failure(retryable, std::string(what) + ": HTTP " + std::to_string(status) + ": " +
                                    (code.empty() ? excerpt(response.body, secrets) : code));
@@ -163,9 +165,12 @@ std::string endpoint_error_code(std::string_view body,
   const json::value* field = object->if_contains("error");
   if (field == nullptr || !field->is_string()) field = object->if_contains("message");
   if (field == nullptr || !field->is_string()) return {};
+  return sanitized_error({field->as_string().data(), field->as_string().size()}, secrets);
+}
+
+std::string sanitized_error(std::string_view raw, const std::vector<std::string_view>& secrets) {
   // Words of printable ASCII; anything else separates words.
-  const std::string_view text(field->as_string().data(),
-                              std::min<std::size_t>(field->as_string().size(), 4096));
+  const std::string_view text = raw.substr(0, 4096);
   std::string out;
   std::size_t at = 0;
   while (at < text.size() && out.size() <= kMaxEndpointErrorBytes) {

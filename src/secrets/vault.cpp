@@ -18,15 +18,15 @@ namespace {
 namespace asio = boost::asio;
 namespace json = boost::json;
 
-// Vault's errors: {"errors": ["permission denied"]}; the first, as the endpoint's error code.
-std::string vault_error(const json::object* object, const std::vector<std::string_view>& secrets) {
+// Vault's errors: {"errors": ["permission denied"]}; the first is the endpoint's error code.
+std::string_view vault_error(const json::object* object) {
   const json::value* errors = object != nullptr ? object->if_contains("errors") : nullptr;
   if (errors == nullptr || !errors->is_array() || errors->as_array().empty() ||
       !errors->as_array()[0].is_string()) {
     return {};
   }
-  return detail::endpoint_error_code(
-      json::serialize(json::object{{"error", errors->as_array()[0].as_string()}}), secrets);
+  const json::string& first = errors->as_array()[0].as_string();
+  return {first.data(), first.size()};
 }
 
 class VaultProvider final : public Provider {
@@ -119,13 +119,7 @@ class VaultProvider final : public Provider {
   FetchResult failure(std::string_view api_path, const HttpsResponse& response,
                       const json::object* object,
                       const std::vector<std::string_view>& secrets) const {
-    FetchResult out = detail::status_failure(what(api_path), response, secrets);
-    if (std::string code = vault_error(object, secrets); !code.empty()) {
-      out.error.message =
-          what(api_path) + ": HTTP " + std::to_string(response.status) + ": " + code;
-      out.error.endpoint_error = std::move(code);
-    }
-    return out;
+    return detail::status_failure(what(api_path), response, secrets, vault_error(object));
   }
 
   FetchResult read_secret(const HttpsResult& result,
