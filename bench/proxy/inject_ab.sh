@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# bench/proxy/inject_ab.sh [REPS] [SECONDS] - what credential injection costs an intercepted
-# request (issue 11: at most 10 % over one without), as an A/B in one run: two daemons from the
-# same binary on config/bench.toml, B with a static credential injected (Bearer) on every
-# request to the S5 origin; the harness's S5 client (tlsbench, keep-alive GET /small inside an
-# intercepted CONNECT by name, 16 connections) against each in turn, REPS times (default 3),
-# SECONDS each (default 10). Prints, per rep and as medians: requests/s and the daemon's CPU
-# per request (user + system, from /proc), and B / A for both.
+# bench/proxy/inject_ab.sh [--resign] [REPS] [SECONDS] - what credential injection costs an
+# intercepted request (issue 11: at most 10 % over one without), as an A/B in one run: two
+# daemons from the same binary on config/bench.toml, B with a static credential injected
+# (Bearer) on every request to the S5 origin; the harness's S5 client (tlsbench, keep-alive
+# GET /small inside an intercepted CONNECT by name, 16 connections) against each in turn, REPS
+# times (default 3), SECONDS each (default 10). Prints, per rep and as medians: requests/s and
+# the daemon's CPU per request (user + system, from /proc), and B / A for both.
+#
+# --resign (issue 38: at most 15 % over a plain injected header): every request carries a SigV4
+# Authorization signed with the sandbox's placeholder key (UNSIGNED-PAYLOAD); A replaces it
+# with a Bearer token (as above), B signs the request again with AWS keys (as = "aws_sigv4").
 #
 # Needs the harness's scratch files (nginx config, origin CA, tlsbench) under
 # PEERS_RUN_DIR (default /tmp/peers-run-sandgate): run `bench/proxy/run.sh --intercept
@@ -13,6 +17,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+resign=0
+if [ "${1:-}" = --resign ]; then resign=1; shift; fi
 reps=${1:-3} secs=${2:-10}
 RUN=${PEERS_RUN_DIR:-/tmp/peers-run-sandgate}
 bin=${SANDGATE_BIN:-$root/build/release/src/app/sandgate}
@@ -34,31 +40,51 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# B's template: bench.toml plus one credential bound to the origin's name.
+# The credential, named "aws" in both daemons so that the placeholder the requests carry is the
+# same: B injects it as Bearer; with --resign, A does, and B signs again with AWS keys.
 printf 'ghs_injectbench0123456789abcdef\n' >"$work/token"
-chmod 600 "$work/token"
-cp "$root/config/bench.toml" "$work/inject.toml"
-cat >>"$work/inject.toml" <<EOF
+printf 'AKIAINJECTBENCHKEY01\n' >"$work/key-id"
+printf 'injectBenchSecretKey/0123456789abcdefghijk\n' >"$work/secret"
+head -c 32 /dev/urandom >"$work/placeholder.key"
+chmod 600 "$work/token" "$work/key-id" "$work/secret" "$work/placeholder.key"
+template() { # NAME PROVIDER-LINES AS: bench.toml plus the credential bound to the origin's name
+    cp "$root/config/bench.toml" "$work/$1.toml"
+    cat >>"$work/$1.toml" <<EOF
 
 [credentials]
 placeholder_key_file = "$work/placeholder.key"
 
-[credentials.bench]
-provider = "static"
-file = "$work/token"
+[credentials.aws]
+$2
 
 [[sandboxes.bench.inject]]
 hosts = ["localhost"]
-credential = "bench"
-as = "bearer"
+credential = "aws"
+as = "$3"
 EOF
+}
+template inject "$(printf 'provider = "static"\nfile = "%s"' "$work/token")" bearer
+config_a= config_b=$work/inject.toml headers=()
+if [ $resign = 1 ]; then
+    template resign "$(printf 'provider = "aws_static"\naccess_key_id_file = "%s"\nsecret_access_key_file = "%s"' \
+        "$work/key-id" "$work/secret")" aws_sigv4
+    config_a=$work/inject.toml config_b=$work/resign.toml
+    # What an SDK signing with the placeholder sends (the signature itself is not checked).
+    placeholder=sgph_$(printf 'sandgate-placeholder-v1\0bench\0aws' |
+        openssl dgst -sha256 -mac HMAC -macopt "hexkey:$(od -An -vtx1 "$work/placeholder.key" | tr -d ' \n')" |
+        awk '{print substr($NF, 1, 40)}')
+    now=$(date -u +%Y%m%dT%H%M%SZ)
+    headers=(--header "X-Amz-Date: $now" --header "X-Amz-Content-Sha256: UNSIGNED-PAYLOAD"
+             --header "Authorization: AWS4-HMAC-SHA256 Credential=$placeholder/${now:0:8}/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=$(printf '%064d' 0)")
+fi
 
 nginx -c "$RUN/nginx/nginx.conf" -p "$RUN/nginx" -e "$work/nginx-error.log" >"$work/nginx.log" 2>&1 </dev/null &
 pids+=($!)
-export SANDGATE_BIN=$bin ORIGIN_CA=$origin_ca ORIGIN_TLS_PORT=18446 SANDGATE_BENCH_AUDIT=$work/audit-a.log
-"$here/run_sandgate.sh" 13200 >"$work/a.log" 2>&1 </dev/null &
+export SANDGATE_BIN=$bin ORIGIN_CA=$origin_ca ORIGIN_TLS_PORT=18446
+SANDGATE_BENCH_CONFIG=$config_a SANDGATE_BENCH_AUDIT=$work/audit-a.log \
+    "$here/run_sandgate.sh" 13200 >"$work/a.log" 2>&1 </dev/null &
 pids+=($!); pid_a=$!
-SANDGATE_BENCH_CONFIG=$work/inject.toml SANDGATE_BENCH_AUDIT=$work/audit-b.log \
+SANDGATE_BENCH_CONFIG=$config_b SANDGATE_BENCH_AUDIT=$work/audit-b.log \
     "$here/run_sandgate.sh" 13201 >"$work/b.log" 2>&1 </dev/null &
 pids+=($!); pid_b=$!
 for _ in $(seq 1 100); do port_open 18446 && port_open 13200 && port_open 13201 && break; sleep 0.1; done
@@ -75,7 +101,7 @@ hz=$(getconf CLK_TCK)
 one() { # PORT PID -> "rate us_per_req"
     local c0 c1 out rate ok
     c0=$(cpu "$2")
-    out=$("$tlsb" --proxy 127.0.0.1:$1 --proxy-auth "$auth" --target localhost:18446 --cafile "$ca" \
+    out=$("$tlsb" --proxy 127.0.0.1:$1 --proxy-auth "$auth" --target localhost:18446 --cafile "$ca" "${headers[@]}" \
         --mode ka --concurrency 16 --duration "$secs" --timeout 10 --setup-timeout 60 | grep '^mode=' | tail -1)
     c1=$(cpu "$2")
     rate=$(tr ' ' '\n' <<<"$out" | sed -n 's/^rate=//p')

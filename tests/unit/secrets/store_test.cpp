@@ -830,6 +830,20 @@ TEST(VaultStore, ReadsKvAndDynamicSecretsAfterEachLoginMethod) {
   EXPECT_EQ(denied.error->endpoint_status, 403U);
   EXPECT_EQ(denied.error->endpoint_error, "permission denied");
   EXPECT_EQ(denied.error->message.find("hvs.root"), std::string::npos);
+
+  // Vault down: worth retrying (no status, nothing from Vault); the KV token read before is
+  // still served until it is read again.
+  vault.server().stop();
+  CredentialSpec down = kv;
+  down.name = "down";
+  store.update({kv, down});
+  const TokenResult unreachable = get(store, "down");
+  ASSERT_FALSE(unreachable.ok());
+  EXPECT_TRUE(unreachable.error->retryable);
+  EXPECT_EQ(unreachable.error->endpoint_status, 0U);
+  const TokenResult cached = get(store, "kv");
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(cached.token->value.view(), "api-token-from-vault");
 }
 
 // THREATS 35: token endpoints are resolved by the store's own c-ares resolver (the servers the
