@@ -574,7 +574,8 @@ field = "token"
   EXPECT_EQ(v->secret_files(),
             (std::vector<std::string>{"/var/run/secrets/kubernetes.io/serviceaccount/token"}));
 
-  const secrets::InjectionRules* rules = config.build_injection()->for_sandbox("s");
+  const auto table = config.build_injection();
+  const secrets::InjectionRules* rules = table->for_sandbox("s");
   ASSERT_NE(rules, nullptr);
   ASSERT_EQ(rules->rules().size(), 1u);
   EXPECT_EQ(rules->rules()[0].as, secrets::InjectAs::aws_sigv4);
