@@ -62,9 +62,12 @@ TEST(H2ClientPeers, NghttpdServesConcurrentDownloads) {
   constexpr std::size_t kBig = 2 << 20;
   dir.write("big.bin", pattern(kBig));
   dir.write("small.txt", "small file\n");
-  const std::uint16_t port = free_port();
-  BackgroundPeer nghttpd({"nghttpd", "--no-tls", "-d", dir.path().string(), std::to_string(port)});
-  ASSERT_TRUE(wait_listening(port));
+  const PeerOnPort nghttpd = start_on_free_port([&](std::uint16_t p) {
+    return std::vector<std::string>{"nghttpd", "--no-tls", "-d", dir.path().string(),
+                                    std::to_string(p)};
+  });
+  ASSERT_TRUE(nghttpd.peer);
+  const std::uint16_t port = nghttpd.port;
   Settings settings;
   settings.stream_window = 64 * 1024;  // many window updates on the way
   std::vector<Got> got;
@@ -94,9 +97,12 @@ TEST(H2ClientPeers, NghttpdServesConcurrentDownloads) {
 
 TEST(H2ClientPeers, NghttpdNotFoundIsAResponse) {
   sandgate::test::TempDir dir;
-  const std::uint16_t port = free_port();
-  BackgroundPeer nghttpd({"nghttpd", "--no-tls", "-d", dir.path().string(), std::to_string(port)});
-  ASSERT_TRUE(wait_listening(port));
+  const PeerOnPort nghttpd = start_on_free_port([&](std::uint16_t p) {
+    return std::vector<std::string>{"nghttpd", "--no-tls", "-d", dir.path().string(),
+                                    std::to_string(p)};
+  });
+  ASSERT_TRUE(nghttpd.peer);
+  const std::uint16_t port = nghttpd.port;
   Got got;
   ASSERT_TRUE(run_client([&]() -> asio::awaitable<void> {
     auto client = co_await TestClient::connect(port);

@@ -252,6 +252,17 @@ std::uint16_t free_port() {
   return a.local_endpoint().port();
 }
 
+PeerOnPort start_on_free_port(
+    const std::function<std::vector<std::string>(std::uint16_t)>& argv_for) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    PeerOnPort out;
+    out.port = free_port();
+    out.peer = std::make_unique<BackgroundPeer>(argv_for(out.port));
+    if (wait_listening(out.port, std::chrono::seconds(3))) return out;
+  }
+  return {};
+}
+
 std::string pattern(std::size_t n) {
   std::string s(n, '\0');
   for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(pattern_byte(i));

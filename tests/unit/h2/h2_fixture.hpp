@@ -139,6 +139,16 @@ bool wait_listening(std::uint16_t port,
 // A free loopback port (bound and released at once; for peers that take a port argument).
 std::uint16_t free_port();
 
+// A peer listening on a free loopback port: `argv_for(port)` is started on one until it listens
+// (another process may take a port between free_port() and the peer's bind; then the next is
+// tried). The peer is null when five ports in a row failed.
+struct PeerOnPort {
+  std::unique_ptr<BackgroundPeer> peer;
+  std::uint16_t port = 0;
+};
+PeerOnPort start_on_free_port(
+    const std::function<std::vector<std::string>(std::uint16_t)>& argv_for);
+
 // Deterministic body bytes: byte i is pattern_byte(i).
 inline std::uint8_t pattern_byte(std::size_t i) {
   return static_cast<std::uint8_t>(i * 7 + i / 251);
