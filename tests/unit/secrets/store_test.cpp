@@ -846,6 +846,87 @@ TEST(VaultStore, ReadsKvAndDynamicSecretsAfterEachLoginMethod) {
   EXPECT_EQ(cached.token->value.view(), "api-token-from-vault");
 }
 
+// ---------------------------------------------------------------------------------------------
+// aws_secrets_manager against a stand-in of the regional endpoint: the request as the API wants
+// it, AWS's refusal (its __type as the endpoint error, not retried), and the endpoint down
+// (retried; the secret read before is still served).
+
+TEST(SecretsManagerStore, ReadsAFieldAndSaysWhyWhenItCannot) {
+  test::TempDir dir;
+  const auto secret_file = [&](const std::string& name, const std::string& value) {
+    const std::string path = dir.write(name, value + "\n");
+    ::chmod(path.c_str(), 0600);
+    return path;
+  };
+  test::FakeTokenServer server([](const test::TokenRequest& r) {
+    const auto header = [&](const std::string& name) {
+      const auto it = r.headers.find(name);
+      return it == r.headers.end() ? std::string() : it->second;
+    };
+    if (r.method != "POST" || r.target != "/" ||
+        header("x-amz-target") != "secretsmanager.GetSecretValue" ||
+        header("authorization").rfind("AWS4-HMAC-SHA256 Credential=AKIASMSTORETEST00001/", 0) !=
+            0 ||
+        header("authorization").find("/us-west-2/secretsmanager/aws4_request") ==
+            std::string::npos) {
+      return test::TokenResponse{403, R"({"__type":"InvalidSignatureException"})",
+                                 "application/x-amz-json-1.1"};
+    }
+    if (r.body != R"({"SecretId":"prod/api","VersionStage":"AWSPENDING"})") {
+      return test::TokenResponse{
+          400,
+          R"({"__type":"com.amazonaws.secretsmanager#ResourceNotFoundException",)"
+          R"("Message":"Secrets Manager can't find the specified secret."})",
+          "application/x-amz-json-1.1"};
+    }
+    return test::TokenResponse{
+        200, R"({"Name":"prod/api","SecretString":"{\"token\":\"sm-token-1\",\"user\":\"u\"}"})",
+        "application/x-amz-json-1.1"};
+  });
+  ManualClock clock;
+  StoreOptions o;
+  o.clock = clock.fn();
+  CredentialStore store(std::move(o));
+  CredentialSpec spec;
+  spec.name = "api";
+  spec.kind = ProviderKind::aws_secrets_manager;
+  spec.access_key_id_file = secret_file("key-id", "AKIASMSTORETEST00001");
+  spec.secret_access_key_file = secret_file("secret", "sm/store/test/secret/key/0000000000001");
+  spec.secret_id = "prod/api";
+  spec.version_stage = "AWSPENDING";
+  spec.json_field = "token";
+  spec.region = "us-west-2";
+  spec.endpoint_url = server.url();
+  spec.ca_file = server.ca_file();
+  spec.ttl = std::chrono::minutes(15);
+  CredentialSpec missing = spec;
+  missing.name = "missing";
+  missing.secret_id = "prod/nope";
+  store.update({spec, missing});
+
+  const TokenResult ok = get(store, "api");
+  ASSERT_TRUE(ok.ok()) << ok.error->message;
+  EXPECT_EQ(ok.token->value.view(), "sm-token-1");
+  EXPECT_EQ(ok.token->refresh_at, clock.now() + std::chrono::minutes(15));
+  const TokenResult nope = get(store, "missing");
+  ASSERT_FALSE(nope.ok());
+  EXPECT_FALSE(nope.error->retryable);
+  EXPECT_EQ(nope.error->endpoint_status, 400U);
+  EXPECT_EQ(nope.error->endpoint_error, "ResourceNotFoundException");
+  EXPECT_EQ(nope.error->message.find("sm/store/test"), std::string::npos);
+
+  server.stop();
+  CredentialSpec down = spec;
+  down.name = "down";
+  store.update({spec, down});
+  const TokenResult unreachable = get(store, "down");
+  ASSERT_FALSE(unreachable.ok());
+  EXPECT_TRUE(unreachable.error->retryable);
+  const TokenResult cached = get(store, "api");
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(cached.token->value.view(), "sm-token-1");
+}
+
 // THREATS 35: token endpoints are resolved by the store's own c-ares resolver (the servers the
 // options name), not getaddrinfo. Each row is one oauth2 credential's token URL host.
 class ResolvedEndpoints : public ::testing::Test {
