@@ -262,14 +262,9 @@ Config load(std::string_view text, const std::string& name, Loader& loader, Erro
   // A token endpoint trusts what the upstream leg trusts (a private GitHub Enterprise's CA,
   // a test CA), unless its credential names a ca_file of its own.
   for (auto& [unused, spec] : credentials.credentials) {
-    const bool https = spec.kind == secrets::ProviderKind::github_app ||
-                       spec.kind == secrets::ProviderKind::oauth2_client_credentials ||
-                       spec.kind == secrets::ProviderKind::aws_secrets_manager ||
-                       spec.kind == secrets::ProviderKind::oauth2_jwt_bearer ||
-                       spec.kind == secrets::ProviderKind::vault ||
-                       spec.kind == secrets::ProviderKind::aws_assume_role ||
-                       spec.kind == secrets::ProviderKind::aws_web_identity;
-    if (https && spec.ca_file.empty()) spec.ca_file = config.interception.upstream_ca_file;
+    if (secrets::uses_https(spec.kind) && spec.ca_file.empty()) {
+      spec.ca_file = config.interception.upstream_ca_file;
+    }
   }
   detail::Profiles profiles;
   if (const toml::node* node = root->get("profiles")) {

@@ -528,10 +528,7 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
     spec.timeout = *v;
   }
   if (table.contains("ca_file")) {
-    if (*kind == ProviderKind::github_app || *kind == ProviderKind::oauth2_client_credentials ||
-        *kind == ProviderKind::aws_secrets_manager || *kind == ProviderKind::oauth2_jwt_bearer ||
-        *kind == ProviderKind::vault || *kind == ProviderKind::aws_assume_role ||
-        *kind == ProviderKind::aws_web_identity) {
+    if (secrets::uses_https(*kind)) {
       read_file_key(table, "ca_file", path, false, base_dir, spec.ca_file, sink);
     } else {
       sink.add(table.get("ca_file")->source(), join_key(path, "ca_file"),

@@ -30,6 +30,13 @@ inline bool is_aws(ProviderKind kind) {
          kind == ProviderKind::aws_web_identity;
 }
 
+// Whether `kind` fetches over HTTPS (and so takes ca_file, [interception] upstream_ca_file by
+// default): all but the file and helper providers.
+inline bool uses_https(ProviderKind kind) {
+  return kind != ProviderKind::static_file && kind != ProviderKind::exec &&
+         kind != ProviderKind::aws_static;
+}
+
 // The config spelling ("static", ...), also the metrics label.
 std::string_view kind_name(ProviderKind kind);
 
