@@ -47,6 +47,13 @@ ClientContext client_context(const std::string& ca_file);
 // application/x-www-form-urlencoded / RFC 3986 percent-encoding of everything but unreserved.
 std::string form_encode(std::string_view text);
 
+// An OAuth 2.0 token request (RFC 6749 4.4, RFC 7523 2.1): POST `body`, a form, to `url`,
+// asking for JSON.
+HttpsRequest token_request(std::string url, std::string body);
+// The scopes a token is asked for, space-separated (RFC 6749 3.3): the rule's, else the
+// credential's; "" when neither names any.
+std::string scope_text(const Scope& scope, const CredentialSpec& spec);
+
 // Private keys for JWTs (github_app, oauth2_jwt_bearer): an unencrypted PEM RSA key, from a
 // secret file (read on every use, so a rotated key is picked up) or from text.
 struct KeyFree {

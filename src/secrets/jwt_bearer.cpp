@@ -6,7 +6,6 @@
 
 #include <boost/json.hpp>
 
-#include "common/version.hpp"
 #include "secrets/encoding.hpp"
 #include "secrets/http_providers.hpp"
 #include "secrets/secret_file.hpp"
@@ -106,25 +105,16 @@ class JwtBearerProvider final : public Provider {
                         {"exp", detail::unix_seconds(now + kAssertionLifetime)}};
     if (!spec_.subject.empty()) claims["sub"] = spec_.subject;
     // Google reads the scopes from the assertion (space-separated), not from the form.
-    const std::vector<std::string>& scopes =
-        scope.oauth_scopes.empty() ? spec_.scopes : scope.oauth_scopes;
-    if (!scopes.empty()) {
-      std::string joined;
-      for (const std::string& s : scopes) joined += (joined.empty() ? "" : " ") + s;
-      claims["scope"] = joined;
+    if (const std::string scopes = detail::scope_text(scope, spec_); !scopes.empty()) {
+      claims["scope"] = scopes;
     }
     std::string assertion =
         detail::rs256_jwt(key.key.get(), json::serialize(header), json::serialize(claims));
     if (assertion.empty()) co_return fetch_failure(false, "cannot sign the assertion with the key");
 
-    HttpsRequest request;
-    request.method = "POST";
-    request.url = token_url;
-    request.headers = {{"Accept", "application/json"},
-                       {"Content-Type", "application/x-www-form-urlencoded"},
-                       {"User-Agent", "sandgate/" + std::string(kVersion)}};
-    request.body = "grant_type=" + detail::form_encode(kGrantType) +
-                   "&assertion=" + detail::form_encode(assertion);
+    HttpsRequest request =
+        detail::token_request(token_url, "grant_type=" + detail::form_encode(kGrantType) +
+                                             "&assertion=" + detail::form_encode(assertion));
     HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
                                                  deadline, detail::kMaxTokenResponse);
     FetchResult out = detail::access_token_of("credentials." + spec_.name + ": " + token_url,

@@ -32,22 +32,13 @@ class OAuth2Provider final : public Provider {
         detail::form_encode(spec_.client_id) + ":" + detail::form_encode(secret.content.view());
     std::string basic = base64(pair);
     cleanse(pair);
-    HttpsRequest request;
-    request.method = "POST";
-    request.url = spec_.token_url;
-    request.headers = {{"Accept", "application/json"},
-                       {"Content-Type", "application/x-www-form-urlencoded"},
-                       {"User-Agent", "sandgate/" + std::string(kVersion)},
-                       {"Authorization", "Basic " + basic}};
-    request.body = "grant_type=client_credentials";
-    const std::vector<std::string>& scopes =
-        scope.oauth_scopes.empty() ? spec_.scopes : scope.oauth_scopes;
-    if (!scopes.empty()) {
-      std::string joined;
-      for (const std::string& s : scopes) joined += (joined.empty() ? "" : " ") + s;
-      request.body += "&scope=" + detail::form_encode(joined);
+    std::string body = "grant_type=client_credentials";
+    if (const std::string scopes = detail::scope_text(scope, spec_); !scopes.empty()) {
+      body += "&scope=" + detail::form_encode(scopes);
     }
-    if (!spec_.audience.empty()) request.body += "&audience=" + detail::form_encode(spec_.audience);
+    if (!spec_.audience.empty()) body += "&audience=" + detail::form_encode(spec_.audience);
+    HttpsRequest request = detail::token_request(spec_.token_url, std::move(body));
+    request.headers.emplace_back("Authorization", "Basic " + basic);
     HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
                                                  deadline, detail::kMaxTokenResponse);
     FetchResult out =
@@ -195,6 +186,25 @@ ClientContext client_context(const std::string& ca_file) {
     out.error = e.what();
   }
   return out;
+}
+
+HttpsRequest token_request(std::string url, std::string body) {
+  HttpsRequest request;
+  request.method = "POST";
+  request.url = std::move(url);
+  request.headers = {{"Accept", "application/json"},
+                     {"Content-Type", "application/x-www-form-urlencoded"},
+                     {"User-Agent", "sandgate/" + std::string(kVersion)}};
+  request.body = std::move(body);
+  return request;
+}
+
+std::string scope_text(const Scope& scope, const CredentialSpec& spec) {
+  const std::vector<std::string>& scopes =
+      scope.oauth_scopes.empty() ? spec.scopes : scope.oauth_scopes;
+  std::string joined;
+  for (const std::string& s : scopes) joined += (joined.empty() ? "" : " ") + s;
+  return joined;
 }
 
 std::string form_encode(std::string_view text) {
