@@ -1,9 +1,9 @@
 #pragma once
 
 // What the end-to-end tests (sandbox_e2e_test, sandbox_credentials_e2e_test) share: the real
-// binaries' paths, commands that must succeed, servers in the test internet, and a thread in
-// another network namespace. Each binary defines SANDGATE_DEFAULT_LAUNCH_BIN and
-// SANDGATE_DEFAULT_SOURCE_DIR.
+// binaries' paths, commands that must succeed, servers in the test internet, a thread in
+// another network namespace, and the daemon's audit lines since a test began. Each binary defines
+// SANDGATE_DEFAULT_LAUNCH_BIN and SANDGATE_DEFAULT_SOURCE_DIR.
 
 #include <fcntl.h>
 #include <sched.h>
@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -22,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/json_helpers.hpp"
+#include "support/sandgate_process.hpp"
 #include "support/subprocess.hpp"
 
 namespace sandgate::test {
@@ -104,6 +107,18 @@ void in_netns(const std::string& name, F&& fn) {
   });
   thread.join();
   if (error) std::rethrow_exception(error);
+}
+
+// The daemon's audit lines from the `from`-th on whose event.code is `code`.
+inline std::vector<boost::json::object> audit_lines_since(const SandgateProcess& daemon,
+                                                          std::size_t from,
+                                                          const std::string& code) {
+  std::vector<boost::json::object> out;
+  const auto lines = daemon.audit_lines();
+  for (std::size_t i = from; i < lines.size(); ++i) {
+    if (json_string(lines[i], "event.code") == code) out.push_back(lines[i]);
+  }
+  return out;
 }
 
 }  // namespace sandgate::test

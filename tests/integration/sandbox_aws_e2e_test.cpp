@@ -252,12 +252,7 @@ class AwsE2e : public ::testing::Test {
     return {all.begin() + static_cast<std::ptrdiff_t>(requests_from_), all.end()};
   }
   std::vector<boost::json::object> audit(const std::string& code) const {
-    std::vector<boost::json::object> out;
-    const auto lines = aws->daemon->audit_lines();
-    for (std::size_t i = audit_from_; i < lines.size(); ++i) {
-      if (json_string(lines[i], "event.code") == code) out.push_back(lines[i]);
-    }
-    return out;
+    return audit_lines_since(*aws->daemon, audit_from_, code);
   }
 
   // No real key (id, secret, session token) in `text`.

@@ -360,12 +360,7 @@ class CredentialsE2e : public ::testing::Test {
   }
 
   std::vector<boost::json::object> audit(const std::string& code) const {
-    std::vector<boost::json::object> out;
-    const auto lines = world->daemon->audit_lines();
-    for (std::size_t i = audit_from_; i < lines.size(); ++i) {
-      if (json_string(lines[i], "event.code") == code) out.push_back(lines[i]);
-    }
-    return out;
+    return audit_lines_since(*world->daemon, audit_from_, code);
   }
   // The token requests of the whole suite whose `repositories` are `repositories` (JSON).
   static std::vector<TokenRequest> mints_for(const std::string& repositories) {
