@@ -346,8 +346,14 @@ class WholeH1Body final : public BodyReader {
 
   asio::awaitable<WholeBody> read_whole(std::size_t limit) override {
     if (head_.parser->is_done()) co_return WholeBody{};
+    // The head was parsed already: a length over the bound is refused here, as Beast checks
+    // body_limit against Content-Length only while it parses a head (chunks as they come).
+    // Such a client is not told to go on: it waits for the refusal instead of sending.
+    const auto length = head_.parser->content_length();
+    const bool too_large = length && *length > limit;
     // The client that waits to be told to send it is told now (and not again by the exchange).
-    if (iequals_ascii(http::first_value(head_.msg(), bhttp::field::expect), "100-continue")) {
+    if (!too_large &&
+        iequals_ascii(http::first_value(head_.msg(), bhttp::field::expect), "100-continue")) {
       head_.msg().erase(bhttp::field::expect);
       if (head_.msg().version() == 11 &&
           co_await s_.write_client("HTTP/1.1 100 Continue\r\n\r\n")) {
@@ -355,11 +361,9 @@ class WholeH1Body final : public BodyReader {
       }
     }
     bhttp::request_parser<bhttp::string_body> p(std::move(*head_.parser));
-    // The head was parsed already: a length over the bound is refused here, as Beast checks
-    // body_limit against Content-Length only while it parses a head (chunks as they come).
     p.body_limit(limit);
     boost::system::error_code ec = bhttp::error::body_limit;
-    if (!p.content_length() || *p.content_length() <= limit) ec = co_await read_rest(p);
+    if (!too_large) ec = co_await read_rest(p);
     auto& msg = p.get();
     body_ = std::move(msg.body());
     msg.chunked(false);
