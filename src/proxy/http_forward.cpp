@@ -21,6 +21,7 @@
 #include "http/request_head.hpp"
 #include "policy/path.hpp"
 #include "proxy/interception.hpp"
+#include "proxy/interception/request_body.hpp"
 #include "proxy/read_message.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/send_now.hpp"
@@ -49,10 +50,11 @@ bool trailer_is_clean(const bhttp::fields& f) {
 
 // How relaying one message ended: `in` (reading it) or `out` (writing it) failed with `ec`;
 // `tripped`: the request body's placeholder tripwire refused it (nothing of the bytes that
-// held the placeholder went out); `undecodable`: a scrubbed response's body could not be
+// held the placeholder went out); `unsignable`: its chunks could not be signed again (the
+// body's framing was not aws-chunked's); `undecodable`: a scrubbed response's body could not be
 // decoded (nothing undecoded went out, nor the end of the message).
 struct Relayed {
-  enum class Side { none, in, out, tripped, undecodable } side = Side::none;
+  enum class Side { none, in, out, tripped, unsignable, undecodable } side = Side::none;
   boost::system::error_code ec;
   bool ok() const { return side == Side::none; }
 };
@@ -60,10 +62,10 @@ struct Relayed {
 // Streams one message from `in` to `out`: the (already edited) header, then the body
 // through a fixed buffer as bytes arrive (server-sent events, streamed responses),
 // re-framed as the header says. Every transfer pushes the idle deadline forward.
-// (A response scanned for a credential goes through relay_scrubbed instead.) With `trip` (a
-// request), the body is
-// scanned for placeholders as it goes (secrets::BodyTripwire): the last kHoldBack bytes of
-// each chunk wait in front of the next one until they are decided.
+// (A response scanned for a credential goes through relay_scrubbed instead.) With `rb` (a
+// request), the body goes through it (RequestBody). Only scanned for placeholders, it is
+// scanned in place: the last kHoldBack bytes of each chunk wait in front of the next one until
+// the tripwire decided them.
 // `last`: `out` is shut down for sending right after this message. Its last piece is then sent
 // with MSG_MORE (plain sockets, unchunked messages), so the shutdown's FIN leaves in the same
 // segment: the receiver gets the end of the message and of the connection at once, and a
@@ -72,7 +74,7 @@ template <bool isRequest, class Allocator, class In, class Out>
 asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buffer,
                                        bhttp::parser<isRequest, bhttp::buffer_body, Allocator>& p,
                                        Out& out, std::uint64_t& bytes, Session& s, bool last,
-                                       secrets::BodyTripwire* trip = nullptr) {
+                                       RequestBody* rb = nullptr) {
   using Side = Relayed::Side;
   const auto idle = s.limits().idle_timeout;
   // A message sent as it came (not re-framed as chunked) is written by hand: its header as one
@@ -122,6 +124,8 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
   const std::size_t room =
       remaining ? static_cast<std::size_t>(std::min<std::uint64_t>(*remaining, kBodyChunk))
                 : kBodyChunk;
+  secrets::BodyTripwire* trip = rb != nullptr && rb->only_scanned() ? rb->tripwire() : nullptr;
+  RequestBody* through = rb != nullptr && !rb->only_scanned() && !rb->idle() ? rb : nullptr;
   std::unique_ptr<char[]> chunk;
   std::size_t held = 0;             // bytes `trip` held back, just in front of chunk + kHold
   const char* held_from = nullptr;  // where they are until the write is done
@@ -151,6 +155,12 @@ asio::awaitable<Relayed> relay_message(In& in, boost::beast::flat_buffer& in_buf
         held = size - go;
         held_from = data + go;
         p.get().body().size = go;
+      } else if (through != nullptr) {
+        const std::string_view go = through->pass({data, p.get().body().size}, p.is_done());
+        if (through->refused()) co_return Relayed{Side::tripped, {}};
+        if (through->broken()) co_return Relayed{Side::unsignable, {}};
+        data = const_cast<char*>(go.data());  // Beast's buffer_body only reads from it
+        p.get().body().size = go.size();
       }
       // An empty buffer would be serialized as an empty chunk, which is the last-chunk marker.
       p.get().body().data = p.get().body().size > 0 ? data : nullptr;
@@ -334,8 +344,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
                                std::uint16_t port, const std::string& authority,
                                const policy::Decision* decision,
-                               const std::vector<std::string>* secret_forms,
-                               secrets::BodyTripwire* trip);
+                               const std::vector<std::string>* secret_forms, RequestBody* rb);
 
 // An HTTP/1.1 request's body read whole before the request goes on (BodyReader): read with the
 // head's parser, then put back in front of what the client sent next, with a head framed by
@@ -559,15 +568,15 @@ asio::awaitable<bool> forward_request(Session& s, http::RequestHead& head, std::
   // no body never needs it).
   // On the heap, like other rare state here: this frame stays small enough for Asio's
   // per-thread cache to recycle.
-  std::unique_ptr<secrets::BodyTripwire> trip;
-  if (s.snap->placeholders && !head.parser->is_done()) {
-    trip = std::make_unique<secrets::BodyTripwire>(
-        *s.snap->placeholders,
-        s.snap->injection ? s.snap->injection->for_sandbox(s.sandbox) : nullptr, s.sandbox, host,
-        request.port, request.intercepted != nullptr);
+  std::unique_ptr<RequestBody> body;
+  if (!head.parser->is_done()) {
+    body = std::make_unique<RequestBody>();
+    body->scan(s, host, request.port, request.intercepted != nullptr);
+    if (request.resign_chunks) body->resign(std::move(request.resign_chunks));
+    if (body->idle()) body.reset();
   }
   co_return co_await handle_http(s, head, host, request.port, &result.decision,
-                                 &request.secret_forms, trip.get());
+                                 &request.secret_forms, body.get());
 }
 
 asio::awaitable<void> linger_close(Session& s) {
@@ -600,8 +609,7 @@ std::string upstream_authority(const Session& s, const policy::Host& host, std::
 
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port, const policy::Decision* decision,
-                                  const std::vector<std::string>* secret_forms,
-                                  secrets::BodyTripwire* trip) {
+                                  const std::vector<std::string>* secret_forms, RequestBody* rb) {
   const std::string authority = upstream_authority(s, host, port);
 
   // One upstream connection per authority: a kept-alive connection is reused only for the
@@ -640,9 +648,9 @@ asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const pol
   }
   if (s.tls)
     co_return co_await exchange(s, s.tls->stream, s.upstream->tls->stream, head, host, port,
-                                authority, decision, secret_forms, trip);
+                                authority, decision, secret_forms, rb);
   co_return co_await exchange(s, s.client, s.upstream->socket, head, host, port, authority,
-                              decision, secret_forms, trip);
+                              decision, secret_forms, rb);
 }
 
 namespace {
@@ -654,8 +662,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
                                http::RequestHead& head, const policy::Host& host,
                                std::uint16_t port, const std::string& authority,
                                const policy::Decision* decision,
-                               const std::vector<std::string>* secret_forms,
-                               secrets::BodyTripwire* trip) {
+                               const std::vector<std::string>* secret_forms, RequestBody* rb) {
   auto& shared = *s.deps.shared;
   UpstreamConn& up = *s.upstream;
   up.idle = false;
@@ -771,7 +778,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     if (co_await s.write_client("HTTP/1.1 100 Continue\r\n\r\n")) co_return false;
   }
   if (const Relayed e =
-          co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s, false, trip);
+          co_await relay_message(client, s.buffer, req_parser, upstream, bytes_up, s, false, rb);
       e.side == Relayed::Side::tripped) {
     // A placeholder in the body, going where it may not: the destination's connection is
     // reset (it never sees the request end, nor the bytes that held the placeholder), the
@@ -779,10 +786,21 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
     boost::system::error_code ignored;
     up.socket.set_option(asio::socket_base::linger(true, 0), ignored);
     s.upstream.reset();
-    const policy::Decision d = policy::placeholder_denial(trip->check().credential);
+    const policy::Decision d = policy::placeholder_denial(rb->tripwire()->check().credential);
     s.watchdog->arm(s.limits().header_timeout);
     co_await s.deny(policy::EntryMode::http, shown, port, d, &host);
     co_await linger_close(s);  // the client may still be sending: let it read the 403
+    co_return false;
+  } else if (e.side == Relayed::Side::unsignable) {
+    // The destination saw part of an upload it must not see end: reset, as for a tripwire.
+    boost::system::error_code ignored;
+    up.socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    const std::string response = refuse_now(
+        Errc::signature_not_resignable, {}, telemetry::Ended::malformed, telemetry::Phase::request,
+        "the upload's chunks cannot be signed again: " + std::string(rb->why()), false);
+    s.watchdog->arm(s.limits().header_timeout);
+    co_await s.write_client(response);
+    co_await linger_close(s);
     co_return false;
   } else if (!e.ok()) {
     // Part of the request may have reached the destination: the line says how much.

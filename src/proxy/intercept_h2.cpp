@@ -29,6 +29,7 @@
 #include "h2/h1_fields.hpp"
 #include "http/request_head.hpp"
 #include "proxy/interception.hpp"
+#include "proxy/interception/request_body.hpp"
 #include "proxy/read_message.hpp"
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
@@ -225,10 +226,13 @@ struct Moved {
   // Its coding could not be decoded: from the head (the client is answered 502), or in the
   // body (the stream is reset).
   enum class Undecodable { no, head, body } undecodable = Undecodable::no;
-  // The request body's placeholder tripwire (when the sandbox has placeholders), and whether
-  // it refused the body: the upstream stream was then reset before the placeholder's bytes.
-  secrets::BodyTripwire* trip = nullptr;
+  // What the request body goes through (RequestBody: the placeholder tripwire, chunks signed
+  // again), when anything reads it; and whether it stopped the body: the tripwire refused it
+  // (`tripped`) or its chunks could not be signed again (`unsignable`). The upstream stream was
+  // then reset before the bytes in question.
+  RequestBody* body = nullptr;
   bool tripped = false;
+  bool unsignable = false;
   // h2 to h2: when a byte of the request last went upstream (its head, then each body chunk).
   // The destination's silence, which head_deadline bounds, is counted from there.
   std::chrono::steady_clock::time_point last_sent{};
@@ -238,41 +242,30 @@ struct Moved {
   h2::error_code head_failure;
 };
 
-// The client's request body as it may go on. Without a tripwire, each chunk as read; with
-// one, what the tripwire decided: the bytes it holds back (the end of a chunk that could
-// begin a placeholder) wait here in front of the next chunk, so no byte of a refused
-// placeholder goes out. The span pass() returns is valid until the next pass().
-class ScannedBody {
- public:
-  explicit ScannedBody(secrets::BodyTripwire* trip) : trip_(trip) {}
-
-  // `chunk` just read; `last`: the body ends after it.
-  std::span<const std::uint8_t> pass(std::span<const std::uint8_t> chunk, bool last) {
-    if (trip_ == nullptr) return chunk;
-    joined_.erase(joined_.begin(), joined_.begin() + static_cast<std::ptrdiff_t>(sent_));
-    joined_.insert(joined_.end(), chunk.begin(), chunk.end());
-    const std::string_view all(reinterpret_cast<const char*>(joined_.data()), joined_.size());
-    sent_ = trip_->feed(all, last);
-    return {joined_.data(), sent_};
-  }
-  bool refused() const { return trip_ != nullptr && trip_->refused(); }
-
- private:
-  secrets::BodyTripwire* trip_;
-  std::vector<std::uint8_t> joined_;
-  std::size_t sent_ = 0;
-};
+// What of the client's request body may go on now: all of `chunk` when nothing reads it, else
+// what moved.body let go (it may hold bytes back). Sets moved.tripped or moved.unsignable when
+// the body must stop.
+std::span<const std::uint8_t> pass_body(Moved& moved, std::span<const std::uint8_t> chunk,
+                                        bool last) {
+  if (moved.body == nullptr) return chunk;
+  const std::string_view go =
+      moved.body->pass({reinterpret_cast<const char*>(chunk.data()), chunk.size()}, last);
+  moved.tripped = moved.tripped || moved.body->refused();
+  moved.unsignable = moved.unsignable || moved.body->broken();
+  return {reinterpret_cast<const std::uint8_t*>(go.data()), go.size()};
+}
 
 // Whether the client's request trailers may leave: the body's tripwire reads them too (THREATS
 // 36). A refusal stops the request as one in its body does (moved.tripped).
 bool trailers_pass(Moved& moved, const h2::Fields& trailers) {
-  if (moved.trip == nullptr || trailers.empty()) return true;
+  secrets::BodyTripwire* trip = moved.body != nullptr ? moved.body->tripwire() : nullptr;
+  if (trip == nullptr || trailers.empty()) return true;
   std::vector<std::string_view> texts;
   for (const auto& f : trailers) {
     texts.push_back(f.name);
     texts.push_back(f.value);
   }
-  if (moved.trip->pass_trailers(texts)) return true;
+  if (trip->pass_trailers(texts)) return true;
   moved.tripped = true;
   return false;
 }
@@ -358,12 +351,10 @@ std::chrono::milliseconds owed_head_deadline(const Session& s) {
 asio::awaitable<void> pump_request(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
                                    std::vector<std::uint8_t>& buf, std::size_t first,
                                    Moved& moved) {
-  ScannedBody body(moved.trip);
   for (std::size_t n = first;;) {
     const bool last = n == 0 || ex.body_ended();
-    const std::span<const std::uint8_t> go = body.pass({buf.data(), n}, last);
-    if (body.refused() || (last && !trailers_pass(moved, ex.trailers()))) {
-      if (body.refused()) moved.tripped = true;
+    const std::span<const std::uint8_t> go = pass_body(moved, {buf.data(), n}, last);
+    if (moved.tripped || moved.unsignable || (last && !trailers_pass(moved, ex.trailers()))) {
       up.reset();
       co_return;
     }
@@ -428,7 +419,7 @@ asio::awaitable<void> head_failed(Session& s, h2::ServerExchange& ex, Moved& mov
                                   StreamResponder& responder, std::vector<std::uint8_t>& buf) {
   // Nobody to tell: the client reset its stream (and pump_request the upstream one), the
   // tripwire refused the body (which has its own line), or the daemon is stopping.
-  if (ex.closed() || moved.tripped || s.aborted) co_return;
+  if (ex.closed() || moved.tripped || moved.unsignable || s.aborted) co_return;
   const std::string shown = s.intercepted->display();
   moved.reported = true;
   if (moved.head_failure == h2::Error::refused) {
@@ -613,13 +604,11 @@ asio::awaitable<void> forward_h1(Session& s, Upstreams& ups, h2::ServerExchange&
   if (auto [ec, n] = co_await bhttp::async_write_header(stream, sr, use_tuple); ec) {
     co_return;
   }
-  ScannedBody body(moved.trip);
   for (std::size_t n = first; first > 0;) {
-    const std::span<const std::uint8_t> go = body.pass({buf.data(), n}, n == 0);
-    if (body.refused()) {
+    const std::span<const std::uint8_t> go = pass_body(moved, {buf.data(), n}, n == 0);
+    if (moved.tripped || moved.unsignable) {
       // The destination saw the head and part of the body: its connection is reset, so it
       // never sees the request end.
-      moved.tripped = true;
       boost::system::error_code ignored;
       up->socket.set_option(asio::socket_base::linger(true, 0), ignored);
       co_return;
@@ -876,13 +865,13 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     moved.redact = &*redactor;
     moved.forms = &request.secret_forms;
   }
-  // The body is scanned for placeholders on its way out, as the head was.
-  std::optional<secrets::BodyTripwire> trip;
-  if (s.snap->placeholders && first > 0) {
-    trip.emplace(*s.snap->placeholders,
-                 s.snap->injection ? s.snap->injection->for_sandbox(s.sandbox) : nullptr, s.sandbox,
-                 host, port, true);
-    moved.trip = &*trip;
+  // The body is scanned for placeholders on its way out, as the head was, and an upload's
+  // chunks signed again.
+  RequestBody body;
+  if (first > 0) {
+    body.scan(s, host, port, true);
+    if (request.resign_chunks) body.resign(std::move(request.resign_chunks));
+    if (!body.idle()) moved.body = &body;
   }
   const bool over_h2 = ups.h2_client != nullptr && !ups.h2_client->ended();
   if (over_h2) {
@@ -893,7 +882,7 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   if (moved.tripped) {
     // A placeholder in the body, going where it may not: told as for one in a header (a 403
     // on this stream, unless the destination's answer had begun and the stream is reset).
-    const policy::Decision d = policy::placeholder_denial(trip->check().credential);
+    const policy::Decision d = policy::placeholder_denial(body.tripwire()->check().credential);
     if (moved.status != 0) {
       ex.reset();
     } else {
@@ -901,6 +890,18 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     }
     name_request();
     co_await s.deny(policy::EntryMode::http, shown, port, d, &host, {}, &responder);
+    if (!ex.response_ended()) ex.reset();
+    co_return;
+  }
+  if (moved.unsignable) {
+    // An upload whose chunks could not be signed again: the destination's stream was reset
+    // before its end; the client is told why, as over HTTP/1.1.
+    co_await drain_body(ex, buf);
+    name_request();
+    const std::string why =
+        "the upload's chunks cannot be signed again: " + std::string(body.why());
+    co_await s.fail(policy::EntryMode::http, Errc::signature_not_resignable, shown, port, why,
+                    telemetry::Phase::request, &responder, false, telemetry::Ended::malformed);
     if (!ex.response_ended()) ex.reset();
     co_return;
   }

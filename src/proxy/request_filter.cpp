@@ -237,16 +237,6 @@ class CredentialFilter final : public RequestFilter {
       if (body.error != Errc::ok) co_return failure(body.error, body_message(body.error), false);
       payload_hash = secrets::sha256_hex(body.bytes);
     }
-    // Chunks signed one by one would each need signing again as the body streams: not yet.
-    if (payload_hash == secrets::sigv4::kStreamingPayload ||
-        payload_hash == secrets::sigv4::kStreamingPayloadTrailer) {
-      co_return failure(Errc::signature_not_resignable,
-                        "credential " + rule.credential + ": an upload signed chunk by chunk (" +
-                            payload_hash +
-                            ") is not signed again yet; sign the payload's hash or "
-                            "UNSIGNED-PAYLOAD",
-                        false);
-    }
     co_return resign_head(s, r, rule, std::move(token), payload_hash);
   }
 
@@ -324,6 +314,13 @@ class CredentialFilter final : public RequestFilter {
       r.fields->set("x-amz-security-token", resigned.security_token);
     }
     r.fields->set(boost::beast::http::field::accept_encoding, "identity");
+    // An upload signed chunk by chunk: each chunk's signature chains from the new one.
+    if (payload_hash == sigv4::kStreamingPayload ||
+        payload_hash == sigv4::kStreamingPayloadTrailer) {
+      r.resign_chunks = std::make_unique<sigv4::ChunkResigner>(
+          keys->secret_access_key, resigned.scope, resigned.amz_date, resigned.signature,
+          payload_hash == sigv4::kStreamingPayloadTrailer);
+    }
     r.credential = rule.credential;
     r.injected = &rule;
     r.secret_forms = secrets::apply(rule, token->value.view()).secret_forms;

@@ -10,6 +10,7 @@
 #include "common/errc.hpp"
 #include "policy/host.hpp"
 #include "policy/policy.hpp"
+#include "secrets/aws_chunked.hpp"
 #include "secrets/injection.hpp"
 #include "secrets/token.hpp"
 
@@ -64,6 +65,9 @@ struct ProxiedRequest {
   std::string_view credential;
   std::shared_ptr<const secrets::Token> token;
   std::vector<std::string> secret_forms;
+  // Set by the credential filter for an AWS upload signed chunk by chunk: the body's chunks
+  // are to be signed again as they pass (the wire's RequestBody takes it).
+  std::unique_ptr<secrets::sigv4::ChunkResigner> resign_chunks;
 };
 
 // What a filter decided: go on to the next one, or stop the request: refused by policy

@@ -20,11 +20,9 @@
 #include "proxy/watchdog.hpp"
 #include "telemetry/audit_log.hpp"
 
-namespace sandgate::secrets {
-class BodyTripwire;
-}
-
 namespace sandgate::proxy {
+
+class RequestBody;  // proxy/interception/request_body.hpp
 
 // The TLS legs of an intercepted connection (proxy/tls_streams.hpp).
 struct ClientTlsLeg;
@@ -314,10 +312,11 @@ inline constexpr std::size_t kLingerBytes = 4 << 20;
 // `head`: the validated head of this request; its parser is taken to read the body.
 // `decision`: what policy decided for it (its rule goes into the audit line), or null.
 // `secret_forms`: the attached credential's forms, which the response must not carry back.
-// `trip`: the placeholder tripwire the request body goes through, or null.
+// `body`: what the request body goes through (placeholder tripwire, chunks signed again), or
+// null.
 asio::awaitable<bool> handle_http(Session& s, http::RequestHead& head, const policy::Host& host,
                                   std::uint16_t port, const policy::Decision* decision = nullptr,
                                   const std::vector<std::string>* secret_forms = nullptr,
-                                  secrets::BodyTripwire* trip = nullptr);
+                                  RequestBody* body = nullptr);
 
 }  // namespace sandgate::proxy

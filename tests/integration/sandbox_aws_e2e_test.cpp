@@ -445,6 +445,42 @@ TEST_F(AwsE2e, BodiesAreHashedHoweverTheyAreFramedAndBoundedAt8MiB) {
   expect_no_key_anywhere();
 }
 
+// S3 uploads signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, the mode the SDKs that
+// stream a body sign in; with and without a signed checksum trailer), over HTTP/1.1 and HTTP/2:
+// each chunk's signature is signed again as the body passes, and the stand-in verifies every
+// one, and the trailer's, with the real secret. A body that breaks the framing (a chunk
+// without its signature): 400 SIGNATURE_NOT_RESIGNABLE, and the stand-in never takes it.
+TEST_F(AwsE2e, UploadsSignedChunkByChunkAreSignedAgainAsTheyStream) {
+  const std::string work = aws->dir.file("work-chunks");
+  fs::create_directories(work);
+  const std::string url =
+      "https://s3.us-east-1.amazonaws.com/" + std::string(kBucket) + "/streamed";
+  const std::string upload = "/usr/bin/python3 " + source_dir() +
+                             "/tests/integration/testdata/aws/aws_chunked_upload.py " + url +
+                             " us-east-1 " + work + "/h " + work + "/b";
+  const std::string send = "curl -sS -m 30 -X PUT -H @" + work + "/h --data-binary @" + work +
+                           "/b -o /dev/null -w '%{http_code}\\n' " + url;
+  const auto r = run_in("chunks", "agent",
+                        "for mode in plain trailer broken; do for v in --http1.1 --http2; do " +
+                            upload + " $mode && " + send + " $v; done; done");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "200\n200\n200\n200\n400\n400\n") << r.err;
+  std::size_t verified = 0;
+  for (const auto& request : requests()) {
+    if (json_string(request, "verdict") != "ok") continue;
+    ++verified;
+    EXPECT_TRUE(request.contains("chunked")) << boost::json::serialize(request);
+    EXPECT_EQ(request.at("bytes").as_int64(), 200000) << boost::json::serialize(request);
+  }
+  EXPECT_EQ(verified, 4u);
+  const auto refused = audit("SIGNATURE_NOT_RESIGNABLE");
+  ASSERT_EQ(refused.size(), 2u);
+  for (const auto& line : refused) {
+    EXPECT_EQ(json_string(line, "labels.termination"), "malformed") << boost::json::serialize(line);
+  }
+  expect_no_key_anywhere();
+}
+
 // A token kept in AWS Secrets Manager, for an API that is not AWS: sandgate reads it
 // (GetSecretValue signed with the aws credential's real keys, the secret's "token" field) and
 // injects it; the sandbox holds a placeholder. A secret that is not there: 503

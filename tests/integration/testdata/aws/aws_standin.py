@@ -16,10 +16,16 @@ Like S3, those error bodies echo what the request named (the key id, the string 
 hostile echo for sandgate's redactor. GET /echo-auth on S3 echoes the request's Authorization
 and X-Amz-Security-Token outright.
 
+An S3 upload signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER]) has each
+chunk's signature verified in turn, chained from the request's, and the trailer's, and its
+CRC32 checksum trailer checked against the data (decode_aws_chunked), as S3 does.
+
 Every request is logged to LOG as one JSON line: method, host, path, key id, verdict.
 """
+import base64
 import datetime
 import hashlib
+import hmac
 import http.server
 import json
 import socketserver
@@ -28,6 +34,7 @@ import sys
 import threading
 import urllib.parse
 import uuid
+import zlib
 
 from botocore.auth import S3SigV4Auth, SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -88,6 +95,56 @@ def expected_signature(handler, auth, body, secret):
     canonical = signer.canonical_request(request)
     string_to_sign = signer.string_to_sign(request, canonical)
     return signer.signature(string_to_sign, request), string_to_sign
+
+
+def decode_aws_chunked(handler, auth, body, secret):
+    """The data of an upload signed chunk by chunk, or None when a chunk's signature (chained
+    from the request's) or the trailer's does not verify with `secret`, the framing is not
+    aws-chunked's, or the data is not x-amz-decoded-content-length long or not the checksum the
+    trailer names."""
+    def hmac_hex(text):
+        return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+    key = ("AWS4" + secret).encode()
+    for part in (auth["date"], auth["region"], auth["service"], "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    scope = f"{auth['date']}/{auth['region']}/{auth['service']}/aws4_request"
+    amz_date = handler.headers.get("X-Amz-Date", "")
+    previous, data, at = auth["signature"], b"", 0
+    try:
+        while True:
+            end = body.index(b"\r\n", at)
+            size_hex, _, signature = body[at:end].decode().partition(";chunk-signature=")
+            size = int(size_hex, 16)
+            chunk = body[end + 2:end + 2 + size]
+            expected = hmac_hex("\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, previous,
+                                           hashlib.sha256(b"").hexdigest(),
+                                           hashlib.sha256(chunk).hexdigest()]))
+            if len(chunk) != size or signature != expected:
+                return None
+            previous, at = signature, end + 2 + size
+            if size == 0:
+                break
+            if body[at:at + 2] != b"\r\n":
+                return None
+            data, at = data + chunk, at + 2
+    except ValueError:
+        return None
+    rest = body[at:].decode(errors="replace")
+    if handler.headers.get("x-amz-content-sha256", "").endswith("-TRAILER"):
+        lines = rest.split("\r\n")
+        if lines[-2:] != ["", ""] or len(lines) != 4:
+            return None
+        checksum, signature = lines[0], lines[1].partition(":")[2]
+        expected = hmac_hex("\n".join(["AWS4-HMAC-SHA256-TRAILER", amz_date, scope, previous,
+                                       hashlib.sha256((checksum + "\n").encode()).hexdigest()]))
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        if signature != expected or checksum != "x-amz-checksum-crc32:" + crc:
+            return None
+    elif rest != "\r\n":
+        return None
+    if len(data) != int(handler.headers.get("x-amz-decoded-content-length", "-1")):
+        return None
+    return data
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -196,6 +253,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                               [("AWSAccessKeyId", auth["key_id"]),
                                ("StringToSign", string_to_sign),
                                ("SignatureProvided", auth["signature"])])
+        if self.headers.get("x-amz-content-sha256", "").startswith(
+                "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"):
+            body = decode_aws_chunked(self, auth, body, key["secret"])
+            if body is None:
+                entry["verdict"] = "bad_chunk_signature"
+                log(entry)
+                return self.error(403, "SignatureDoesNotMatch",
+                                  "The request signature we calculated does not match the "
+                                  "signature you provided.")
+            entry["chunked"] = True
         entry["verdict"] = "ok"
         entry["bytes"] = len(body)
         entry["body_head"] = body[:60].decode(errors="replace")
