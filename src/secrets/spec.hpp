@@ -97,7 +97,9 @@ struct CredentialSpec {
   // vault: log in (auth "token": the token in token_file; "approle": role_id and the secret
   // id in secret_id_file; "kubernetes": role and the service-account JWT in jwt_file, at
   // auth_mount), then GET /v1/{secret_path} and take `field` (of data.data for KV v2, else of
-  // data); re-read every ttl, or before a lease ends
+  // data); re-read every ttl, or, for a secret with a lease, renewed refresh_before the lease
+  // ends (read again when Vault will not extend it in full); the Vault token is kept and renewed
+  // the same way (src/secrets/vault_client.hpp)
   std::string address;
   std::string auth = "token";
   std::string token_file;

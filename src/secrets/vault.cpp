@@ -1,15 +1,20 @@
-// provider = "vault": a secret read from HashiCorp Vault's HTTP API. Each read logs in first
-// (auth "token": the token in token_file; "approle": POST /v1/auth/MOUNT/login with role_id and
-// the secret id; "kubernetes": the same with role and the service-account JWT), so a Vault
-// token never outlives the read it was got for, and sends X-Vault-Namespace when a namespace
-// (Vault Enterprise) is set. Then GET /v1/PATH: KV v2 answers data.data, KV v1 and the other
-// engines data; `field` names the value. A lease_duration (a dynamic secret) ends the token's
-// life: it is read again before the lease ends (refresh_before), else after ttl.
+// provider = "vault": a secret read from HashiCorp Vault's HTTP API with a Vault token that is
+// kept and renewed (VaultClient: auth "token", "approle" or "kubernetes"), X-Vault-Namespace
+// sent when a namespace (Vault Enterprise) is set. GET /v1/PATH: KV v2 answers data.data, KV v1
+// and the other engines data; `field` names the value.
+//
+// A lease_duration (a dynamic secret: database or cloud credentials) ends the token's life: it
+// is fetched again before the lease ends (refresh_before), else after ttl. A renewable lease
+// (renewable and a lease_id) is kept with the secret, per scope, and that next fetch first asks
+// PUT /v1/sys/leases/renew for as long again as the read gave: granted in full, the same secret
+// is served until the new end; refused (a 4xx: the lease is gone or not renewable) or granted
+// for less (Vault capped it at the lease's max TTL, so it ends soon whatever is done), the path
+// is read again for a new secret and lease. Vault unreachable or failing: the fetch fails,
+// retryable, the lease is kept, and the store serves the secret it has until it expires.
 #include <boost/json.hpp>
+#include <map>
 
-#include "common/version.hpp"
-#include "secrets/http_providers.hpp"
-#include "secrets/secret_file.hpp"
+#include "secrets/vault_client.hpp"
 
 namespace sandgate::secrets {
 
@@ -17,139 +22,114 @@ namespace {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
+using Deadline = std::chrono::steady_clock::time_point;
+using detail::vault_field;
+using detail::vault_flag;
+using detail::vault_seconds;
 
-// Vault's errors: {"errors": ["permission denied"]}; the first is the endpoint's error code.
-std::string_view vault_error(const json::object* object) {
-  const json::value* errors = object != nullptr ? object->if_contains("errors") : nullptr;
-  if (errors == nullptr || !errors->is_array() || errors->as_array().empty() ||
-      !errors->as_array()[0].is_string()) {
-    return {};
-  }
-  const json::string& first = errors->as_array()[0].as_string();
-  return {first.data(), first.size()};
-}
+// A renewable lease and the secret it is for, which a renewal serves again (Vault's renewal
+// answer does not repeat it). SecretBytes: wiped when the lease is dropped or replaced.
+struct Lease {
+  std::string id;
+  SecretBytes value;
+  std::int64_t increment = 0;  // seconds: what the read gave, asked for again on renewal
+  TimePoint expires_at;
+  bool renewable = true;
+};
 
 class VaultProvider final : public Provider {
  public:
   VaultProvider(const CredentialSpec& spec, ProviderContext context)
-      : spec_(spec), context_(std::move(context)), client_(detail::client_context(spec.ca_file)) {}
+      : spec_(spec), context_(std::move(context)), vault_(spec, context_) {}
 
-  asio::awaitable<FetchResult> fetch(Scope) override {
-    const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
-    if (!client_.error.empty()) co_return fetch_failure(false, client_.error);
-    std::string token;
-    if (std::optional<FetchResult> failed = co_await login(deadline, token)) {
-      cleanse(token);
-      co_return std::move(*failed);
+  asio::awaitable<FetchResult> fetch(Scope scope) override {
+    const Deadline deadline = std::chrono::steady_clock::now() + spec_.timeout;
+    if (!vault_.setup_error().empty()) co_return fetch_failure(false, vault_.setup_error());
+    // One fetch per scope at a time: this scope's lease is ours until we put it back.
+    const std::string key = scope.key();
+    if (const auto it = leases_.find(key); it != leases_.end()) {
+      Lease lease = std::move(it->second);
+      leases_.erase(it);
+      if (lease.renewable && context_.clock() < lease.expires_at) {
+        if (std::optional<FetchResult> renewed = co_await renew(lease, deadline)) {
+          leases_.insert_or_assign(key, std::move(lease));
+          co_return std::move(*renewed);
+        }
+      }
     }
-    HttpsRequest request = base_request("GET", spec_.secret_path);
-    request.headers.emplace_back("X-Vault-Token", token);
-    HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
-                                                 deadline, detail::kMaxTokenResponse);
-    FetchResult out = read_secret(result, {token});
-    cleanse(token);
-    if (result.response) cleanse(result.response->body);
-    co_return out;
+    co_return co_await read(key, deadline);
   }
 
  private:
-  HttpsRequest base_request(std::string method, const std::string& api_path) const {
-    HttpsRequest request;
-    request.method = std::move(method);
-    request.url = spec_.address + "/v1/" + api_path;
-    request.headers = {{"Accept", "application/json"},
-                       {"User-Agent", "sandgate/" + std::string(kVersion)}};
-    if (!spec_.vault_namespace.empty()) {
-      request.headers.emplace_back("X-Vault-Namespace", spec_.vault_namespace);
-    }
-    return request;
+  void log(const std::string& line) const {
+    if (context_.log) context_.log(line);
   }
 
-  std::string what(std::string_view api_path) const {
-    return "credentials." + spec_.name + ": " + spec_.address + "/v1/" + std::string(api_path);
-  }
-
-  // The Vault token to read with, into `token`; or why there is none.
-  asio::awaitable<std::optional<FetchResult>> login(std::chrono::steady_clock::time_point deadline,
-                                                    std::string& token) {
-    if (spec_.auth == "token") {
-      SecretFile file = read_secret_file(spec_.token_file, "Vault token file");
-      if (!file.ok()) co_return fetch_failure(false, file.error);
-      token = std::string(file.content.view());
+  // The lease renewed: its secret with the new end; a failure worth retrying (keep the lease);
+  // or nullopt when the lease is done with and the path is to be read again.
+  asio::awaitable<std::optional<FetchResult>> renew(Lease& lease, Deadline deadline) {
+    std::string method = "PUT";
+    std::string api_path = "sys/leases/renew";
+    std::string body =
+        json::serialize(json::object{{"lease_id", lease.id}, {"increment", lease.increment}});
+    detail::VaultReply reply =
+        co_await vault_.call(std::move(method), api_path, std::move(body), deadline);
+    if (!reply.ok()) {
+      // No answer (Vault down, no Vault token to be had) or a 5xx: retry later.
+      if (reply.status == 0 || reply.failure.error.retryable) co_return std::move(reply.failure);
+      log(reply.failure.error.message + " (reading " + spec_.secret_path + " again)");
       co_return std::nullopt;
     }
-    const bool approle = spec_.auth == "approle";
-    SecretFile file =
-        read_secret_file(approle ? spec_.secret_id_file : spec_.jwt_file,
-                         approle ? "Vault secret id file" : "service-account JWT file");
-    if (!file.ok()) co_return fetch_failure(false, file.error);
-    const std::string mount = spec_.auth_mount.empty() ? spec_.auth : spec_.auth_mount;
-    const std::string api_path = "auth/" + mount + "/login";
-    HttpsRequest request = base_request("POST", api_path);
-    request.headers.emplace_back("Content-Type", "application/json");
-    json::object body;
-    if (approle) {
-      body = {{"role_id", spec_.role_id}, {"secret_id", file.content.view()}};
-    } else {
-      body = {{"role", spec_.role}, {"jwt", file.content.view()}};
+    const std::int64_t seconds = vault_seconds(&reply.body, "lease_duration");
+    if (seconds < lease.increment) {
+      log(vault_.what(api_path) + ": renewed for " + std::to_string(seconds) + " s of the " +
+          std::to_string(lease.increment) + " asked, its max TTL (reading " + spec_.secret_path +
+          " again)");
+      co_return std::nullopt;
     }
-    request.body = json::serialize(body);
-    HttpsResult result = co_await https_exchange(client_.ctx, std::move(request), context_.resolver,
-                                                 deadline, detail::kMaxTokenResponse);
-    const std::vector<std::string_view> secrets = {file.content.view()};
-    if (!result.response) co_return fetch_failure(true, what(api_path) + ": " + result.error);
-    boost::system::error_code ec;
-    const json::value parsed = json::parse(result.response->body, ec);
-    cleanse(result.response->body);
-    const json::object* object = ec ? nullptr : parsed.if_object();
-    if (result.response->status / 100 != 2)
-      co_return failure(api_path, *result.response, object, secrets);
-    const json::value* auth = object != nullptr ? object->if_contains("auth") : nullptr;
-    const json::value* client_token = auth != nullptr && auth->is_object()
-                                          ? auth->as_object().if_contains("client_token")
-                                          : nullptr;
-    if (client_token == nullptr || !client_token->is_string() ||
-        client_token->as_string().empty()) {
-      co_return fetch_failure(true, what(api_path) + ": the answer has no auth.client_token");
-    }
-    token = std::string(client_token->as_string());
-    co_return std::nullopt;
+    lease.expires_at = context_.clock() + std::chrono::seconds(seconds);
+    lease.renewable = vault_flag(&reply.body, "renewable");
+    FetchResult out;
+    out.token = Fetched{SecretBytes(lease.value.view()), lease.expires_at, std::nullopt};
+    co_return out;
   }
 
-  FetchResult failure(std::string_view api_path, const HttpsResponse& response,
-                      const json::object* object,
-                      const std::vector<std::string_view>& secrets) const {
-    return detail::status_failure(what(api_path), response, secrets, vault_error(object));
+  asio::awaitable<FetchResult> read(const std::string& key, Deadline deadline) {
+    std::string method = "GET";
+    std::string no_body;
+    detail::VaultReply reply =
+        co_await vault_.call(std::move(method), spec_.secret_path, std::move(no_body), deadline);
+    if (!reply.ok()) co_return std::move(reply.failure);
+    FetchResult out = secret_of(reply.body);
+    const json::value* lease_id = vault_field(&reply.body, "lease_id");
+    if (out.token && vault_flag(&reply.body, "renewable") && lease_id != nullptr &&
+        lease_id->is_string() && !lease_id->as_string().empty() &&
+        out.token->expires_at != TimePoint::max()) {
+      leases_.insert_or_assign(
+          key, Lease{std::string(lease_id->as_string()), SecretBytes(out.token->value.view()),
+                     vault_seconds(&reply.body, "lease_duration"), out.token->expires_at, true});
+    }
+    co_return out;
   }
 
-  FetchResult read_secret(const HttpsResult& result,
-                          const std::vector<std::string_view>& secrets) const {
-    if (!result.response) return fetch_failure(true, what(spec_.secret_path) + ": " + result.error);
-    boost::system::error_code ec;
-    const json::value parsed = json::parse(result.response->body, ec);
-    const json::object* object = ec ? nullptr : parsed.if_object();
-    if (result.response->status / 100 != 2) {
-      return failure(spec_.secret_path, *result.response, object, secrets);
-    }
+  // The field of a read's answer, until the lease's end or for ttl.
+  FetchResult secret_of(const json::value& body) const {
     // KV v2 nests the secret's fields in data.data (beside data.metadata).
-    const json::value* data = object != nullptr ? object->if_contains("data") : nullptr;
-    const json::object* fields = data != nullptr ? data->if_object() : nullptr;
-    if (fields != nullptr && fields->contains("metadata") && fields->contains("data") &&
-        fields->at("data").is_object()) {
-      fields = &fields->at("data").as_object();
+    const json::value* data = vault_field(&body, "data");
+    const json::value* inner = vault_field(data, "data");
+    if (vault_field(data, "metadata") != nullptr && inner != nullptr && inner->is_object()) {
+      data = inner;
     }
-    const json::value* value = fields != nullptr ? fields->if_contains(spec_.field) : nullptr;
+    const json::value* value = vault_field(data, spec_.field);
     if (value == nullptr || !value->is_string() || value->as_string().empty()) {
-      return fetch_failure(
-          false, what(spec_.secret_path) + ": the secret has no string field " + spec_.field);
+      return fetch_failure(false, vault_.what(spec_.secret_path) +
+                                      ": the secret has no string field " + spec_.field);
     }
     const TimePoint now = context_.clock();
     Fetched fetched;
     fetched.value =
         SecretBytes(std::string_view(value->as_string().data(), value->as_string().size()));
-    const json::value* lease = object->if_contains("lease_duration");
-    const std::int64_t seconds = lease != nullptr && lease->is_int64() ? lease->as_int64() : 0;
-    if (seconds > 0) {
+    if (const std::int64_t seconds = vault_seconds(&body, "lease_duration"); seconds > 0) {
       fetched.expires_at = now + std::chrono::seconds(seconds);
     } else {
       fetched.refresh_at = now + spec_.ttl;
@@ -161,7 +141,8 @@ class VaultProvider final : public Provider {
 
   CredentialSpec spec_;
   ProviderContext context_;
-  detail::ClientContext client_;
+  detail::VaultClient vault_;
+  std::map<std::string, Lease> leases_;  // by Scope::key()
 };
 
 }  // namespace

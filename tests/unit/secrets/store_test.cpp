@@ -697,58 +697,167 @@ TEST(JwtBearerStore, AServiceAccountKeyIsExchangedForAnAccessToken) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// vault: a stand-in for Vault's HTTP API that refuses what Vault refuses (a wrong or missing
-// token, a wrong secret id, a namespace it does not have: 403 {"errors":["permission
-// denied"]}; a path it does not have: 404 {"errors":[]}).
+// vault: a stand-in for Vault's HTTP API that refuses what Vault refuses: a wrong, missing,
+// expired or revoked token, a wrong secret id, a namespace it does not have (403
+// {"errors":["permission denied"]}); a path it does not have (404 {"errors":[]}); renewing a lease
+// it does not know, or one that has ended or been revoked (400 {"errors":["lease not found"]}),
+// or a token that is not renewable (400 {"errors":["lease is not renewable"]}). Tokens and leases
+// live on the test's clock, and a renewal grants the increment asked but never past the max TTL.
 
 class VaultStandIn {
  public:
-  VaultStandIn() : server_([this](const test::TokenRequest& r) { return serve(r); }) {}
+  // Login tokens: 1 h, at most 2 h. Database leases: 15 min, at most 45 min.
+  static constexpr std::int64_t kTokenTtl = 3600, kTokenMaxTtl = 7200;
+  static constexpr std::int64_t kLeaseTtl = 900, kLeaseMaxTtl = 2700;
+
+  explicit VaultStandIn(ManualClock& clock)
+      : clock_(clock), server_([this](const test::TokenRequest& r) { return serve(r); }) {
+    tokens_["hvs.root"] = Grant{};  // a root token: never expires, not renewable
+  }
   const test::FakeTokenServer& server() const { return server_; }
   test::FakeTokenServer& server() { return server_; }
-  int logins() const { return logins_; }
+
+  int logins() const { return count("login"); }
+  int reads(const std::string& path) const { return count("GET /v1/" + path); }
+  int count(const std::string& what) const {
+    const std::lock_guard lock(mutex_);
+    const auto it = counts_.find(what);
+    return it == counts_.end() ? 0 : it->second;
+  }
+  // A token as an operator made it (for token_file).
+  void add_token(const std::string& token, std::int64_t ttl, bool renewable) {
+    const std::lock_guard lock(mutex_);
+    tokens_[token] = grant(ttl, ttl * 2, renewable);
+  }
+  void revoke_token(const std::string& token) {
+    const std::lock_guard lock(mutex_);
+    tokens_.erase(token);
+  }
+  void revoke_leases() {
+    const std::lock_guard lock(mutex_);
+    leases_.clear();
+  }
+  TimePoint token_expiry(const std::string& token) const {
+    const std::lock_guard lock(mutex_);
+    const auto it = tokens_.find(token);
+    return it == tokens_.end() ? TimePoint{} : it->second.expires;
+  }
 
  private:
+  struct Grant {
+    TimePoint expires = TimePoint::max();  // max: never (a root token)
+    TimePoint max_end = TimePoint::max();
+    std::int64_t ttl = 0;  // granted at first, and by a renewal that asks for no increment
+    bool renewable = false;
+  };
+
+  Grant grant(std::int64_t ttl, std::int64_t max_ttl, bool renewable) const {
+    const TimePoint now = clock_.now();
+    return Grant{now + std::chrono::seconds(ttl), now + std::chrono::seconds(max_ttl), ttl,
+                 renewable};
+  }
+  bool live(const std::map<std::string, Grant>& grants, const std::string& id) const {
+    const auto it = grants.find(id);
+    return it != grants.end() && clock_.now() < it->second.expires;
+  }
+  // Vault's renewal: the increment asked (none: the first TTL again), cut at the max TTL.
+  std::int64_t renew(Grant& g, const boost::json::value& increment) const {
+    const TimePoint now = clock_.now();
+    const std::int64_t asked =
+        increment.is_int64() && increment.as_int64() > 0 ? increment.as_int64() : g.ttl;
+    const std::int64_t left =
+        std::chrono::duration_cast<std::chrono::seconds>(g.max_end - now).count();
+    const std::int64_t ttl = std::min(asked, left);
+    g.expires = now + std::chrono::seconds(ttl);
+    return ttl;
+  }
+
   test::TokenResponse serve(const test::TokenRequest& r) {
+    const std::lock_guard lock(mutex_);
     const test::TokenResponse denied{403, R"({"errors":["permission denied"]})"};
+    const test::TokenResponse not_renewable{400, R"({"errors":["lease is not renewable"]})"};
     const auto header = [&](const std::string& name) {
       const auto it = r.headers.find(name);
       return it == r.headers.end() ? std::string() : it->second;
     };
     if (header("x-vault-namespace") != "team-a") return denied;
     boost::system::error_code ec;
+    const boost::json::value body = boost::json::parse(r.body, ec);
+    const auto field = [&](const char* name) {
+      return !ec && body.is_object() && body.as_object().contains(name) ? body.at(name)
+                                                                        : boost::json::value();
+    };
     if (r.method == "POST" &&
         (r.target == "/v1/auth/approle/login" || r.target == "/v1/auth/k8s-prod/login")) {
-      const boost::json::value body = boost::json::parse(r.body, ec);
-      const bool approle = r.target == "/v1/auth/approle/login";
-      const bool ok = !ec && body.is_object() &&
-                      (approle ? body.as_object().contains("role_id") &&
-                                     body.at("role_id") == "sandgate-role" &&
-                                     body.at("secret_id") == "s3cret-id"
-                               : body.at("role") == "agents" && body.at("jwt") == "eyJk8s.jwt");
+      const bool ok = r.target == "/v1/auth/approle/login"
+                          ? field("role_id") == "sandgate-role" && field("secret_id") == "s3cret-id"
+                          : field("role") == "agents" && field("jwt") == "eyJk8s.jwt";
       if (!ok) return test::TokenResponse{400, R"({"errors":["invalid role or secret ID"]})"};
-      ++logins_;
-      return test::TokenResponse{200, R"({"auth":{"client_token":"hvs.login)" +
-                                          std::to_string(logins_) +
+      const std::string token = "hvs.login" + std::to_string(++counts_["login"]);
+      tokens_[token] = grant(kTokenTtl, kTokenMaxTtl, true);
+      return test::TokenResponse{200, R"({"auth":{"client_token":")" + token +
                                           R"(","lease_duration":3600,"renewable":true}})"};
     }
     const std::string token = header("x-vault-token");
-    if (token != "hvs.root" && token.rfind("hvs.login", 0) != 0) return denied;
+    if (!live(tokens_, token)) return denied;
+    ++counts_[r.method + " " + r.target];
+    Grant& self = tokens_[token];
+    if (r.method == "GET" && r.target == "/v1/auth/token/lookup-self") {
+      const std::int64_t ttl =
+          self.expires == TimePoint::max()
+              ? 0
+              : std::chrono::duration_cast<std::chrono::seconds>(self.expires - clock_.now())
+                    .count();
+      boost::json::object data{
+          {"ttl", ttl}, {"creation_ttl", self.ttl}, {"renewable", self.renewable}};
+      return test::TokenResponse{200, boost::json::serialize(boost::json::object{{"data", data}})};
+    }
+    if ((r.method == "POST" || r.method == "PUT") && r.target == "/v1/auth/token/renew-self") {
+      if (!self.renewable) return not_renewable;
+      const std::int64_t ttl = renew(self, field("increment"));
+      boost::json::object auth{
+          {"client_token", token}, {"lease_duration", ttl}, {"renewable", true}};
+      return test::TokenResponse{200, boost::json::serialize(boost::json::object{{"auth", auth}})};
+    }
+    if ((r.method == "POST" || r.method == "PUT") && r.target == "/v1/sys/leases/renew") {
+      const boost::json::value id = field("lease_id");
+      if (!id.is_string() || !live(leases_, std::string(id.as_string()))) {
+        return test::TokenResponse{400, R"({"errors":["lease not found"]})"};
+      }
+      Grant& lease = leases_[std::string(id.as_string())];
+      if (!lease.renewable) return not_renewable;
+      const std::int64_t ttl = renew(lease, field("increment"));
+      boost::json::object answer{
+          {"lease_id", id}, {"renewable", true}, {"lease_duration", ttl}, {"data", nullptr}};
+      return test::TokenResponse{200, boost::json::serialize(answer)};
+    }
     if (r.method == "GET" && r.target == "/v1/secret/data/agents/api") {
       return test::TokenResponse{200,
                                  R"({"data":{"data":{"token":"api-token-from-vault","user":"svc"},)"
                                  R"("metadata":{"version":3}},"lease_duration":0})"};
     }
-    if (r.method == "GET" && r.target == "/v1/database/creds/readonly") {
-      return test::TokenResponse{
-          200, R"({"lease_id":"database/creds/readonly/x","lease_duration":900,)"
-               R"("renewable":true,"data":{"username":"v-ro","password":"dyn-pass-1"}})"};
+    // Dynamic secrets: a new password and lease on every read; the STS-like one not renewable.
+    const bool database = r.target == "/v1/database/creds/readonly";
+    if (r.method == "GET" && (database || r.target == "/v1/aws/sts/deploy")) {
+      const std::string n = std::to_string(counts_["GET " + r.target]);
+      const std::string id = r.target.substr(4) + "/" + n;
+      leases_[id] = grant(kLeaseTtl, kLeaseMaxTtl, database);
+      boost::json::object answer{{"lease_id", id},
+                                 {"lease_duration", kLeaseTtl},
+                                 {"renewable", database},
+                                 {"data", {{"username", "v-ro"}, {"password", "dyn-pass-" + n}}}};
+      return test::TokenResponse{200, boost::json::serialize(answer)};
     }
     return test::TokenResponse{404, R"({"errors":[]})"};
   }
 
-  test::FakeTokenServer server_;
-  int logins_ = 0;
+  ManualClock& clock_;
+  mutable std::mutex mutex_;
+  // "login", and "METHOD /v1/PATH" of each request with a live token.
+  std::map<std::string, int> counts_;
+  std::map<std::string, Grant> tokens_;
+  std::map<std::string, Grant> leases_;
+  test::FakeTokenServer server_;  // last: stopped first, before what its handler uses
 };
 
 TEST(VaultStore, ReadsKvAndDynamicSecretsAfterEachLoginMethod) {
@@ -758,8 +867,8 @@ TEST(VaultStore, ReadsKvAndDynamicSecretsAfterEachLoginMethod) {
     ::chmod(path.c_str(), 0600);
     return path;
   };
-  VaultStandIn vault;
   ManualClock clock;
+  VaultStandIn vault(clock);
   StoreOptions o;
   o.clock = clock.fn();
   CredentialStore store(std::move(o));
@@ -844,6 +953,286 @@ TEST(VaultStore, ReadsKvAndDynamicSecretsAfterEachLoginMethod) {
   const TokenResult cached = get(store, "kv");
   ASSERT_TRUE(cached.ok());
   EXPECT_EQ(cached.token->value.view(), "api-token-from-vault");
+}
+
+// Renewal: what each test needs (the clock, the stand-in, secret files, a store whose log is
+// kept), and a check that nothing secret reaches a log line or an error.
+
+void expect_nothing_secret(std::string_view text) {
+  for (const std::string_view secret :
+       {"hvs.", "dyn-pass", "s3cret-id", "api-token-from-vault", "eyJk8s"}) {
+    EXPECT_EQ(text.find(secret), std::string_view::npos) << text;
+  }
+}
+
+class VaultRig {
+ public:
+  VaultRig() : vault(clock), store(options()) {}
+  ~VaultRig() {
+    for (const std::string& line : log_lines()) expect_nothing_secret(line);
+  }
+
+  std::string secret_file(const std::string& name, const std::string& value) {
+    const std::string path = dir.write(name, value + "\n");
+    ::chmod(path.c_str(), 0600);
+    return path;
+  }
+  // A credential reading `path` after an AppRole login, or with the token file NAME.token.
+  CredentialSpec spec(const std::string& name, const std::string& auth, const std::string& path,
+                      const std::string& field) {
+    CredentialSpec out;
+    out.name = name;
+    out.kind = ProviderKind::vault;
+    out.address = vault.server().url();
+    out.ca_file = vault.server().ca_file();
+    out.vault_namespace = "team-a";
+    out.auth = auth;
+    if (auth == "approle") {
+      out.role_id = "sandgate-role";
+      out.secret_id_file = secret_file("secret-id", "s3cret-id");
+    } else {
+      out.token_file = dir.file(name + ".token");
+    }
+    out.secret_path = path;
+    out.field = field;
+    out.ttl = std::chrono::minutes(10);
+    return out;
+  }
+  std::vector<std::string> log_lines() {
+    const std::lock_guard lock(log_mutex_);
+    return log_;
+  }
+  CredentialStats stats(const std::string& name) const {
+    for (CredentialStats s : store.stats()) {
+      if (s.name == name) return s;
+    }
+    return {};
+  }
+  // Moves the clock by `d` and asks for `name`: a token due for refresh is served while the
+  // store refreshes it in the background; this waits until that refresh is over (a fresh
+  // token, or one more failure) and answers what a request gets then.
+  TokenResult refresh(const std::string& name, WallClock::duration d) {
+    clock.advance(d);
+    const std::uint64_t failures = stats(name).failures;
+    (void)get(store, name);
+    EXPECT_TRUE(test::eventually([&] {
+      const auto token = store.cached(name, Scope{});
+      return is_fresh(token.get(), clock.now()) || stats(name).failures > failures;
+    }));
+    return get(store, name);
+  }
+  // The requests Vault got for `target` (method and path), in order.
+  std::vector<test::TokenRequest> requests(const std::string& method, const std::string& target) {
+    std::vector<test::TokenRequest> out;
+    for (const auto& r : vault.server().requests()) {
+      if (r.method == method && r.target == target) out.push_back(r);
+    }
+    return out;
+  }
+
+ private:
+  StoreOptions options() {
+    StoreOptions o;
+    o.clock = clock.fn();
+    o.log = [this](std::string_view line) {
+      const std::lock_guard lock(log_mutex_);
+      log_.emplace_back(line);
+    };
+    return o;
+  }
+
+ public:
+  test::TempDir dir;
+  ManualClock clock;
+  VaultStandIn vault;
+
+ private:
+  std::mutex log_mutex_;
+  std::vector<std::string> log_;
+
+ public:
+  CredentialStore store;  // last: its thread stops before the rest goes
+};
+
+TEST(VaultStore, RenewsALeaseBeforeItEndsAndReadsANewSecretWhenItCannot) {
+  VaultRig rig;
+  const CredentialSpec db = rig.spec("db", "approle", "database/creds/readonly", "password");
+  const CredentialSpec sts = rig.spec("sts", "approle", "aws/sts/deploy", "password");
+  rig.store.update({db, sts});
+  const TimePoint start = rig.clock.now();
+  const TokenResult first = get(rig.store, "db");
+  ASSERT_TRUE(first.ok()) << first.error->message;
+  EXPECT_EQ(first.token->value.view(), "dyn-pass-1");
+  EXPECT_EQ(first.token->expires_at, start + 900s);
+
+  // Due at 450 s (half its life, as refresh_before is 600 s): renewed for the 900 s the read
+  // gave, the same password served until the new end; no new read, no new login.
+  const TokenResult renewed = rig.refresh("db", 500s);
+  ASSERT_TRUE(renewed.ok()) << renewed.error->message;
+  EXPECT_EQ(renewed.token->value.view(), "dyn-pass-1");
+  EXPECT_EQ(renewed.token->expires_at, start + 500s + 900s);
+  EXPECT_EQ(rig.vault.reads("database/creds/readonly"), 1);
+  EXPECT_EQ(rig.vault.count("PUT /v1/sys/leases/renew"), 1);
+  EXPECT_EQ(rig.vault.logins(), 1);
+  const auto renewals = rig.requests("PUT", "/v1/sys/leases/renew");
+  ASSERT_EQ(renewals.size(), 1U);
+  EXPECT_EQ(json::parse(renewals[0].body),
+            json::parse(R"({"lease_id":"database/creds/readonly/1","increment":900})"));
+  EXPECT_EQ(renewals[0].headers.at("x-vault-token"), "hvs.login1");
+
+  // Renewed again at 1000 s and 1500 s, each time for 900 s (within the 2700 s max TTL)...
+  for (const int n : {2, 3}) {
+    const TokenResult again = rig.refresh("db", 500s);
+    ASSERT_TRUE(again.ok()) << again.error->message;
+    EXPECT_EQ(again.token->value.view(), "dyn-pass-1");
+    EXPECT_EQ(again.token->expires_at, rig.clock.now() + 900s);
+    EXPECT_EQ(rig.vault.count("PUT /v1/sys/leases/renew"), n);
+  }
+  // ...but at 2000 s only 700 s are left of it: Vault grants less than asked, so a new password
+  // (a new lease) is read rather than one served until Vault revokes it.
+  const TokenResult capped = rig.refresh("db", 500s);
+  ASSERT_TRUE(capped.ok()) << capped.error->message;
+  EXPECT_EQ(capped.token->value.view(), "dyn-pass-2");
+  EXPECT_EQ(capped.token->expires_at, rig.clock.now() + 900s);
+  EXPECT_EQ(rig.vault.count("PUT /v1/sys/leases/renew"), 4);
+  EXPECT_EQ(rig.vault.reads("database/creds/readonly"), 2);
+
+  // A lease Vault no longer has (revoked, or ended while Vault was away): "lease not found", a
+  // new read.
+  rig.vault.revoke_leases();
+  const TokenResult revoked = rig.refresh("db", 500s);
+  ASSERT_TRUE(revoked.ok()) << revoked.error->message;
+  EXPECT_EQ(revoked.token->value.view(), "dyn-pass-3");
+  EXPECT_EQ(rig.vault.reads("database/creds/readonly"), 3);
+  const auto lines = rig.log_lines();
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.find("sys/leases/renew: HTTP 400: lease not found") != std::string::npos;
+  }));
+
+  // Control: a lease that is not renewable (STS-like credentials) is read again, not renewed.
+  const TokenResult sts_first = get(rig.store, "sts");
+  ASSERT_TRUE(sts_first.ok()) << sts_first.error->message;
+  EXPECT_EQ(sts_first.token->value.view(), "dyn-pass-1");
+  const TokenResult sts_again = rig.refresh("sts", 500s);
+  ASSERT_TRUE(sts_again.ok()) << sts_again.error->message;
+  EXPECT_EQ(sts_again.token->value.view(), "dyn-pass-2");
+  EXPECT_EQ(rig.vault.count("PUT /v1/sys/leases/renew"), 5);  // db's five, none for sts
+}
+
+TEST(VaultStore, KeepsTheVaultTokenRenewsItAndLogsInAgainWhenItMust) {
+  VaultRig rig;
+  rig.store.update({rig.spec("kv", "approle", "secret/data/agents/api", "token")});
+  const TimePoint start = rig.clock.now();
+  const auto read_ok = [&](const TokenResult& r) {
+    ASSERT_TRUE(r.ok()) << r.error->message;
+    EXPECT_EQ(r.token->value.view(), "api-token-from-vault");
+  };
+  read_ok(get(rig.store, "kv"));
+  EXPECT_EQ(rig.vault.logins(), 1);
+
+  // Read again every ttl (10 min) with the token the login gave: no new login.
+  read_ok(rig.refresh("kv", 11min));
+  EXPECT_EQ(rig.vault.reads("secret/data/agents/api"), 2);
+  EXPECT_EQ(rig.vault.logins(), 1);
+  EXPECT_EQ(rig.vault.count("POST /v1/auth/token/renew-self"), 0);
+
+  // Past 3000 s (refresh_before its 3600 s end) it is renewed for 3600 s more, not replaced.
+  read_ok(rig.refresh("kv", 3100s - 11min));
+  EXPECT_EQ(rig.vault.logins(), 1);
+  EXPECT_EQ(rig.vault.count("POST /v1/auth/token/renew-self"), 1);
+  EXPECT_EQ(rig.vault.token_expiry("hvs.login1"), start + 3100s + 3600s);
+  const auto renewals = rig.requests("POST", "/v1/auth/token/renew-self");
+  ASSERT_EQ(renewals.size(), 1U);
+  EXPECT_EQ(json::parse(renewals[0].body), json::parse(R"({"increment":3600})"));
+
+  // Revoked in Vault: the read with it is refused (403), so sandgate logs in once more and
+  // reads again, and the request is served.
+  rig.vault.revoke_token("hvs.login1");
+  read_ok(rig.refresh("kv", 11min));
+  EXPECT_EQ(rig.vault.logins(), 2);
+
+  // Revoked just before its renewal is due: renew-self refused (403), a new login, the read.
+  rig.vault.revoke_token("hvs.login2");
+  read_ok(rig.refresh("kv", 3100s));
+  EXPECT_EQ(rig.vault.logins(), 3);
+  EXPECT_EQ(rig.requests("POST", "/v1/auth/token/renew-self").back().headers.at("x-vault-token"),
+            "hvs.login2");
+
+  // Renewed once more; then, near its 2 h max TTL, Vault renews it for less than asked: a new
+  // login rather than a token that is about to end.
+  read_ok(rig.refresh("kv", 3100s));
+  EXPECT_EQ(rig.vault.count("POST /v1/auth/token/renew-self"), 2);
+  EXPECT_EQ(rig.vault.logins(), 3);
+  read_ok(rig.refresh("kv", 3100s));
+  EXPECT_EQ(rig.vault.count("POST /v1/auth/token/renew-self"), 3);
+  EXPECT_EQ(rig.vault.logins(), 4);
+}
+
+TEST(VaultStore, RenewsARenewableTokenFromItsFileAndPicksUpANewOne) {
+  VaultRig rig;
+  rig.vault.add_token("hvs.file1", 3600, true);
+  const CredentialSpec kv = rig.spec("kv", "token", "secret/data/agents/api", "token");
+  rig.secret_file("kv.token", "hvs.file1");
+  rig.store.update({kv});
+  const TimePoint start = rig.clock.now();
+  ASSERT_TRUE(get(rig.store, "kv").ok());
+  // Looked up once (its TTL, whether it is renewable), not on every read.
+  ASSERT_TRUE(rig.refresh("kv", 11min).ok());
+  EXPECT_EQ(rig.vault.count("GET /v1/auth/token/lookup-self"), 1);
+  EXPECT_EQ(rig.vault.count("POST /v1/auth/token/renew-self"), 0);
+  // Due (refresh_before its end): renewed.
+  ASSERT_TRUE(rig.refresh("kv", 3100s - 11min).ok());
+  EXPECT_EQ(rig.vault.count("POST /v1/auth/token/renew-self"), 1);
+  EXPECT_EQ(rig.vault.token_expiry("hvs.file1"), start + 3100s + 3600s);
+
+  // The file rewritten with another token: looked up, then used; this one is not renewable,
+  // so it is never renewed.
+  rig.vault.add_token("hvs.file2", 3600, false);
+  rig.secret_file("kv.token", "hvs.file2");
+  ASSERT_TRUE(rig.refresh("kv", 11min).ok());
+  EXPECT_EQ(rig.vault.count("GET /v1/auth/token/lookup-self"), 2);
+  EXPECT_EQ(rig.requests("GET", "/v1/secret/data/agents/api").back().headers.at("x-vault-token"),
+            "hvs.file2");
+  ASSERT_TRUE(rig.refresh("kv", 3100s).ok());
+  EXPECT_EQ(rig.vault.count("POST /v1/auth/token/renew-self"), 1);
+  EXPECT_EQ(rig.requests("POST", "/v1/auth/token/renew-self").size(), 1U);
+}
+
+TEST(VaultStore, VaultDownDuringARenewalIsRetriedWhileTheSecretIsServed) {
+  VaultRig rig;
+  rig.store.update({rig.spec("db", "approle", "database/creds/readonly", "password")});
+  const TimePoint start = rig.clock.now();
+  const TokenResult first = get(rig.store, "db");
+  ASSERT_TRUE(first.ok()) << first.error->message;
+
+  // The renewal cannot reach Vault: worth retrying, and the password read before is served.
+  rig.vault.server().stop();
+  const TokenResult during = rig.refresh("db", 500s);
+  ASSERT_TRUE(during.ok());
+  EXPECT_EQ(during.token->value.view(), "dyn-pass-1");
+  EXPECT_EQ(during.token->expires_at, start + 900s);
+  EXPECT_EQ(rig.stats("db").failures, 1U);
+  EXPECT_TRUE(test::eventually([&] {  // the store logs the failure after counting it
+    const auto lines = rig.log_lines();
+    return std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+      return line.find("credential db: refresh failed (retrying") != std::string::npos &&
+             line.find("/v1/sys/leases/renew: ") != std::string::npos;
+    });
+  }));
+  // Served until the lease's end (each request past the backoff trying to renew again)...
+  rig.clock.advance(390s);
+  const TokenResult still = get(rig.store, "db");
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still.token->value.view(), "dyn-pass-1");
+  EXPECT_TRUE(test::eventually([&] { return rig.stats("db").failures == 2; }));
+  // ...not after it: then no password, a retryable error with no status from Vault.
+  rig.clock.advance(20s);
+  const TokenResult after = get(rig.store, "db");
+  ASSERT_FALSE(after.ok());
+  EXPECT_TRUE(after.error->retryable);
+  EXPECT_EQ(after.error->endpoint_status, 0U);
+  EXPECT_NE(after.error->message.find("database/creds/readonly"), std::string::npos);
+  expect_nothing_secret(after.error->message);
 }
 
 // ---------------------------------------------------------------------------------------------
