@@ -2,6 +2,7 @@
 // reading helpers shared with the [credentials] reader).
 #include <algorithm>
 
+#include "common/hop_by_hop.hpp"
 #include "config/credentials.hpp"
 #include "policy/path.hpp"
 
@@ -34,14 +35,8 @@ std::optional<secrets::InjectAs> read_as(const toml::table& rule, const std::str
 // Header fields sandgate itself owns on the way out, or that would change how the request is
 // framed or routed: never a credential's header.
 bool reserved_header(std::string_view name) {
-  constexpr std::string_view kReserved[] = {
-      "host",    "content-length", "transfer-encoding",   "connection",       "upgrade", "te",
-      "trailer", "keep-alive",     "proxy-authorization", "proxy-connection", "expect"};
-  std::string lower(name);
-  for (char& c : lower) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return std::find(std::begin(kReserved), std::end(kReserved), lower) != std::end(kReserved);
+  return iequals_ascii(name, "host") || iequals_ascii(name, "content-length") ||
+         hop_by_hop_field(name);
 }
 
 void read_injection_style(const toml::table& rule, const std::string& path, secrets::InjectRule& r,

@@ -1,36 +1,17 @@
 #include "proxy/auth.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 
 #include "common/ascii.hpp"
+#include "secrets/encoding.hpp"
 
 namespace sandgate::proxy {
 
 namespace {
 
 constexpr std::size_t kMaxCredentialBytes = 1024;
-
-// Strict base64 (with padding) via OpenSSL; nullopt when malformed.
-std::optional<std::string> decode_base64(std::string_view in) {
-  if (in.empty() || in.size() % 4 != 0 || in.size() > kMaxCredentialBytes) return std::nullopt;
-  std::string out(in.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  if (n < 0) return std::nullopt;
-  // EVP_DecodeBlock counts padding as zero bytes; drop them.
-  std::size_t size = static_cast<std::size_t>(n);
-  if (in.ends_with("==")) {
-    size -= 2;
-  } else if (in.ends_with("=")) {
-    size -= 1;
-  }
-  out.resize(size);
-  return out;
-}
 
 }  // namespace
 
@@ -91,7 +72,9 @@ AuthResult authenticate(const Snapshot& snap, std::string_view value, std::strin
   }
   std::string_view encoded = value.substr(space + 1);
   while (!encoded.empty() && encoded.front() == ' ') encoded.remove_prefix(1);
-  auto decoded = decode_base64(encoded);
+  auto decoded = encoded.empty() || encoded.size() > kMaxCredentialBytes
+                     ? std::nullopt
+                     : secrets::base64_decode(encoded);
   if (!decoded) return malformed;
   const auto colon = decoded->find(':');
   if (colon == std::string::npos || colon == 0) {
@@ -100,7 +83,7 @@ AuthResult authenticate(const Snapshot& snap, std::string_view value, std::strin
   }
   std::string id = decoded->substr(0, colon);
   const std::string* known = snap.token_digests.find(id);
-  const std::string digest = sha256(std::string_view(*decoded).substr(colon + 1));
+  const std::string digest = secrets::sha256(std::string_view(*decoded).substr(colon + 1));
   OPENSSL_cleanse(decoded->data(), decoded->size());
   if (known == nullptr) {
     OPENSSL_cleanse(id.data(), id.size());

@@ -1,7 +1,5 @@
 #include "proxy/runtime.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <memory>
 
 #include "proxy/session.hpp"
+#include "secrets/encoding.hpp"
 
 namespace sandgate::proxy {
 
@@ -96,29 +95,11 @@ std::size_t pending_cap(std::size_t configured) {
   return std::max<std::size_t>(1, std::min(configured, static_cast<std::size_t>(lim.rlim_cur) / 4));
 }
 
-std::string sha256(std::string_view data) {
-  // Fetched once: OpenSSL 3's one-shot SHA256() looks the algorithm up on every call, which
-  // cost as much as the hashing itself (every CONNECT, and each connection's first request, is
-  // authenticated). One context per thread, reset by each init: EVP_Digest allocates and frees
-  // one per call.
-  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
-                                                                                 &EVP_MD_CTX_free);
-  std::string digest(SHA256_DIGEST_LENGTH, '\0');
-  auto* out = reinterpret_cast<unsigned char*>(digest.data());
-  if (md == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), out, nullptr) != 1) {
-    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out);
-  }
-  return digest;
-}
-
 namespace {
 
 // A sandbox without a token is reached only through its source addresses.
 void add_identity(Snapshot& snap, const config::Sandbox& sb) {
-  if (!sb.token.empty()) snap.token_digests.insert_or_assign(sb.spec.id, sha256(sb.token));
+  if (!sb.token.empty()) snap.token_digests.insert_or_assign(sb.spec.id, secrets::sha256(sb.token));
   for (const auto& source : sb.sources) snap.sandbox_by_source.insert_or_assign(source, sb.spec.id);
 }
 

@@ -191,9 +191,6 @@ struct WorkerDeps {
   UpstreamPool* upstreams = nullptr;  // idle upstream connections of intercepted streams
 };
 
-// SHA-256 of data, raw bytes.
-std::string sha256(std::string_view data);
-
 // Builds a snapshot (hashes the tokens, compiles the policy with sandgate's own endpoints, the
 // inject rules, and the placeholder index with the key in credentials.placeholder_key_file,
 // created when missing: throws std::runtime_error naming the file when that fails).

@@ -1,9 +1,55 @@
 #include "secrets/encoding.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
 
+#include <memory>
+
 namespace sandgate::secrets {
+
+namespace {
+
+// OpenSSL 3's one-shot SHA256() and HMAC() look their algorithm up on every call, and make and
+// free a context, which costs as much as the hashing of a short text (several of them on every
+// request signed again, every CONNECT authenticated). The algorithms are fetched once and each
+// thread keeps a context of each, reset by every init.
+constexpr std::size_t kDigest = SHA256_DIGEST_LENGTH;
+
+void digest_into(std::string_view bytes, unsigned char* out) {
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                                 &EVP_MD_CTX_free);
+  if (md == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), out, nullptr) != 1) {
+    SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), out);
+  }
+}
+
+// A thread's HMAC context, its digest set once: each init then only sets the key.
+EVP_MAC_CTX* hmac_context() {
+  static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  const auto make = []() -> EVP_MAC_CTX* {
+    if (mac == nullptr) return nullptr;
+    EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                 OSSL_PARAM_END};
+    if (ctx != nullptr && EVP_MAC_CTX_set_params(ctx, params) != 1) {
+      EVP_MAC_CTX_free(ctx);
+      return nullptr;
+    }
+    return ctx;
+  };
+  thread_local const std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(
+      make(), &EVP_MAC_CTX_free);
+  return ctx.get();
+}
+
+}  // namespace
 
 std::string base64(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
@@ -38,9 +84,31 @@ std::string base64url(std::string_view bytes) {
   return out;
 }
 
+std::string sha256(std::string_view bytes) {
+  std::string out(kDigest, '\0');
+  digest_into(bytes, reinterpret_cast<unsigned char*>(out.data()));
+  return out;
+}
+
+std::array<unsigned char, 32> hmac_sha256(std::string_view key, std::string_view text) {
+  static_assert(kDigest == 32);
+  std::array<unsigned char, 32> out{};
+  EVP_MAC_CTX* ctx = hmac_context();
+  std::size_t size = 0;
+  const auto* k = reinterpret_cast<const unsigned char*>(key.data());
+  const auto* t = reinterpret_cast<const unsigned char*>(text.data());
+  if (ctx == nullptr || EVP_MAC_init(ctx, k, key.size(), nullptr) != 1 ||
+      EVP_MAC_update(ctx, t, text.size()) != 1 ||
+      EVP_MAC_final(ctx, out.data(), &size, out.size()) != 1) {
+    unsigned int length = 0;
+    HMAC(EVP_sha256(), k, static_cast<int>(key.size()), t, text.size(), out.data(), &length);
+  }
+  return out;
+}
+
 std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  unsigned char digest[kDigest];
+  digest_into(bytes, digest);
   constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(2 * sizeof digest);

@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+
+#include "secrets/encoding.hpp"
 
 namespace sandgate::secrets {
 
@@ -151,14 +151,10 @@ std::string PlaceholderKey::placeholder_for(std::string_view sandbox,
   message += sandbox;
   message += '\0';
   message += credential;
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  const std::string_view key = bytes_->view();
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length);
+  const std::array<unsigned char, 32> digest = hmac_sha256(bytes_->view(), message);
   constexpr char kHex[] = "0123456789abcdef";
   std::string out(kPlaceholderPrefix);
-  for (std::size_t i = 0; i < kPlaceholderDigits / 2 && i < length; ++i) {
+  for (std::size_t i = 0; i < kPlaceholderDigits / 2 && i < digest.size(); ++i) {
     out += kHex[digest[i] >> 4];
     out += kHex[digest[i] & 0xf];
   }

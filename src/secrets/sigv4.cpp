@@ -1,13 +1,14 @@
 #include "secrets/sigv4.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <initializer_list>
+#include <memory>
 #include <utility>
 
 #include "common/ascii.hpp"
+#include "common/hop_by_hop.hpp"
 #include "secrets/encoding.hpp"
 
 namespace sandgate::secrets::sigv4 {
@@ -164,11 +165,7 @@ std::string joined_lines(std::initializer_list<std::string_view> lines) {
 }
 
 std::array<unsigned char, 32> hmac(std::span<const unsigned char> key, std::string_view text) {
-  std::array<unsigned char, 32> out{};
-  unsigned int size = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(text.data()), text.size(), out.data(), &size);
-  return out;
+  return hmac_sha256({reinterpret_cast<const char*>(key.data()), key.size()}, text);
 }
 
 }  // namespace
@@ -396,13 +393,27 @@ bool valid_amz_date(std::string_view d) {
   return true;
 }
 
-// A field a proxy does not pass on as it came (RFC 9110 7.6.1, and Expect, which it answers).
-bool hop_by_hop(std::string_view lower_name) {
-  constexpr std::string_view kNames[] = {
-      "connection",       "expect", "keep-alive", "proxy-authorization",
-      "proxy-connection", "te",     "trailer",    "transfer-encoding",
-      "upgrade"};
-  return std::find(std::begin(kNames), std::end(kNames), lower_name) != std::end(kNames);
+// The signing key of `secret` in `scope`. It changes once a day per key, region and service,
+// and its derivation is four HMACs: each thread keeps the last few it derived, rather than
+// deriving one per request signed again.
+const SigningKey& signing_key(std::string_view secret, const Scope& scope) {
+  struct Derived {
+    std::string secret;
+    Scope scope;
+    std::unique_ptr<SigningKey> key;
+    ~Derived() { OPENSSL_cleanse(secret.data(), secret.size()); }
+  };
+  thread_local std::array<Derived, 4> derived;
+  thread_local std::size_t next = 0;
+  for (const Derived& d : derived) {
+    if (d.key != nullptr && d.scope == scope && d.secret == secret) return *d.key;
+  }
+  Derived& slot = derived[next++ % derived.size()];
+  OPENSSL_cleanse(slot.secret.data(), slot.secret.size());
+  slot.secret = secret;
+  slot.scope = scope;
+  slot.key = std::make_unique<SigningKey>(secret, scope);
+  return *slot.key;
 }
 
 bool resignable_payload(std::string_view hash) {
@@ -490,7 +501,7 @@ ResignResult resign(const Request& request, std::string_view payload_hash,
   }
   std::vector<std::string> signed_headers;
   for (const std::string& name : parsed->signed_headers) {
-    if (name != "x-amz-security-token" && name != "authorization" && !hop_by_hop(name)) {
+    if (name != "x-amz-security-token" && name != "authorization" && !hop_by_hop_field(name)) {
       signed_headers.push_back(name);
     }
   }
@@ -505,7 +516,7 @@ ResignResult resign(const Request& request, std::string_view payload_hash,
       canonical_request(sent, signed_headers, payload_hash, path_rule_for(parsed->scope.service));
   if (!canonical) return refuse(ResignRefusal::missing_field);
   Resigned r;
-  r.signature = SigningKey(real.secret_access_key, parsed->scope)
+  r.signature = signing_key(real.secret_access_key, parsed->scope)
                     .sign(string_to_sign(*amz_date, parsed->scope, *canonical));
   r.authorization =
       format_authorization(real.access_key_id, parsed->scope, signed_headers, r.signature);

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "secrets/encoding.hpp"
+
 namespace sandgate::proxy {
 namespace {
 
@@ -22,9 +24,10 @@ std::string base64(const std::string& in) {
 
 Snapshot snapshot() {
   Snapshot s;
-  s.token_digests.insert_or_assign("sb1", sha256("tok-1"));
-  s.token_digests.insert_or_assign("sb:2",
-                                   sha256("tok-2"));  // an id cannot hold ':'; never matches
+  s.token_digests.insert_or_assign("sb1", secrets::sha256("tok-1"));
+  s.token_digests.insert_or_assign(
+      "sb:2",
+      secrets::sha256("tok-2"));  // an id cannot hold ':'; never matches
   return s;
 }
 
@@ -118,7 +121,7 @@ TEST(Authenticate, AMemoAcceptsOnlyTheSameValueAgainstTheSameToken) {
   EXPECT_EQ(authenticate(snap, "", "sb1", &memo).outcome, AuthOutcome::no_credentials);
   EXPECT_EQ(authenticate(snap, good, "sb2", &memo).outcome, AuthOutcome::identity_changed);
   // A reload that changes the token: the remembered value no longer proves anything.
-  snap.token_digests.insert_or_assign("sb1", sha256("tok-new"));
+  snap.token_digests.insert_or_assign("sb1", secrets::sha256("tok-new"));
   EXPECT_EQ(authenticate(snap, good, "sb1", &memo).outcome, AuthOutcome::wrong_token);
   // ... nor once the sandbox is gone.
   snap.token_digests.erase("sb1");
