@@ -250,6 +250,12 @@ void read_inject_rules(const toml::table& table, const std::string& path,
       }
       r.scope = {};
     }
+    // A role assumed through STS is a session per sandbox, named after it (CloudTrail then says
+    // which sandbox acted), unless the credential names one session for all.
+    r.session_per_sandbox = spec != nullptr &&
+                            (spec->kind == ProviderKind::aws_assume_role ||
+                             spec->kind == ProviderKind::aws_web_identity) &&
+                            spec->role_session_name.empty();
     if (spec != nullptr && !spec->installation_account.empty()) {
       for (const std::string& repository : r.scope.repositories) {
         const std::string owner = repository.substr(0, repository.find('/'));

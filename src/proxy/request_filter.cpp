@@ -173,7 +173,8 @@ class CredentialFilter final : public RequestFilter {
     if (rules == nullptr) return;
     for (const secrets::InjectRule& rule : rules->rules()) {
       if (!rules->binds(rule.credential, *r.host, r.port)) continue;
-      const auto token = s.deps.shared->credentials->cached(rule.credential, rule.scope);
+      const auto token =
+          s.deps.shared->credentials->cached(rule.credential, secrets::scope_for(rule, s.sandbox));
       if (token == nullptr) continue;
       secrets::Injection injection = secrets::apply(rule, token->value.view());
       secrets::cleanse(injection.value);
@@ -191,7 +192,8 @@ class CredentialFilter final : public RequestFilter {
 
   static boost::asio::awaitable<FilterResult> inject(const Session& s, ProxiedRequest& r,
                                                      const secrets::InjectRule& rule) {
-    secrets::TokenResult got = co_await s.deps.shared->credentials->get(rule.credential, rule.scope,
+    const secrets::Scope scope = secrets::scope_for(rule, s.sandbox);
+    secrets::TokenResult got = co_await s.deps.shared->credentials->get(rule.credential, scope,
                                                                         s.limits().connect_timeout);
     r.credential = rule.credential;  // named by the request's lines, also the 503's
     if (!got.ok()) {

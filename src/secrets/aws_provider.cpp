@@ -109,16 +109,31 @@ void sign_post(HttpsRequest& request, std::vector<sigv4::Field> fields, std::str
 
 class StsProvider final : public Provider {
  public:
+  // The role session's name (CloudTrail's record of who acted): role_session_name, else
+  // "sandgate-" and the sandbox it is for, else the credential's name. STS takes at most 64 of
+  // [A-Za-z0-9+=,.@_-]; any other byte becomes '-'.
+  std::string session_name(const Scope& scope) const {
+    std::string name = !spec_.role_session_name.empty() ? spec_.role_session_name
+                       : !scope.sandbox.empty()         ? "sandgate-" + scope.sandbox
+                                                        : "sandgate-" + spec_.name;
+    name.resize(std::min<std::size_t>(name.size(), 64));
+    for (char& c : name) {
+      const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') ||
+                           std::string_view("+=,.@_-").find(c) != std::string_view::npos;
+      if (!allowed) c = '-';
+    }
+    return name;
+  }
+
   StsProvider(const CredentialSpec& spec, ProviderContext context)
       : spec_(spec), context_(std::move(context)), client_(detail::client_context(spec.ca_file)) {}
 
-  boost::asio::awaitable<FetchResult> fetch(Scope) override {
+  boost::asio::awaitable<FetchResult> fetch(Scope scope) override {
     const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
     if (!client_.error.empty()) co_return fetch_failure(false, client_.error);
     const bool web_identity = spec_.kind == ProviderKind::aws_web_identity;
-    std::string session =
-        spec_.role_session_name.empty() ? "sandgate-" + spec_.name : spec_.role_session_name;
-    session.resize(std::min<std::size_t>(session.size(), 64));
+    const std::string session = session_name(scope);
     HttpsRequest request;
     request.method = "POST";
     request.url = endpoint();

@@ -28,6 +28,12 @@ bool path_prefix_matches(std::string_view prefix, std::string_view path) {
   return path[prefix.size()] == '/';
 }
 
+Scope scope_for(const InjectRule& rule, std::string_view sandbox) {
+  Scope scope = rule.scope;
+  if (rule.session_per_sandbox) scope.sandbox = sandbox;
+  return scope;
+}
+
 Injection apply(const InjectRule& rule, std::string_view token) {
   Injection out;
   if (rule.as == InjectAs::aws_sigv4) {

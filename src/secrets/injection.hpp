@@ -39,9 +39,15 @@ struct InjectRule {
   std::string header;              // header: the field name
   std::string format = "{token}";  // header: contains "{token}" exactly once
   Scope scope;                     // github_app: repositories, permissions (else empty)
-  std::string origin;              // "profiles.default.inject[0]", for logs and audit lines
+  // An AWS role assumed for each sandbox on its own (aws_assume_role, aws_web_identity without
+  // a role_session_name): the token is asked for with the request's sandbox in its scope.
+  bool session_per_sandbox = false;
+  std::string origin;  // "profiles.default.inject[0]", for logs and audit lines
   bool operator==(const InjectRule&) const = default;
 };
+
+// The scope a request from `sandbox` asks `rule`'s credential for.
+Scope scope_for(const InjectRule& rule, std::string_view sandbox);
 
 // The header a request gets: the proxy removes every field named `name` the client sent,
 // then adds this one. `secret_forms` are what of the value reveals the token (the token

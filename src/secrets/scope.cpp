@@ -39,6 +39,10 @@ std::string Scope::key() const {
   }
   out += ";s";
   for (const std::string& s : oauth_scopes) append_item(out, s);
+  if (!sandbox.empty()) {
+    out += ";b";
+    append_item(out, sandbox);
+  }
   return out;
 }
 

@@ -237,16 +237,24 @@ void CredentialStore::handle(std::shared_ptr<Credential> credential, std::string
   }
   auto slots = credential->slots.load();
   std::shared_ptr<Slot> slot;
+  const TimePoint now = options_.clock();
   if (const auto it = slots->find(key); it != slots->end()) {
     slot = it->second;
   } else {
     slot = std::make_shared<Slot>(std::move(scope), options_.backoff);
-    auto next = std::make_shared<Credential::Slots>(*slots);
+    // The slots nobody asked for since their token ran out (a sandbox that is gone, whose role
+    // session was its own) go when a new one comes, so their number stays that of the scopes
+    // in use. One that is fetching, awaited or in a failure's backoff stays.
+    auto next = std::make_shared<Credential::Slots>();
+    for (const auto& [k, s] : *slots) {
+      const bool idle = !s->state.refreshing() && s->waiters.empty() &&
+                        !is_usable(s->state.token().get(), now) && s->state.retry_at() <= now;
+      if (!idle) next->emplace(k, s);
+    }
     next->emplace(key, slot);
     credential->slots.store(std::move(next));
   }
   if (!waiter) slot->poke_pending.store(false);
-  const TimePoint now = options_.clock();
   switch (slot->state.on_request(now)) {
     case RefreshState::Action::serve:
       if (waiter) waiter->complete(served(slot->state.usable(now)), waiter);

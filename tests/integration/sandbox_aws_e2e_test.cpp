@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "e2e_support.hpp"
 #include "gtest/gtest.h"
@@ -521,13 +522,18 @@ TEST_F(AwsE2e, ATokenKeptInSecretsManagerIsInjectedAndAMissingOneSaysWhy) {
 // Keys from STS: a role assumed with the aws keys (AssumeRole, signed with them), and one
 // assumed with a projected service-account token (AssumeRoleWithWebIdentity, as on EKS). The
 // CLI in the sandbox signs with placeholders; its requests leave signed with the temporary
-// keys and their session token, which the stand-in handed out and verifies.
+// keys and their session token, which the stand-in handed out and verifies. The assumed role
+// is a session per sandbox, named after it (STS's RoleSessionName, which CloudTrail records).
 TEST_F(AwsE2e, RolesAssumedThroughStsSignTheSandboxsRequests) {
-  for (const auto& [profile, key_id] : std::vector<std::pair<std::string, std::string>>{
-           {"assumed", kAssumedKeyId}, {"irsa", kWebKeyId}}) {
-    SCOPED_TRACE(profile);
+  // Two sandboxes of the assumed role's profile: a role session each, named after it.
+  for (const auto& [sandbox, profile, key_id] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"role-assumed", "assumed", kAssumedKeyId},
+           {"role-other", "assumed", kAssumedKeyId},
+           {"role-irsa", "irsa", kWebKeyId}}) {
+    SCOPED_TRACE(sandbox);
     const std::size_t from = aws->requests().size();
-    const auto r = run_in("role-" + profile, profile,
+    const auto r = run_in(sandbox, profile,
                           "/usr/bin/aws sts get-caller-identity --query Account --output text");
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_EQ(r.out, "123456789012\n");
@@ -537,7 +543,9 @@ TEST_F(AwsE2e, RolesAssumedThroughStsSignTheSandboxsRequests) {
     if (profile == "assumed") {
       EXPECT_EQ(json_string(all[from], "key_id"), kKeyId);
       EXPECT_EQ(json_string(all[from], "verdict"), "ok");
+      EXPECT_EQ(json_string(all[from], "session"), "sandgate-" + id(sandbox));
     } else {
+      // The credential names its one session (role_session_name): not one per sandbox.
       EXPECT_EQ(json_string(all[from], "verdict"), "web_identity");
       EXPECT_EQ(json_string(all[from], "session"), "irsa-e2e");
     }

@@ -375,6 +375,32 @@ TEST_F(GithubAppStore, StatsShowRefreshesFailuresAndSecondsToExpiry) {
   EXPECT_EQ(store_.stats()[0].cache_entries, 2u);
 }
 
+// Scopes come and go (a role session per sandbox): an entry whose token ran out unasked goes
+// when a new scope comes, so the cache holds the scopes in use, not every one ever seen. One
+// still in use stays; so does one in a failure's backoff (its backoff would be lost).
+TEST_F(GithubAppStore, EntriesNobodyAskedForSinceTheyExpiredGoWhenANewScopeComes) {
+  const auto scope_of = [](std::string sandbox) {
+    Scope scope;
+    scope.sandbox = std::move(sandbox);
+    return scope;
+  };
+  for (const char* sandbox : {"sb-1", "sb-2", "sb-3"}) {
+    ASSERT_TRUE(get(store_, "github", scope_of(sandbox)).ok());
+  }
+  EXPECT_EQ(store_.stats()[0].cache_entries, 3u);
+  clock_.advance(59min);
+  ASSERT_TRUE(get(store_, "github", scope_of("sb-3")).ok());  // refreshed: still in use
+  ASSERT_TRUE(test::eventually([&] { return github_.server().request_count() == 4u; }));
+  clock_.advance(2min);  // sb-1's and sb-2's tokens ran out unasked
+  ASSERT_TRUE(get(store_, "github", scope_of("sb-4")).ok());
+  EXPECT_EQ(store_.stats()[0].cache_entries, 2u);  // sb-3's and sb-4's
+  EXPECT_NE(store_.cached("github", scope_of("sb-3")), nullptr);
+  // sb-1 again: a new entry, a new token.
+  ASSERT_TRUE(get(store_, "github", scope_of("sb-1")).ok());
+  EXPECT_EQ(github_.server().request_count(), 6u);
+  EXPECT_EQ(store_.stats()[0].cache_entries, 3u);
+}
+
 TEST_F(GithubAppStore, CachedReturnsOnlyAUsableTokenAndNeverWaits) {
   EXPECT_EQ(store_.cached("github", Scope{}), nullptr);  // nothing yet: get() has to wait
   EXPECT_EQ(github_.server().request_count(), 0u);       // and cached() started no mint

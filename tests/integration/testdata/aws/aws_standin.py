@@ -263,6 +263,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "The request signature we calculated does not match the "
                                   "signature you provided.")
             entry["chunked"] = True
+        if form.get("Action") == ["AssumeRole"]:
+            entry["session"] = form.get("RoleSessionName", [""])[0]
         entry["verdict"] = "ok"
         entry["bytes"] = len(body)
         entry["body_head"] = body[:60].decode(errors="replace")
