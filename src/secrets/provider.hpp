@@ -72,6 +72,10 @@ std::shared_ptr<Provider> make_jwt_bearer_provider(const CredentialSpec& spec,
 std::shared_ptr<Provider> make_vault_provider(const CredentialSpec& spec, ProviderContext context);
 std::shared_ptr<Provider> make_aws_sts_provider(const CredentialSpec& spec,
                                                 ProviderContext context);
+std::shared_ptr<Provider> make_aws_instance_provider(const CredentialSpec& spec,
+                                                     ProviderContext context);
+std::shared_ptr<Provider> make_aws_container_provider(const CredentialSpec& spec,
+                                                      ProviderContext context);
 
 // A failure result.
 inline FetchResult fetch_failure(bool retryable, std::string message) {

@@ -123,6 +123,13 @@ std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owne
     case ProviderKind::aws_web_identity:
       check(spec.web_identity_token_file, "web identity token file");
       break;
+    case ProviderKind::aws_container:
+      if (!spec.authorization_token_file.empty()) {
+        check(spec.authorization_token_file, "authorization token file");
+      }
+      break;
+    case ProviderKind::aws_instance:
+      break;
     case ProviderKind::aws_static:
     case ProviderKind::aws_assume_role:
     case ProviderKind::aws_secrets_manager:

@@ -24,6 +24,10 @@ std::string_view kind_name(ProviderKind kind) {
       return "aws_assume_role";
     case ProviderKind::aws_web_identity:
       return "aws_web_identity";
+    case ProviderKind::aws_instance:
+      return "aws_instance";
+    case ProviderKind::aws_container:
+      return "aws_container";
   }
   return "unknown";
 }
@@ -44,6 +48,9 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       return {token_file};
     case ProviderKind::aws_web_identity:
       return {web_identity_token_file};
+    case ProviderKind::aws_container:
+      if (authorization_token_file.empty()) return {};
+      return {authorization_token_file};
     case ProviderKind::aws_static:
     case ProviderKind::aws_assume_role:
     case ProviderKind::aws_secrets_manager: {
@@ -52,6 +59,7 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       return files;
     }
     case ProviderKind::exec:
+    case ProviderKind::aws_instance:
       break;
   }
   return {};

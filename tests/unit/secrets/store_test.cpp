@@ -28,6 +28,7 @@
 #include "support/fake_token_server.hpp"
 #include "support/github_app_key.hpp"
 #include "support/temp_dir.hpp"
+#include "unit/secrets/store_test_support.hpp"
 
 namespace sandgate::secrets {
 namespace {
@@ -36,43 +37,9 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-// A wall clock the test moves.
-class ManualClock {
- public:
-  ManualClock() : now_(std::chrono::time_point_cast<std::chrono::seconds>(WallClock::now())) {}
-  TimePoint now() const {
-    const std::lock_guard lock(mutex_);
-    return now_;
-  }
-  void advance(WallClock::duration d) {
-    const std::lock_guard lock(mutex_);
-    now_ += d;
-  }
-  std::function<TimePoint()> fn() {
-    return [this] { return now(); };
-  }
-
- private:
-  mutable std::mutex mutex_;
-  TimePoint now_;
-};
-
-std::string rfc3339(TimePoint t) {
-  const std::time_t tt = WallClock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-TokenResult get(CredentialStore& store, std::string_view name, const Scope& scope = {},
-                std::chrono::milliseconds wait = 5s) {
-  asio::io_context io;
-  auto future = asio::co_spawn(io, store.get(name, scope, wait), asio::use_future);
-  io.run();
-  return future.get();
-}
+using test_support::get;
+using test_support::ManualClock;
+using test_support::rfc3339;
 
 using test::AppKey;
 using test::base64url_decode;

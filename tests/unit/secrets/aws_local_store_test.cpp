@@ -1,0 +1,454 @@
+// aws_instance and aws_container through the CredentialStore, against loopback stand-ins of
+// the instance metadata service (IMDSv2 only, as an instance configured so answers) and of the
+// container credentials endpoint, over plain HTTP as the real ones are.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <boost/json/serialize.hpp>
+#include <map>
+
+#include "secrets/http_providers.hpp"
+#include "secrets/https_client.hpp"
+#include "secrets/sigv4.hpp"
+#include "support/eventually.hpp"
+#include "support/fake_token_server.hpp"
+#include "support/temp_dir.hpp"
+#include "unit/secrets/store_test_support.hpp"
+
+namespace sandgate::secrets {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+using test_support::get;
+using test_support::ManualClock;
+using test_support::rfc3339;
+
+std::string header_of(const test::TokenRequest& r, const std::string& name) {
+  const auto it = r.headers.find(name);
+  return it == r.headers.end() ? std::string() : it->second;
+}
+
+// The keys a stand-in hands out the n-th time, as JSON fields and as the store packs them.
+struct Keys {
+  std::string key_id, secret, token;
+  std::string packed() const { return sigv4::pack_credentials({key_id, secret, token}); }
+};
+Keys keys_number(const std::string& who, int n) {
+  const std::string id = std::to_string(n);
+  return {"ASIA" + who + "KEY0000" + id, who + "/secret/key/" + id + "/xxxxxxxxxxxxxxxxxxxxxx",
+          "IQoJb3JpZ2luX2VjE" + who + "SessionToken" + id};
+}
+std::string keys_json(const Keys& k, TimePoint expires, bool with_code) {
+  json::object o;
+  if (with_code) {
+    o["Code"] = "Success";
+    o["Type"] = "AWS-HMAC";
+  }
+  o["AccessKeyId"] = k.key_id;
+  o["SecretAccessKey"] = k.secret;
+  o["Token"] = k.token;
+  o["Expiration"] = rfc3339(expires);
+  return json::serialize(o);
+}
+
+// The instance metadata service of an instance that requires IMDSv2 (HttpTokens=required), as
+// AWS documents it: PUT /latest/api/token with a TTL of 1-21600 s gives a session token (400
+// without a valid TTL; 403 when the PUT carries X-Forwarded-For, which only a proxy adds); every
+// GET without a valid, unexpired session token is 401, IMDSv1 included. The instance's role is
+// "agents"; its keys last an hour of `clock` and change on every read.
+class ImdsStandIn {
+ public:
+  explicit ImdsStandIn(ManualClock& clock)
+      : clock_(clock),
+        server_([this](const test::TokenRequest& r) { return serve(r); },
+                test::FakeTokenServer::PlainHttp{}) {}
+
+  test::FakeTokenServer& server() { return server_; }
+  std::string url() const { return server_.url_for("127.0.0.1"); }
+  int sessions_given() const { return sessions_given_; }
+  int keys_given() const { return keys_given_; }
+  // As after a restart of the service: every session token given so far is unknown.
+  void forget_sessions() {
+    const std::lock_guard lock(mutex_);
+    sessions_.clear();
+  }
+  // A GET as IMDSv1 makes it (no session token), or with `token`.
+  test::TokenResponse answer_get(const std::string& target, const std::string& token) {
+    test::TokenRequest r;
+    r.method = "GET";
+    r.target = target;
+    if (!token.empty()) r.headers["x-aws-ec2-metadata-token"] = token;
+    return serve(r);
+  }
+
+ private:
+  test::TokenResponse serve(const test::TokenRequest& r) {
+    const std::lock_guard lock(mutex_);
+    if (r.method == "PUT" && r.target == "/latest/api/token") {
+      if (!header_of(r, "x-forwarded-for").empty()) return {403, "Forbidden", "text/plain"};
+      const std::string ttl = header_of(r, "x-aws-ec2-metadata-token-ttl-seconds");
+      const int seconds = ttl.empty() || ttl.size() > 5 ? 0 : std::stoi(ttl);
+      if (seconds < 1 || seconds > 21600) return {400, "Bad Request", "text/plain"};
+      const std::string token = "AQAEAImdsSessionToken" + std::to_string(++sessions_given_) + "==";
+      sessions_[token] = clock_.now() + std::chrono::seconds(seconds);
+      return {200, token, "text/plain"};
+    }
+    if (r.method != "GET") return {405, "Method Not Allowed", "text/plain"};
+    const auto session = sessions_.find(header_of(r, "x-aws-ec2-metadata-token"));
+    if (session == sessions_.end() || clock_.now() >= session->second) {
+      return {401, "Unauthorized", "text/plain"};
+    }
+    if (r.target == "/latest/meta-data/iam/security-credentials/") {
+      return {200, "agents", "text/plain"};
+    }
+    if (r.target == "/latest/meta-data/iam/security-credentials/agents") {
+      return {200, keys_json(keys_number("IMDS", ++keys_given_), clock_.now() + 1h, true)};
+    }
+    return {404, "Not Found", "text/html"};
+  }
+
+  ManualClock& clock_;
+  std::mutex mutex_;
+  std::map<std::string, TimePoint> sessions_;
+  int sessions_given_ = 0;
+  int keys_given_ = 0;
+  test::FakeTokenServer server_;
+};
+
+// The store's options with `clock`, no jitter, and its log lines kept for the test to read.
+class LoggedStore {
+ public:
+  explicit LoggedStore(ManualClock& clock) : store_(options(clock)) {}
+  CredentialStore& operator*() { return store_; }
+  CredentialStore* operator->() { return &store_; }
+  std::vector<std::string> lines() {
+    const std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  StoreOptions options(ManualClock& clock) {
+    StoreOptions o;
+    o.clock = clock.fn();
+    o.backoff = {1'000ms, 300'000ms};
+    o.random = [] { return 0.0; };
+    o.log = [this](std::string_view line) {
+      const std::lock_guard lock(mutex_);
+      lines_.emplace_back(line);
+    };
+    return o;
+  }
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+  CredentialStore store_;
+};
+
+class AwsInstanceStore : public ::testing::Test {
+ protected:
+  AwsInstanceStore() { store_->update({spec()}); }
+
+  CredentialSpec spec(const std::string& name = "instance") {
+    CredentialSpec out;
+    out.name = name;
+    out.kind = ProviderKind::aws_instance;
+    out.endpoint_url = imds_.url();
+    out.timeout = 3s;
+    return out;
+  }
+  // No error and no log line holds a key, a session token or the IMDS session token.
+  void expect_no_secret(const std::string& text) {
+    for (const std::string_view secret :
+         {std::string_view("AQAEAImdsSessionToken"), std::string_view("IMDS/secret"),
+          std::string_view("SessionToken")}) {
+      EXPECT_EQ(text.find(secret), std::string::npos) << text;
+    }
+  }
+  void TearDown() override {
+    for (const std::string& line : store_.lines()) expect_no_secret(line);
+  }
+
+  ManualClock clock_;
+  ImdsStandIn imds_{clock_};
+  LoggedStore store_{clock_};
+};
+
+// The three calls of IMDSv2, each GET with the session token; the keys until their Expiration,
+// refreshed refresh_before it.
+TEST_F(AwsInstanceStore, ReadsTheRolesKeysWithASessionToken) {
+  const TimePoint t0 = clock_.now();
+  const TokenResult r = get(*store_, "instance");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), keys_number("IMDS", 1).packed());
+  EXPECT_EQ(r.token->expires_at, t0 + 1h);
+  EXPECT_EQ(r.token->refresh_at, t0 + 50min);  // refresh_before: 10 min
+
+  const auto requests = imds_.server().requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].method, "PUT");
+  EXPECT_EQ(requests[0].target, "/latest/api/token");
+  EXPECT_EQ(header_of(requests[0], "x-aws-ec2-metadata-token-ttl-seconds"), "21600");
+  EXPECT_EQ(header_of(requests[0], "x-aws-ec2-metadata-token"), "");
+  EXPECT_EQ(requests[1].method, "GET");
+  EXPECT_EQ(requests[1].target, "/latest/meta-data/iam/security-credentials/");
+  EXPECT_EQ(requests[2].target, "/latest/meta-data/iam/security-credentials/agents");
+  for (std::size_t i = 1; i < requests.size(); ++i) {
+    EXPECT_EQ(header_of(requests[i], "x-aws-ec2-metadata-token"), "AQAEAImdsSessionToken1==");
+  }
+
+  // Refreshed ahead of Expiration (the cached keys served meanwhile), with the same session.
+  clock_.advance(51min);
+  const TokenResult cached = get(*store_, "instance");
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(cached.token->value.view(), keys_number("IMDS", 1).packed());
+  ASSERT_TRUE(test::eventually([&] {
+    const auto token = store_->cached("instance", {});
+    return token && token->value.view() == keys_number("IMDS", 2).packed();
+  }));
+  EXPECT_EQ(imds_.sessions_given(), 1);
+  EXPECT_EQ(imds_.server().request_count(), 5u);  // the role and its keys, again
+}
+
+// The stand-in refuses IMDSv1 as the instance does (control: the same GET with a session token
+// is answered), and sandgate never sends one: every GET it sent carried the session token,
+// and when no session can be had it sends no GET at all.
+TEST_F(AwsInstanceStore, NeverFallsBackToImdsV1) {
+  const std::string keys_path = "/latest/meta-data/iam/security-credentials/agents";
+  EXPECT_EQ(imds_.answer_get(keys_path, "").status, 401u);
+  ASSERT_TRUE(get(*store_, "instance").ok());
+  EXPECT_EQ(imds_.answer_get(keys_path, "AQAEAImdsSessionToken1==").status, 200u);
+  for (const auto& request : imds_.server().requests()) {
+    if (request.method == "GET") {
+      EXPECT_FALSE(header_of(request, "x-aws-ec2-metadata-token").empty()) << request.target;
+    }
+  }
+
+  // The session token refused (as IMDS refuses a PUT that went through a proxy): no GET.
+  imds_.server().set_handler([](const test::TokenRequest& r) {
+    return r.method == "PUT" ? test::TokenResponse{403, "Forbidden", "text/plain"}
+                             : test::TokenResponse{200, "agents", "text/plain"};
+  });
+  store_->update({spec("refused")});
+  const std::size_t before = imds_.server().request_count();
+  const TokenResult refused = get(*store_, "refused");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_FALSE(refused.error->retryable);
+  EXPECT_EQ(refused.error->endpoint_status, 403u);
+  EXPECT_NE(refused.error->message.find("/latest/api/token: HTTP 403"), std::string::npos)
+      << refused.error->message;
+  const auto requests = imds_.server().requests();
+  ASSERT_EQ(requests.size(), before + 1);
+  EXPECT_EQ(requests.back().method, "PUT");
+}
+
+// The session token is used until shortly before its TTL, then a new one is asked for; one
+// IMDS forgot (it restarted) is replaced at once, within the same fetch.
+TEST_F(AwsInstanceStore, AnExpiredOrForgottenSessionTokenIsFetchedAgain) {
+  ASSERT_TRUE(get(*store_, "instance").ok());
+  EXPECT_EQ(imds_.sessions_given(), 1);
+
+  clock_.advance(6h);  // the keys and the session are both over
+  const TokenResult later = get(*store_, "instance");
+  ASSERT_TRUE(later.ok()) << later.error->message;
+  EXPECT_EQ(later.token->value.view(), keys_number("IMDS", 2).packed());
+  EXPECT_EQ(imds_.sessions_given(), 2);
+
+  imds_.forget_sessions();
+  clock_.advance(2h);
+  const TokenResult after_restart = get(*store_, "instance");
+  ASSERT_TRUE(after_restart.ok()) << after_restart.error->message;
+  EXPECT_EQ(after_restart.token->value.view(), keys_number("IMDS", 3).packed());
+  EXPECT_EQ(imds_.sessions_given(), 3);
+  const auto requests = imds_.server().requests();
+  ASSERT_GE(requests.size(), 3u);
+  EXPECT_EQ(header_of(requests.back(), "x-aws-ec2-metadata-token"), "AQAEAImdsSessionToken3==");
+}
+
+// A configured role_name is read without the listing; a role the instance does not have, or
+// an instance with none, is 404: not retryable, and said so.
+TEST_F(AwsInstanceStore, ARoleNameOrItsAbsence) {
+  CredentialSpec named = spec("named");
+  named.role_name = "agents";
+  CredentialSpec other = spec("other");
+  other.role_name = "admins";
+  store_->update({named, other});
+  ASSERT_TRUE(get(*store_, "named").ok());
+  const auto requests = imds_.server().requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].target, "/latest/meta-data/iam/security-credentials/agents");
+
+  const TokenResult missing = get(*store_, "other");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_FALSE(missing.error->retryable);
+  EXPECT_EQ(missing.error->endpoint_status, 404u);
+  EXPECT_NE(missing.error->message.find("security-credentials/admins: HTTP 404"), std::string::npos)
+      << missing.error->message;
+  expect_no_secret(missing.error->message);
+
+  // An instance without a role: the listing is 404.
+  imds_.server().set_handler([](const test::TokenRequest& r) {
+    return r.method == "PUT" ? test::TokenResponse{200, "AQAEAImdsSessionToken9==", "text/plain"}
+                             : test::TokenResponse{404, "Not Found", "text/html"};
+  });
+  store_->update({spec("roleless")});
+  const TokenResult roleless = get(*store_, "roleless");
+  ASSERT_FALSE(roleless.ok());
+  EXPECT_FALSE(roleless.error->retryable);
+  EXPECT_NE(roleless.error->message.find("security-credentials/: HTTP 404"), std::string::npos)
+      << roleless.error->message;
+}
+
+// IMDS down: worth retrying; the keys read before are served until they expire.
+TEST_F(AwsInstanceStore, EndpointDownIsRetryable) {
+  ASSERT_TRUE(get(*store_, "instance").ok());
+  imds_.server().stop();
+  store_->update({spec(), spec("down")});
+  const TokenResult down = get(*store_, "down");
+  ASSERT_FALSE(down.ok());
+  EXPECT_TRUE(down.error->retryable);
+  EXPECT_EQ(down.error->endpoint_status, 0u);
+  EXPECT_NE(down.error->message.find("cannot connect"), std::string::npos) << down.error->message;
+  clock_.advance(55min);
+  const TokenResult cached = get(*store_, "instance");
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(cached.token->value.view(), keys_number("IMDS", 1).packed());
+  clock_.advance(10min);
+  const TokenResult expired = get(*store_, "instance");
+  ASSERT_FALSE(expired.ok());
+  EXPECT_TRUE(expired.error->retryable);
+}
+
+// The container credentials endpoint (ECS, EKS Pod Identity): one GET of the full URI, with
+// the Authorization token from its file when one is configured. The stand-in answers as the
+// EKS Pod Identity Agent does: 401 without the pod's token or with another.
+class AwsContainerStore : public ::testing::Test {
+ protected:
+  AwsContainerStore() {
+    token_file_ = dir_.write("eks-pod-identity-token", "eyJpod.identity.token1\n");
+    ::chmod(token_file_.c_str(), 0600);
+  }
+
+  test::TokenResponse serve(const test::TokenRequest& r) {
+    if (r.method != "GET" || r.target != "/v1/credentials") return {404, "Not Found", "text/plain"};
+    if (require_token_ && header_of(r, "authorization") != "eyJpod.identity.token1") {
+      return {401, R"({"message":"Service account token cannot be empty or invalid"})"};
+    }
+    return {200, keys_json(keys_number("POD", ++given_), clock_.now() + 6h, false)};
+  }
+  CredentialSpec spec(const std::string& name, bool with_token) {
+    CredentialSpec out;
+    out.name = name;
+    out.kind = ProviderKind::aws_container;
+    out.endpoint_url = server_.url_for("127.0.0.1") + "/v1/credentials";
+    if (with_token) out.authorization_token_file = token_file_;
+    out.timeout = 3s;
+    return out;
+  }
+
+  test::TempDir dir_;
+  std::string token_file_;
+  ManualClock clock_;
+  bool require_token_ = false;
+  int given_ = 0;
+  test::FakeTokenServer server_{[this](const test::TokenRequest& r) { return serve(r); },
+                                test::FakeTokenServer::PlainHttp{}};
+  LoggedStore store_{clock_};
+};
+
+TEST_F(AwsContainerStore, WithoutAnAuthorizationToken) {
+  store_->update({spec("task", false)});
+  const TimePoint t0 = clock_.now();
+  const TokenResult r = get(*store_, "task");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), keys_number("POD", 1).packed());
+  EXPECT_EQ(r.token->expires_at, t0 + 6h);
+  EXPECT_EQ(r.token->refresh_at, t0 + 6h - 10min);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(header_of(server_.requests()[0], "authorization"), "");
+
+  clock_.advance(6h - 9min);  // due for refresh: the cached keys meanwhile, then new ones
+  ASSERT_TRUE(get(*store_, "task").ok());
+  ASSERT_TRUE(test::eventually([&] {
+    const auto token = store_->cached("task", {});
+    return token && token->value.view() == keys_number("POD", 2).packed();
+  }));
+}
+
+TEST_F(AwsContainerStore, WithTheAuthorizationTokenFileAndAWrongToken) {
+  require_token_ = true;
+  store_->update({spec("pod", true), spec("no-token", false)});
+  const TokenResult r = get(*store_, "pod");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), keys_number("POD", 1).packed());
+  EXPECT_EQ(header_of(server_.requests()[0], "authorization"), "eyJpod.identity.token1");
+
+  const TokenResult none = get(*store_, "no-token");
+  ASSERT_FALSE(none.ok());
+  EXPECT_FALSE(none.error->retryable);
+  EXPECT_EQ(none.error->endpoint_status, 401u);
+
+  // A token the agent does not take (rotated, or another pod's): not retryable, and it is
+  // in no message.
+  ::chmod(token_file_.c_str(), 0600);
+  dir_.write("eks-pod-identity-token", "eyJpod.identity.WRONGtoken\n");
+  ::chmod(token_file_.c_str(), 0600);
+  store_->update({spec("pod-wrong", true)});
+  const TokenResult wrong = get(*store_, "pod-wrong");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_FALSE(wrong.error->retryable);
+  EXPECT_EQ(wrong.error->endpoint_status, 401u);
+  EXPECT_NE(wrong.error->message.find("/v1/credentials: HTTP 401: Service account"),
+            std::string::npos)
+      << wrong.error->message;
+  for (const std::string& text : store_.lines()) {
+    EXPECT_EQ(text.find("eyJpod"), std::string::npos) << text;
+    EXPECT_EQ(text.find("POD/secret"), std::string::npos) << text;
+  }
+  EXPECT_EQ(wrong.error->message.find("eyJpod"), std::string::npos);
+}
+
+TEST_F(AwsContainerStore, EndpointDownIsRetryableAndAnUnreadableTokenFileIsNot) {
+  CredentialSpec unreadable = spec("unreadable", true);
+  unreadable.authorization_token_file = dir_.file("missing-token");
+  server_.stop();
+  store_->update({spec("down", false), unreadable});
+  const TokenResult down = get(*store_, "down");
+  ASSERT_FALSE(down.ok());
+  EXPECT_TRUE(down.error->retryable);
+  const TokenResult missing = get(*store_, "unreadable");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_FALSE(missing.error->retryable);
+  EXPECT_NE(missing.error->message.find("missing-token"), std::string::npos)
+      << missing.error->message;
+}
+
+// Plain HTTP only for a caller that holds no TLS context: a provider whose endpoint must be
+// HTTPS (it holds one) is refused an http:// URL before anything is sent.
+TEST(PlainHttpExchange, OnlyWithoutATlsContext) {
+  test::FakeTokenServer server([](const test::TokenRequest&) { return test::TokenResponse{}; },
+                               test::FakeTokenServer::PlainHttp{});
+  const auto exchange = [&](std::shared_ptr<asio::ssl::context> ctx) {
+    asio::io_context io;
+    HttpsRequest request;
+    request.method = "GET";
+    request.url = server.url_for("127.0.0.1") + "/x";
+    auto future = asio::co_spawn(io,
+                                 https_exchange(std::move(ctx), std::move(request), nullptr,
+                                                std::chrono::steady_clock::now() + 3s, 1024),
+                                 asio::use_future);
+    io.run();
+    return future.get();
+  };
+  const HttpsResult refused = exchange(make_client_context(""));
+  EXPECT_FALSE(refused.response);
+  EXPECT_NE(refused.error.find("refusing plain http://"), std::string::npos) << refused.error;
+  EXPECT_EQ(server.request_count(), 0u);
+  const HttpsResult plain = exchange(nullptr);
+  ASSERT_TRUE(plain.response) << plain.error;
+  EXPECT_EQ(plain.response->status, 200u);
+  EXPECT_EQ(server.request_count(), 1u);
+}
+
+}  // namespace
+}  // namespace sandgate::secrets
