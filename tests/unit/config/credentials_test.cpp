@@ -429,6 +429,46 @@ std::vector<CredentialErrorCase> credential_error_cases() {
        "secret_id = \"db\"\nregion = \"eu-west-1\"\n",
        true, 46, 18, "credentials.sm.aws_credential",
        "credential \"npm\" is \"static\", not AWS keys"},
+      // The instance and container endpoints: plain HTTP only where AWS serves them (or on
+      // loopback); the container's also over HTTPS anywhere, as the SDKs allow.
+      {"InstanceEndpointElsewhere",
+       cred + "provider = \"aws_instance\"\nendpoint_url = \"http://imds.example.com\"\n", false, 7,
+       16, "credentials.x.endpoint_url",
+       "expected http://169.254.169.254, http://[fd00:ec2::254], or http:// on a loopback"},
+      {"InstanceHttpsEndpoint",
+       cred + "provider = \"aws_instance\"\nendpoint_url = \"https://169.254.169.254\"\n", false, 7,
+       16, "credentials.x.endpoint_url", "expected http://169.254.169.254"},
+      {"InstanceEndpointWithAPath",
+       cred + "provider = \"aws_instance\"\nendpoint_url = \"http://169.254.169.254/latest\"\n",
+       false, 7, 16, "credentials.x.endpoint_url", "without a path"},
+      {"InstanceBadRoleName", cred + "provider = \"aws_instance\"\nrole_name = \"a/b\"\n", false, 7,
+       13, "credentials.x.role_name", "expected an IAM role name"},
+      {"InstanceCaFile", cred + "provider = \"aws_instance\"\nca_file = \"/ca\"\n", false, 7, 11,
+       "credentials.x.ca_file", "only the HTTPS providers"},
+      {"ContainerWithoutEndpoint", cred + "provider = \"aws_container\"\n", false, 5, 1,
+       "credentials.x.endpoint_url", "missing required key (or relative_uri"},
+      {"ContainerPlainHttpElsewhere",
+       cred + "provider = \"aws_container\"\nendpoint_url = \"http://10.0.0.5/creds\"\n", false, 7,
+       16, "credentials.x.endpoint_url",
+       "expected http://169.254.170.2, http://169.254.170.23, http://[fd00:ec2::23], http:// on "
+       "a loopback address or an https URL, got \"http://10.0.0.5/creds\""},
+      {"ContainerBothEndpoints",
+       cred +
+           "provider = \"aws_container\"\nendpoint_url = \"http://169.254.170.23/v1/credentials\"\n"
+           "relative_uri = \"/v2/credentials/x\"\n",
+       false, 8, 16, "credentials.x.relative_uri", "not both"},
+      {"ContainerBadRelativeUri",
+       cred + "provider = \"aws_container\"\nrelative_uri = \"v2/credentials/x\"\n", false, 7, 16,
+       "credentials.x.relative_uri", "expected a path such as"},
+      {"ContainerInlineAuthorizationToken",
+       cred + "provider = \"aws_container\"\nrelative_uri = \"/v2/credentials/x\"\n"
+              "authorization_token = \"t\"\n",
+       false, 8, 1, "credentials.x.authorization_token", "authorization_token_file"},
+      {"RoleNameOnContainer",
+       cred + "provider = \"aws_container\"\nrelative_uri = \"/v2/credentials/x\"\n"
+              "role_name = \"agents\"\n",
+       false, 8, 1, "credentials.x.role_name",
+       "is a key of provider \"aws_instance\", not of \"aws_container\""},
       {"VaultKeyOfAnotherMethod",
        cred + "provider = \"vault\"\naddress = \"https://v.test\"\nauth = \"approle\"\n"
               "role_id = \"r\"\nsecret_id_file = \"/s\"\ntoken_file = \"/t\"\npath = \"kv/x\"\n"
@@ -579,6 +619,63 @@ field = "token"
   ASSERT_NE(rules, nullptr);
   ASSERT_EQ(rules->rules().size(), 1u);
   EXPECT_EQ(rules->rules()[0].as, secrets::InjectAs::aws_sigv4);
+}
+
+// The keys of the role sandgate runs as: IMDS at its address (or a loopback stand-in), the
+// container endpoint by its full URI or ECS's relative one; both sign requests again.
+TEST(CredentialsConfig, InstanceAndContainerEndpointsLoad) {
+  const Config config = load_config_from_string(std::string(kInterception) + R"(
+[credentials.instance]
+provider = "aws_instance"
+
+[credentials.instance6]
+provider = "aws_instance"
+endpoint_url = "http://[fd00:ec2::254]/"
+role_name = "agents+ci"
+
+[credentials.local]
+provider = "aws_instance"
+endpoint_url = "http://localhost:1338"
+
+[credentials.ecs]
+provider = "aws_container"
+relative_uri = "/v2/credentials/2f9a-41c0"
+
+[credentials.pod]
+provider = "aws_container"
+endpoint_url = "http://169.254.170.23/v1/credentials"
+authorization_token_file = "eks/token"
+
+[credentials.agent]
+provider = "aws_container"
+endpoint_url = "https://creds.example.com/role?name=x"
+
+[[profiles.default.inject]]
+hosts = ["*.amazonaws.com"]
+credential = "pod"
+as = "aws_sigv4"
+)",
+                                                kFile);
+  const auto* instance = config.find_credential("instance");
+  ASSERT_NE(instance, nullptr);
+  EXPECT_EQ(instance->kind, secrets::ProviderKind::aws_instance);
+  EXPECT_TRUE(secrets::is_aws(instance->kind));
+  EXPECT_EQ(instance->endpoint_url, "");  // the provider's default, http://169.254.169.254
+  EXPECT_EQ(instance->ca_file, "");
+  EXPECT_TRUE(instance->secret_files().empty());
+  const auto* instance6 = config.find_credential("instance6");
+  ASSERT_NE(instance6, nullptr);
+  EXPECT_EQ(instance6->endpoint_url, "http://[fd00:ec2::254]");
+  EXPECT_EQ(instance6->role_name, "agents+ci");
+  EXPECT_EQ(config.find_credential("local")->endpoint_url, "http://localhost:1338");
+  EXPECT_EQ(config.find_credential("ecs")->endpoint_url,
+            "http://169.254.170.2/v2/credentials/2f9a-41c0");
+  const auto* pod = config.find_credential("pod");
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ(pod->endpoint_url, "http://169.254.170.23/v1/credentials");
+  EXPECT_EQ(pod->authorization_token_file, "/nonexistent/dir/eks/token");
+  EXPECT_EQ(pod->secret_files(), (std::vector<std::string>{"/nonexistent/dir/eks/token"}));
+  EXPECT_EQ(config.find_credential("agent")->endpoint_url, "https://creds.example.com/role?name=x");
 }
 
 TEST(CredentialsConfig, InjectWithoutInterceptionIsAnError) {
