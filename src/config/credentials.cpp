@@ -706,6 +706,47 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, s
   return std::chrono::milliseconds(value * scale);
 }
 
+namespace {
+
+// A secret read with AWS keys, or a role assumed with them, names the credential whose keys
+// sign its requests: any AWS key source, itself signed with no key it depends on (a cycle
+// would only end in timeouts: each fetch waiting for the next).
+void check_aws_credentials(const toml::table& table, const Credentials& credentials,
+                           ErrorSink& sink) {
+  for (const auto& [name, spec] : credentials) {
+    if (spec.aws_credential.empty()) continue;
+    const toml::node* at = table.get(name)->as_table()->get("aws_credential");
+    const std::string key = join_key(join_key("credentials", name), "aws_credential");
+    const auto base = credentials.find(spec.aws_credential);
+    if (base == credentials.end()) {
+      sink.add(at->source(), key, "unknown credential " + in_quotes(spec.aws_credential));
+      continue;
+    }
+    if (!secrets::is_aws(base->second.kind)) {
+      sink.add(at->source(), key,
+               "credential " + in_quotes(spec.aws_credential) + " is " +
+                   in_quotes(secrets::kind_name(base->second.kind)) +
+                   ", not AWS keys (provider = \"aws_static\", \"aws_instance\", "
+                   "\"aws_container\", \"aws_web_identity\" or \"aws_assume_role\")");
+      continue;
+    }
+    // Along the chain of sources; a cycle that does not come back here is reported at its
+    // own members, so the walk stops after as many steps as there are credentials.
+    std::string chain = name;
+    auto next = base;
+    for (std::size_t steps = 0; next != credentials.end() && steps < credentials.size(); ++steps) {
+      chain += " -> " + next->first;
+      if (next->first == name) {
+        sink.add(at->source(), key, "the keys' sources form a cycle: " + chain);
+        break;
+      }
+      next = credentials.find(next->second.aws_credential);
+    }
+  }
+}
+
+}  // namespace
+
 CredentialsSection read_credentials(const toml::node& node, const fs::path& base_dir,
                                     ErrorSink& sink) {
   CredentialsSection out;
@@ -730,29 +771,7 @@ CredentialsSection read_credentials(const toml::node& node, const fs::path& base
       out.credentials.emplace(name, std::move(*spec));
     }
   }
-  // A secret read with AWS keys, or a role assumed with them, uses the files of the aws_static
-  // credential it names.
-  for (auto& [name, spec] : out.credentials) {
-    if ((spec.kind != ProviderKind::aws_secrets_manager &&
-         spec.kind != ProviderKind::aws_assume_role) ||
-        spec.aws_credential.empty()) {
-      continue;
-    }
-    const auto base = out.credentials.find(spec.aws_credential);
-    if (base == out.credentials.end() || base->second.kind != ProviderKind::aws_static) {
-      const toml::node* at = table->get(name)->as_table()->get("aws_credential");
-      sink.add(at->source(), join_key(join_key("credentials", name), "aws_credential"),
-               base == out.credentials.end()
-                   ? "unknown credential " + in_quotes(spec.aws_credential)
-                   : "credential " + in_quotes(spec.aws_credential) + " is " +
-                         in_quotes(secrets::kind_name(base->second.kind)) +
-                         ", not AWS keys (provider = \"aws_static\")");
-      continue;
-    }
-    spec.access_key_id_file = base->second.access_key_id_file;
-    spec.secret_access_key_file = base->second.secret_access_key_file;
-    spec.session_token_file = base->second.session_token_file;
-  }
+  check_aws_credentials(*table, out.credentials, sink);
   return out;
 }
 

@@ -83,15 +83,16 @@ struct CredentialSpec {
   std::string client_secret_file;
   std::vector<std::string> scopes;
   std::string audience;
-  // aws_static (the session token file is optional: a long-term key has none); for
-  // aws_secrets_manager, the files of its aws_credential (config copies them)
+  // aws_static (the session token file is optional: a long-term key has none)
   std::string access_key_id_file;
   std::string secret_access_key_file;
   std::string session_token_file;
+  // aws_secrets_manager and aws_assume_role: the credential whose keys sign their requests
+  // (any AWS key source; the store gives its keys: ProviderContext::token_of)
+  std::string aws_credential;
   // aws_secrets_manager: GetSecretValue of secret_id (a name or an ARN), at version_stage
   // (empty: AWSCURRENT), its JSON field json_field (empty: the whole SecretString), read again
   // every ttl
-  std::string aws_credential;
   std::string secret_id;
   std::string region;
   std::string json_field;
@@ -100,8 +101,8 @@ struct CredentialSpec {
                              // https://sts.amazonaws.com, or sts.REGION with a region);
                              // aws_instance: IMDS's base URL, empty: http://169.254.169.254;
                              // aws_container: the full URI of the credentials (required)
-  // aws_assume_role (with aws_credential's keys, copied as above) and aws_web_identity (with
-  // the OIDC token in web_identity_token_file): temporary keys for role_arn, for `ttl`
+  // aws_assume_role (with aws_credential's keys) and aws_web_identity (with the OIDC token in
+  // web_identity_token_file): temporary keys for role_arn, for `ttl`
   std::string role_arn;
   std::string role_session_name;  // empty: "sandgate-NAME"
   std::string web_identity_token_file;

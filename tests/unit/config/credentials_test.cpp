@@ -469,6 +469,25 @@ std::vector<CredentialErrorCase> credential_error_cases() {
               "role_name = \"agents\"\n",
        false, 8, 1, "credentials.x.role_name",
        "is a key of provider \"aws_instance\", not of \"aws_container\""},
+      // aws_credential: any AWS key source, and no cycle.
+      {"AssumeRoleWithASecretForKeys",
+       "[credentials.k]\nprovider = \"aws_static\"\naccess_key_id_file = \"/a\"\n"
+       "secret_access_key_file = \"/s\"\n"
+       "[credentials.sm]\nprovider = \"aws_secrets_manager\"\naws_credential = \"k\"\n"
+       "secret_id = \"db\"\nregion = \"eu-west-1\"\n" +
+           cred +
+           "provider = \"aws_assume_role\"\naws_credential = \"sm\"\n"
+           "role_arn = \"arn:aws:iam::123456789012:role/a\"\n",
+       false, 16, 18, "credentials.x.aws_credential",
+       "credential \"sm\" is \"aws_secrets_manager\", not AWS keys (provider = \"aws_static\", "
+       "\"aws_instance\""},
+      {"AssumeRoleCycle",
+       "[credentials.a]\nprovider = \"aws_assume_role\"\naws_credential = \"x\"\n"
+       "role_arn = \"arn:aws:iam::123456789012:role/a\"\n" +
+           cred +
+           "provider = \"aws_assume_role\"\naws_credential = \"x\"\n"
+           "role_arn = \"arn:aws:iam::123456789012:role/x\"\n",
+       false, 11, 18, "credentials.x.aws_credential", "the keys' sources form a cycle: x -> x"},
       {"VaultKeyOfAnotherMethod",
        cred + "provider = \"vault\"\naddress = \"https://v.test\"\nauth = \"approle\"\n"
               "role_id = \"r\"\nsecret_id_file = \"/s\"\ntoken_file = \"/t\"\npath = \"kv/x\"\n"
@@ -530,7 +549,7 @@ profile = "default"
   EXPECT_EQ(aws->secret_files(),
             (std::vector<std::string>{"/nonexistent/dir/aws/key-id", "/etc/sandgate/aws/secret",
                                       "/nonexistent/dir/aws/token"}));
-  // A role assumed with those keys is AWS keys too: signed again, and the base's files.
+  // A role assumed with those keys is AWS keys too: signed again, signed for with the base's.
   const Config role = load_config_from_string(std::string(kInterception) + R"(
 [credentials.aws]
 provider = "aws_static"
@@ -553,9 +572,10 @@ as = "aws_sigv4"
   ASSERT_NE(assumed, nullptr);
   EXPECT_TRUE(secrets::is_aws(assumed->kind));
   EXPECT_EQ(assumed->ttl, std::chrono::hours(2));
-  EXPECT_EQ(assumed->secret_files(), (std::vector<std::string>{"/k", "/s"}));
+  EXPECT_EQ(assumed->aws_credential, "aws");
+  EXPECT_TRUE(assumed->secret_files().empty());  // the base's are the base's
 
-  // A secret read with those keys: their files, its region from the ARN.
+  // A secret read with those keys: its region from the ARN.
   const Config with_secret = load_config_from_string(std::string(kInterception) + R"(
 [credentials.aws]
 provider = "aws_static"
@@ -575,7 +595,7 @@ ttl = "1h"
   EXPECT_EQ(db->region, "eu-west-1");
   EXPECT_EQ(db->json_field, "password");
   EXPECT_EQ(db->ttl, std::chrono::hours(1));
-  EXPECT_EQ(db->secret_files(), (std::vector<std::string>{"/k", "/s"}));
+  EXPECT_EQ(db->aws_credential, "aws");
 
   // A Google service-account key for JWT-bearer grants: the key file alone is enough.
   const Config gcp = load_config_from_string(std::string(kInterception) + R"(
@@ -676,6 +696,45 @@ as = "aws_sigv4"
   EXPECT_EQ(pod->authorization_token_file, "/nonexistent/dir/eks/token");
   EXPECT_EQ(pod->secret_files(), (std::vector<std::string>{"/nonexistent/dir/eks/token"}));
   EXPECT_EQ(config.find_credential("agent")->endpoint_url, "https://creds.example.com/role?name=x");
+}
+
+// A role assumed with the instance's keys (the commonest case), or with another role's; a
+// cycle of two is reported at both.
+TEST(CredentialsConfig, AwsCredentialIsAnyAwsKeySourceWithoutACycle) {
+  const Config config = load_config_from_string(std::string(kInterception) + R"(
+[credentials.instance]
+provider = "aws_instance"
+
+[credentials.agents]
+provider = "aws_assume_role"
+aws_credential = "instance"
+role_arn = "arn:aws:iam::123456789012:role/agents"
+
+[credentials.deploy]
+provider = "aws_assume_role"
+aws_credential = "agents"
+role_arn = "arn:aws:iam::210987654321:role/deploy"
+)",
+                                                kFile);
+  EXPECT_EQ(config.find_credential("agents")->aws_credential, "instance");
+  EXPECT_EQ(config.find_credential("deploy")->aws_credential, "agents");
+
+  const auto errors = errors_of(std::string(kInterception) + R"(
+[credentials.a]
+provider = "aws_assume_role"
+aws_credential = "b"
+role_arn = "arn:aws:iam::123456789012:role/a"
+
+[credentials.b]
+provider = "aws_assume_role"
+aws_credential = "a"
+role_arn = "arn:aws:iam::123456789012:role/b"
+)");
+  ASSERT_EQ(errors.size(), 2u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "credentials.a.aws_credential");
+  EXPECT_NE(errors[0].message.find("form a cycle: a -> b -> a"), std::string::npos);
+  EXPECT_EQ(errors[1].key, "credentials.b.aws_credential");
+  EXPECT_NE(errors[1].message.find("form a cycle: b -> a -> b"), std::string::npos);
 }
 
 TEST(CredentialsConfig, InjectWithoutInterceptionIsAnError) {

@@ -7,6 +7,7 @@
 #include <boost/json/serialize.hpp>
 #include <map>
 
+#include "secrets/encoding.hpp"
 #include "secrets/http_providers.hpp"
 #include "secrets/https_client.hpp"
 #include "secrets/sigv4.hpp"
@@ -421,6 +422,102 @@ TEST_F(AwsContainerStore, EndpointDownIsRetryableAndAnUnreadableTokenFileIsNot) 
   EXPECT_FALSE(missing.error->retryable);
   EXPECT_NE(missing.error->message.find("missing-token"), std::string::npos)
       << missing.error->message;
+}
+
+// Whether `r` is signed (SigV4) with `keys`, its session token sent and signed, as AWS checks.
+bool signed_with(const test::TokenRequest& r, const Keys& keys) {
+  const auto auth = sigv4::parse_authorization(header_of(r, "authorization"));
+  if (!auth || auth->access_key_id != keys.key_id ||
+      header_of(r, "x-amz-security-token") != keys.token ||
+      std::find(auth->signed_headers.begin(), auth->signed_headers.end(), "x-amz-security-token") ==
+          auth->signed_headers.end()) {
+    return false;
+  }
+  std::vector<sigv4::Field> fields;
+  for (const auto& [name, value] : r.headers) fields.push_back({name, value});
+  const auto canonical =
+      sigv4::canonical_request({r.method, r.target, fields}, auth->signed_headers,
+                               sha256_hex(r.body), sigv4::PathRule::standard);
+  if (!canonical) return false;
+  const std::string to_sign =
+      sigv4::string_to_sign(header_of(r, "x-amz-date"), auth->scope, *canonical);
+  return sigv4::SigningKey(keys.secret, auth->scope).sign(to_sign) == auth->signature;
+}
+
+// The commonest case: the instance's role assumes another. STS gets AssumeRole signed with
+// the keys IMDS gave (their session token sent and signed); those keys are the store's cached
+// ones, shared with any rule that uses the instance credential itself; an IMDS failure is the
+// role's, naming the credential it came from.
+TEST(AssumeRoleStore, SignsWithTheInstancesKeys) {
+  ManualClock clock;
+  ImdsStandIn imds(clock);
+  int assumed = 0;
+  test::FakeTokenServer sts([&](const test::TokenRequest& r) {
+    if (!signed_with(r, keys_number("IMDS", 1))) {
+      return test::TokenResponse{
+          403, "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code></Error></ErrorResponse>",
+          "text/xml"};
+    }
+    const Keys k = keys_number("STS", ++assumed);
+    return test::TokenResponse{
+        200,
+        "<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>" + k.key_id +
+            "</AccessKeyId><SecretAccessKey>" + k.secret + "</SecretAccessKey><SessionToken>" +
+            k.token + "</SessionToken><Expiration>" + rfc3339(clock.now() + 1h) +
+            "</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>",
+        "text/xml"};
+  });
+  LoggedStore store(clock);
+  CredentialSpec instance;
+  instance.name = "instance";
+  instance.kind = ProviderKind::aws_instance;
+  instance.endpoint_url = imds.url();
+  CredentialSpec role;
+  role.name = "deploy";
+  role.kind = ProviderKind::aws_assume_role;
+  role.aws_credential = "instance";
+  role.role_arn = "arn:aws:iam::210987654321:role/deploy";
+  role.endpoint_url = sts.url();
+  role.ca_file = sts.ca_file();
+  role.ttl = 1h;
+  store->update({instance, role});
+
+  const TimePoint t0 = clock.now();
+  const TokenResult r = get(*store, "deploy");
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.token->value.view(), keys_number("STS", 1).packed());
+  EXPECT_EQ(r.token->expires_at, t0 + 1h);
+  ASSERT_EQ(sts.request_count(), 1u);
+  EXPECT_NE(
+      sts.requests()[0].body.find("RoleArn=arn%3Aaws%3Aiam%3A%3A210987654321%3Arole%2Fdeploy"),
+      std::string::npos);
+  const TokenResult own = get(*store, "instance");  // the instance's keys, from the cache
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own.token->value.view(), keys_number("IMDS", 1).packed());
+  EXPECT_EQ(imds.keys_given(), 1);
+
+  // IMDS down (a fresh credential on it has nothing cached): the role fails as IMDS did,
+  // retryable, and says where the failure was.
+  imds.server().stop();
+  CredentialSpec down = instance;
+  down.name = "instance-down";
+  CredentialSpec role_down = role;
+  role_down.name = "deploy-down";
+  role_down.aws_credential = "instance-down";
+  store->update({instance, role, down, role_down});
+  const TokenResult failed = get(*store, "deploy-down");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(failed.error->retryable);
+  EXPECT_NE(failed.error->message.find(
+                "credentials.deploy-down: its aws_credential instance-down has no keys: "
+                "credentials.instance-down: http://127.0.0.1:"),
+            std::string::npos)
+      << failed.error->message;
+  EXPECT_EQ(sts.request_count(), 1u);
+  for (const std::string& line : store.lines()) {
+    EXPECT_EQ(line.find("secret/key"), std::string::npos) << line;
+    EXPECT_EQ(line.find("SessionToken"), std::string::npos) << line;
+  }
 }
 
 // Plain HTTP only for a caller that holds no TLS context: a provider whose endpoint must be

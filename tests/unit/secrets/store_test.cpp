@@ -854,11 +854,15 @@ TEST(SecretsManagerStore, ReadsAFieldAndSaysWhyWhenItCannot) {
   StoreOptions o;
   o.clock = clock.fn();
   CredentialStore store(std::move(o));
+  CredentialSpec keys;  // what GetSecretValue is signed with
+  keys.name = "keys";
+  keys.kind = ProviderKind::aws_static;
+  keys.access_key_id_file = secret_file("key-id", "AKIASMSTORETEST00001");
+  keys.secret_access_key_file = secret_file("secret", "sm/store/test/secret/key/0000000000001");
   CredentialSpec spec;
   spec.name = "api";
   spec.kind = ProviderKind::aws_secrets_manager;
-  spec.access_key_id_file = secret_file("key-id", "AKIASMSTORETEST00001");
-  spec.secret_access_key_file = secret_file("secret", "sm/store/test/secret/key/0000000000001");
+  spec.aws_credential = "keys";
   spec.secret_id = "prod/api";
   spec.version_stage = "AWSPENDING";
   spec.json_field = "token";
@@ -869,7 +873,7 @@ TEST(SecretsManagerStore, ReadsAFieldAndSaysWhyWhenItCannot) {
   CredentialSpec missing = spec;
   missing.name = "missing";
   missing.secret_id = "prod/nope";
-  store.update({spec, missing});
+  store.update({keys, spec, missing});
 
   const TokenResult ok = get(store, "api");
   ASSERT_TRUE(ok.ok()) << ok.error->message;
@@ -885,7 +889,7 @@ TEST(SecretsManagerStore, ReadsAFieldAndSaysWhyWhenItCannot) {
   server.stop();
   CredentialSpec down = spec;
   down.name = "down";
-  store.update({spec, down});
+  store.update({keys, spec, down});
   const TokenResult unreachable = get(store, "down");
   ASSERT_FALSE(unreachable.ok());
   EXPECT_TRUE(unreachable.error->retryable);
