@@ -12,6 +12,7 @@
 #include "secrets/https_client.hpp"
 #include "secrets/sigv4.hpp"
 #include "support/eventually.hpp"
+#include "support/fake_imds.hpp"
 #include "support/fake_token_server.hpp"
 #include "support/temp_dir.hpp"
 #include "unit/secrets/store_test_support.hpp"
@@ -54,68 +55,22 @@ std::string keys_json(const Keys& k, TimePoint expires, bool with_code) {
   return json::serialize(o);
 }
 
-// The instance metadata service of an instance that requires IMDSv2 (HttpTokens=required), as
-// AWS documents it: PUT /latest/api/token with a TTL of 1-21600 s gives a session token (400
-// without a valid TTL; 403 when the PUT carries X-Forwarded-For, which only a proxy adds); every
-// GET without a valid, unexpired session token is 401, IMDSv1 included. The instance's role is
-// "agents"; its keys last an hour of `clock` and change on every read.
-class ImdsStandIn {
+// The instance's role is "agents"; its keys last an hour of the test's clock and change on
+// every read.
+class ImdsStandIn : public test::FakeImds {
  public:
   explicit ImdsStandIn(ManualClock& clock)
-      : clock_(clock),
-        server_([this](const test::TokenRequest& r) { return serve(r); },
-                test::FakeTokenServer::PlainHttp{}) {}
-
-  test::FakeTokenServer& server() { return server_; }
-  std::string url() const { return server_.url_for("127.0.0.1"); }
-  int sessions_given() const { return sessions_given_; }
-  int keys_given() const { return keys_given_; }
-  // As after a restart of the service: every session token given so far is unknown.
-  void forget_sessions() {
-    const std::lock_guard lock(mutex_);
-    sessions_.clear();
-  }
+      : FakeImds("agents", clock.fn(), [&clock](int n) {
+          return keys_json(keys_number("IMDS", n), clock.now() + 1h, true);
+        }) {}
   // A GET as IMDSv1 makes it (no session token), or with `token`.
   test::TokenResponse answer_get(const std::string& target, const std::string& token) {
     test::TokenRequest r;
     r.method = "GET";
     r.target = target;
     if (!token.empty()) r.headers["x-aws-ec2-metadata-token"] = token;
-    return serve(r);
+    return answer(r);
   }
-
- private:
-  test::TokenResponse serve(const test::TokenRequest& r) {
-    const std::lock_guard lock(mutex_);
-    if (r.method == "PUT" && r.target == "/latest/api/token") {
-      if (!header_of(r, "x-forwarded-for").empty()) return {403, "Forbidden", "text/plain"};
-      const std::string ttl = header_of(r, "x-aws-ec2-metadata-token-ttl-seconds");
-      const int seconds = ttl.empty() || ttl.size() > 5 ? 0 : std::stoi(ttl);
-      if (seconds < 1 || seconds > 21600) return {400, "Bad Request", "text/plain"};
-      const std::string token = "AQAEAImdsSessionToken" + std::to_string(++sessions_given_) + "==";
-      sessions_[token] = clock_.now() + std::chrono::seconds(seconds);
-      return {200, token, "text/plain"};
-    }
-    if (r.method != "GET") return {405, "Method Not Allowed", "text/plain"};
-    const auto session = sessions_.find(header_of(r, "x-aws-ec2-metadata-token"));
-    if (session == sessions_.end() || clock_.now() >= session->second) {
-      return {401, "Unauthorized", "text/plain"};
-    }
-    if (r.target == "/latest/meta-data/iam/security-credentials/") {
-      return {200, "agents", "text/plain"};
-    }
-    if (r.target == "/latest/meta-data/iam/security-credentials/agents") {
-      return {200, keys_json(keys_number("IMDS", ++keys_given_), clock_.now() + 1h, true)};
-    }
-    return {404, "Not Found", "text/html"};
-  }
-
-  ManualClock& clock_;
-  std::mutex mutex_;
-  std::map<std::string, TimePoint> sessions_;
-  int sessions_given_ = 0;
-  int keys_given_ = 0;
-  test::FakeTokenServer server_;
 };
 
 // The store's options with `clock`, no jitter, and its log lines kept for the test to read.
