@@ -137,15 +137,15 @@ class InstanceProvider final : public Provider {
     const TimePoint asked = context_.clock();
     HttpsResult result = co_await https_exchange(nullptr, std::move(request), context_.resolver,
                                                  deadline, detail::kMaxTokenResponse);
-    const std::string what_ = what("/latest/api/token");
+    const std::string where = what("/latest/api/token");
     std::optional<FetchResult> failure;
     if (!result.response) {
-      failure = fetch_failure(true, what_ + ": " + result.error);
+      failure = fetch_failure(true, where + ": " + result.error);
     } else if (result.response->status / 100 != 2) {
-      failure = detail::status_failure(what_, *result.response, {});
+      failure = detail::status_failure(where, *result.response, {});
     } else if (result.response->body.empty() ||
                result.response->body.find_first_of("\r\n") != std::string::npos) {
-      failure = fetch_failure(true, what_ + ": the answer is not a session token");
+      failure = fetch_failure(true, where + ": the answer is not a session token");
     } else {
       session_ = SecretBytes(result.response->body);
       session_until_ = asked + kSessionTtl - kSessionMargin;
@@ -168,15 +168,15 @@ class InstanceProvider final : public Provider {
   // failure (404: the instance has no role).
   std::optional<FetchResult> role_of(const HttpsResult& listed, const std::string& session,
                                      std::string& role) const {
-    const std::string what_ = what(std::string(kRolesPath));
-    if (!listed.response) return fetch_failure(true, what_ + ": " + listed.error);
+    const std::string where = what(std::string(kRolesPath));
+    if (!listed.response) return fetch_failure(true, where + ": " + listed.error);
     if (listed.response->status / 100 != 2) {
-      return detail::status_failure(what_, *listed.response, {session});
+      return detail::status_failure(where, *listed.response, {session});
     }
     const std::string& body = listed.response->body;
     std::string first = body.substr(0, body.find_first_of("\r\n"));
     if (!valid_role_name(first)) {
-      return fetch_failure(false, what_ + ": the answer is not a role name (no role attached?)");
+      return fetch_failure(false, where + ": the answer is not a role name (no role attached?)");
     }
     role = std::move(first);
     return std::nullopt;
