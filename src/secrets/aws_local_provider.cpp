@@ -11,7 +11,6 @@
 #include "secrets/http_providers.hpp"
 #include "secrets/provider.hpp"
 #include "secrets/secret_file.hpp"
-#include "secrets/sigv4.hpp"
 
 namespace sandgate::secrets {
 
@@ -55,23 +54,7 @@ FetchResult keys_of(const std::string& what, const HttpsResult& result,
   std::string key_id = field("AccessKeyId");
   std::string secret = field("SecretAccessKey");
   std::string token = field("Token");
-  const std::string expiration = field("Expiration");
-  const std::optional<TimePoint> expires = parse_rfc3339(expiration);
-  std::string packed = sigv4::pack_credentials({key_id, secret, token});
-  FetchResult out;
-  if (!expires || token.empty() || !sigv4::unpack_credentials(packed)) {
-    out = fetch_failure(true, what + ": the answer holds no temporary credentials");
-  } else if (*expires <= now) {
-    out = fetch_failure(true, what + ": the keys it answered expired at " +
-                                  detail::sanitized_error(expiration, {}));
-  } else {
-    Fetched fetched;
-    fetched.value = SecretBytes(packed);
-    fetched.expires_at = *expires;
-    out.token = std::move(fetched);
-  }
-  for (std::string* s : {&packed, &key_id, &secret, &token}) cleanse(*s);
-  return out;
+  return detail::temporary_keys(what, key_id, secret, token, field("Expiration"), now);
 }
 
 // provider = "aws_instance". A session token (PUT /latest/api/token), then the role's name

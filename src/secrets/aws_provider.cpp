@@ -217,19 +217,8 @@ class StsProvider final : public Provider {
     std::string key_id = field("AccessKeyId");
     std::string secret = field("SecretAccessKey");
     std::string token = field("SessionToken");
-    const std::optional<TimePoint> expires = parse_rfc3339(field("Expiration"));
-    std::string packed = sigv4::pack_credentials({key_id, secret, token});
-    FetchResult out;
-    if (!expires || token.empty() || !sigv4::unpack_credentials(packed)) {
-      out = fetch_failure(true, what + ": the answer holds no temporary credentials");
-    } else {
-      Fetched fetched;
-      fetched.value = SecretBytes(packed);
-      fetched.expires_at = *expires;
-      out.token = std::move(fetched);
-    }
-    for (std::string* s : {&packed, &key_id, &secret, &token}) cleanse(*s);
-    return out;
+    return detail::temporary_keys(what, key_id, secret, token, field("Expiration"),
+                                  context_.clock());
   }
 
   CredentialSpec spec_;
@@ -326,6 +315,30 @@ class SecretsManagerProvider final : public Provider {
 };
 
 }  // namespace
+
+namespace detail {
+
+FetchResult temporary_keys(std::string_view what, std::string& key_id, std::string& secret,
+                           std::string& session_token, std::string_view expiration, TimePoint now) {
+  const std::optional<TimePoint> expires = parse_rfc3339(expiration);
+  std::string packed = sigv4::pack_credentials({key_id, secret, session_token});
+  FetchResult out;
+  if (!expires || session_token.empty() || !sigv4::unpack_credentials(packed)) {
+    out = fetch_failure(true, std::string(what) + ": the answer holds no temporary credentials");
+  } else if (*expires <= now) {
+    out = fetch_failure(true, std::string(what) + ": the keys it answered expired at " +
+                                  sanitized_error(expiration, {}));
+  } else {
+    Fetched fetched;
+    fetched.value = SecretBytes(packed);
+    fetched.expires_at = *expires;
+    out.token = std::move(fetched);
+  }
+  for (std::string* s : {&packed, &key_id, &secret, &session_token}) cleanse(*s);
+  return out;
+}
+
+}  // namespace detail
 
 std::shared_ptr<Provider> make_aws_static_provider(const CredentialSpec& spec,
                                                    ProviderContext context) {

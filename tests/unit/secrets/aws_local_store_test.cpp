@@ -286,10 +286,12 @@ class AwsContainerStore : public ::testing::Test {
   }
 
   test::TokenResponse serve(const test::TokenRequest& r) {
+    const std::lock_guard lock(mutex_);  // the server's thread; the test sets what it answers
     if (r.method != "GET" || r.target != "/v1/credentials") return {404, "Not Found", "text/plain"};
     if (require_token_ && header_of(r, "authorization") != "eyJpod.identity.token1") {
       return {401, R"({"message":"Service account token cannot be empty or invalid"})"};
     }
+    if (!answer_.empty()) return {200, answer_};
     return {200, keys_json(keys_number("POD", ++given_), clock_.now() + 6h, false)};
   }
   CredentialSpec spec(const std::string& name, bool with_token) {
@@ -305,7 +307,19 @@ class AwsContainerStore : public ::testing::Test {
   test::TempDir dir_;
   std::string token_file_;
   ManualClock clock_;
+  void require_token() {
+    const std::lock_guard lock(mutex_);
+    require_token_ = true;
+  }
+  // The endpoint's 200 answer instead of fresh keys; "": fresh keys again.
+  void answer_with(std::string body) {
+    const std::lock_guard lock(mutex_);
+    answer_ = std::move(body);
+  }
+
+  std::mutex mutex_;
   bool require_token_ = false;
+  std::string answer_;
   int given_ = 0;
   test::FakeTokenServer server_{[this](const test::TokenRequest& r) { return serve(r); },
                                 test::FakeTokenServer::PlainHttp{}};
@@ -332,7 +346,7 @@ TEST_F(AwsContainerStore, WithoutAnAuthorizationToken) {
 }
 
 TEST_F(AwsContainerStore, WithTheAuthorizationTokenFileAndAWrongToken) {
-  require_token_ = true;
+  require_token();
   store_->update({spec("pod", true), spec("no-token", false)});
   const TokenResult r = get(*store_, "pod");
   ASSERT_TRUE(r.ok()) << r.error->message;
@@ -473,6 +487,40 @@ TEST(AssumeRoleStore, SignsWithTheInstancesKeys) {
     EXPECT_EQ(line.find("secret/key"), std::string::npos) << line;
     EXPECT_EQ(line.find("SessionToken"), std::string::npos) << line;
   }
+}
+
+// A 200 whose keys cannot be used is a failure worth retrying (the agent may answer right
+// later), saying why without quoting them.
+TEST_F(AwsContainerStore, AnAnswerWithoutUsableKeysIsARetryableFailure) {
+  struct Row {
+    std::string name;
+    std::string answer;
+    std::string message;
+  };
+  const Keys k = keys_number("POD", 7);
+  const std::vector<Row> rows = {
+      {"no-token",
+       R"({"AccessKeyId":")" + k.key_id + R"(","SecretAccessKey":")" + k.secret +
+           R"(","Expiration":")" + rfc3339(clock_.now() + 1h) + R"("})",
+       "the answer holds no temporary credentials"},
+      {"expired", keys_json(k, clock_.now() - 1min, false), "the keys it answered expired at"},
+      {"not-json", "<html>maintenance</html>", "the answer holds no temporary credentials"},
+      {"imds-code", R"({"Code":"AssumeRoleUnauthorizedAccess"})",
+       "the endpoint answered Code AssumeRoleUnauthorizedAccess"},
+  };
+  for (const Row& row : rows) {
+    answer_with(row.answer);
+    store_->update({spec(row.name, false)});
+    const TokenResult r = get(*store_, row.name);
+    ASSERT_FALSE(r.ok()) << row.name;
+    EXPECT_TRUE(r.error->retryable) << row.name;
+    EXPECT_NE(r.error->message.find(row.message), std::string::npos) << r.error->message;
+    EXPECT_EQ(r.error->message.find("POD/secret"), std::string::npos) << r.error->message;
+    EXPECT_EQ(r.error->message.find(k.key_id), std::string::npos) << r.error->message;
+  }
+  answer_with("");  // control: the same endpoint with fresh keys
+  store_->update({spec("fresh", false)});
+  EXPECT_TRUE(get(*store_, "fresh").ok());
 }
 
 // Plain HTTP only for a caller that holds no TLS context: a provider whose endpoint must be
