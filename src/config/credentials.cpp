@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/sandboxes.hpp"
+#include "policy/address_class.hpp"
 #include "policy/host.hpp"
 
 namespace sandgate::config::detail {
@@ -24,11 +25,16 @@ struct InlineSecret {
   std::string_view instead;
 };
 constexpr InlineSecret kInlineSecrets[] = {
-    {"token", "file (provider = \"static\")"},    {"secret", "client_secret_file"},
-    {"client_secret", "client_secret_file"},      {"private_key", "private_key_file"},
-    {"password", "file (provider = \"static\")"}, {"value", "file (provider = \"static\")"},
-    {"access_key_id", "access_key_id_file"},      {"secret_access_key", "secret_access_key_file"},
+    {"token", "file (provider = \"static\")"},
+    {"secret", "client_secret_file"},
+    {"client_secret", "client_secret_file"},
+    {"private_key", "private_key_file"},
+    {"password", "file (provider = \"static\")"},
+    {"value", "file (provider = \"static\")"},
+    {"access_key_id", "access_key_id_file"},
+    {"secret_access_key", "secret_access_key_file"},
     {"session_token", "session_token_file"},
+    {"authorization_token", "authorization_token_file"},
 };
 
 constexpr ProviderKind kKinds[] = {
@@ -36,7 +42,8 @@ constexpr ProviderKind kKinds[] = {
     ProviderKind::github_app,        ProviderKind::oauth2_client_credentials,
     ProviderKind::oauth2_jwt_bearer, ProviderKind::vault,
     ProviderKind::aws_static,        ProviderKind::aws_assume_role,
-    ProviderKind::aws_web_identity,  ProviderKind::aws_secrets_manager};
+    ProviderKind::aws_web_identity,  ProviderKind::aws_secrets_manager,
+    ProviderKind::aws_instance,      ProviderKind::aws_container};
 
 constexpr std::string_view kCommonKeys[] = {"provider", "env", "refresh_before", "timeout",
                                             "ca_file"};
@@ -186,7 +193,8 @@ std::optional<ProviderKind> read_provider(const toml::table& table, const std::s
            "unknown provider " + in_quotes(*text) +
                ": expected \"static\", \"exec\", \"github_app\", \"oauth2_client_credentials\", "
                "\"oauth2_jwt_bearer\", \"vault\", \"aws_static\", \"aws_assume_role\", "
-               "\"aws_web_identity\" or \"aws_secrets_manager\"");
+               "\"aws_web_identity\", \"aws_instance\", \"aws_container\" or "
+               "\"aws_secrets_manager\"");
   return std::nullopt;
 }
 
@@ -221,6 +229,10 @@ std::vector<std::string_view> provider_keys(ProviderKind kind) {
               "region",
               "endpoint_url",
               "duration"};
+    case ProviderKind::aws_instance:
+      return {"endpoint_url", "role_name"};
+    case ProviderKind::aws_container:
+      return {"endpoint_url", "relative_uri", "authorization_token_file"};
   }
   return {};
 }
@@ -439,6 +451,94 @@ void read_secrets_manager(const toml::table& table, const std::string& path, Cre
   }
 }
 
+// The URL of a credential endpoint AWS runs beside sandgate: http:// on one of `hosts` (the
+// addresses the SDKs accept for it) or on loopback (a local agent, a test stand-in); with
+// `https_too`, any https:// URL as well, as the SDKs allow for the container endpoint. Plain
+// HTTP anywhere else would hand the keys to whoever sits on the path. `base`: no path (IMDS's
+// paths are appended), trailing '/' dropped.
+void read_local_endpoint(const toml::table& table, const std::string& path,
+                         std::span<const std::string_view> hosts, bool https_too, bool base,
+                         std::string& out, ErrorSink& sink) {
+  const auto text = read_text(table, "endpoint_url", path, false, sink);
+  if (!text) return;
+  const auto target = policy::parse_target(*text);
+  const policy::Host host = target ? policy::normalize_host(target->host) : policy::Host{};
+  const bool https = text->starts_with("https://");
+  bool allowed = host.is_valid() && target->rest.find('#') == std::string_view::npos &&
+                 (!base || target->rest.find_first_not_of('/') == std::string_view::npos);
+  if (allowed && !https) {
+    allowed =
+        text->starts_with("http://") &&
+        (host.is_address()
+             ? policy::classify(host.address) == policy::AddressClass::loopback ||
+                   std::find(hosts.begin(), hosts.end(), host.address.to_string()) != hosts.end()
+             : host.name == "localhost");
+  }
+  if (!allowed || (https && !https_too)) {
+    std::string expected;
+    for (const std::string_view h : hosts) {
+      const bool v6 = h.find(':') != std::string_view::npos;
+      expected += "http://" + (v6 ? "[" + std::string(h) + "]" : std::string(h)) + ", ";
+    }
+    expected += std::string(https_too ? "http:// on a loopback address or an https URL"
+                                      : "or http:// on a loopback address") +
+                (base ? ", without a path" : "");
+    sink.add(table.get("endpoint_url")->source(), join_key(path, "endpoint_url"),
+             "expected " + expected + ", got " + in_quotes(*text));
+    return;
+  }
+  out = *text;
+  while (base && out.ends_with('/')) out.pop_back();
+}
+
+void read_aws_instance(const toml::table& table, const std::string& path, CredentialSpec& spec,
+                       ErrorSink& sink) {
+  constexpr std::string_view kImds[] = {"169.254.169.254", "fd00:ec2::254"};
+  read_local_endpoint(table, path, kImds, false, true, spec.endpoint_url, sink);
+  if (auto text = read_text(table, "role_name", path, false, sink)) {
+    if (secrets::valid_role_name(*text)) {
+      spec.role_name = *text;
+    } else {
+      sink.add(
+          table.get("role_name")->source(), join_key(path, "role_name"),
+          "expected an IAM role name (1-64 letters, digits and _+=,.@-), got " + in_quotes(*text));
+    }
+  }
+}
+
+// The container endpoint as the SDKs take it from the environment: endpoint_url is
+// AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity: http://169.254.170.23/v1/credentials),
+// relative_uri is AWS_CONTAINER_CREDENTIALS_RELATIVE_URI (ECS), on http://169.254.170.2.
+void read_aws_container(const toml::table& table, const std::string& path, const fs::path& base_dir,
+                        CredentialSpec& spec, ErrorSink& sink) {
+  constexpr std::string_view kContainer[] = {"169.254.170.2", "169.254.170.23", "fd00:ec2::23"};
+  const toml::node* relative = table.get("relative_uri");
+  if (relative != nullptr && table.contains("endpoint_url")) {
+    sink.add(relative->source(), join_key(path, "relative_uri"),
+             "give endpoint_url or relative_uri, not both");
+  } else if (relative != nullptr) {
+    if (auto text = read_text(table, "relative_uri", path, true, sink)) {
+      if (!text->starts_with('/') || !visible_ascii(*text) ||
+          text->find('#') != std::string::npos) {
+        sink.add(relative->source(), join_key(path, "relative_uri"),
+                 "expected a path such as \"/v2/credentials/...\" (ECS's "
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI), got " +
+                     in_quotes(*text));
+      } else {
+        spec.endpoint_url = "http://169.254.170.2" + *text;
+      }
+    }
+  } else if (table.contains("endpoint_url")) {
+    read_local_endpoint(table, path, kContainer, true, false, spec.endpoint_url, sink);
+  } else {
+    sink.add(table.source(), join_key(path, "endpoint_url"),
+             "missing required key (or relative_uri: ECS's "
+             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI)");
+  }
+  read_file_key(table, "authorization_token_file", path, false, base_dir,
+                spec.authorization_token_file, sink);
+}
+
 void read_vault(const toml::table& table, const std::string& path, const fs::path& base_dir,
                 CredentialSpec& spec, ErrorSink& sink) {
   read_https_url(table, "address", path, true, spec.address, sink);
@@ -534,7 +634,7 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
       sink.add(table.get("ca_file")->source(), join_key(path, "ca_file"),
                "only the HTTPS providers (github_app, oauth2_client_credentials, "
                "oauth2_jwt_bearer, vault, aws_assume_role, aws_web_identity, "
-               "aws_secrets_manager) use ca_file");
+               "aws_secrets_manager, aws_container) use ca_file");
     }
   }
   switch (*kind) {
@@ -568,6 +668,12 @@ std::optional<CredentialSpec> read_credential(const std::string& name, const tom
     case ProviderKind::aws_web_identity:
       read_sts(table, path, base_dir, spec, sink);
       break;
+    case ProviderKind::aws_instance:
+      read_aws_instance(table, path, spec, sink);
+      break;
+    case ProviderKind::aws_container:
+      read_aws_container(table, path, base_dir, spec, sink);
+      break;
     case ProviderKind::oauth2_jwt_bearer:
       read_file_key(table, "key_file", path, true, base_dir, spec.key_file, sink);
       read_https_url(table, "token_url", path, false, spec.token_url, sink);
@@ -600,6 +706,47 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, s
   return std::chrono::milliseconds(value * scale);
 }
 
+namespace {
+
+// A secret read with AWS keys, or a role assumed with them, names the credential whose keys
+// sign its requests: any AWS key source, itself signed with no key it depends on (a cycle
+// would only end in timeouts: each fetch waiting for the next).
+void check_aws_credentials(const toml::table& table, const Credentials& credentials,
+                           ErrorSink& sink) {
+  for (const auto& [name, spec] : credentials) {
+    if (spec.aws_credential.empty()) continue;
+    const toml::node* at = table.get(name)->as_table()->get("aws_credential");
+    const std::string key = join_key(join_key("credentials", name), "aws_credential");
+    const auto base = credentials.find(spec.aws_credential);
+    if (base == credentials.end()) {
+      sink.add(at->source(), key, "unknown credential " + in_quotes(spec.aws_credential));
+      continue;
+    }
+    if (!secrets::is_aws(base->second.kind)) {
+      sink.add(at->source(), key,
+               "credential " + in_quotes(spec.aws_credential) + " is " +
+                   in_quotes(secrets::kind_name(base->second.kind)) +
+                   ", not AWS keys (provider = \"aws_static\", \"aws_instance\", "
+                   "\"aws_container\", \"aws_web_identity\" or \"aws_assume_role\")");
+      continue;
+    }
+    // Along the chain of sources; a cycle that does not come back here is reported at its
+    // own members, so the walk stops after as many steps as there are credentials.
+    std::string chain = name;
+    auto next = base;
+    for (std::size_t steps = 0; next != credentials.end() && steps < credentials.size(); ++steps) {
+      chain += " -> " + next->first;
+      if (next->first == name) {
+        sink.add(at->source(), key, "the keys' sources form a cycle: " + chain);
+        break;
+      }
+      next = credentials.find(next->second.aws_credential);
+    }
+  }
+}
+
+}  // namespace
+
 CredentialsSection read_credentials(const toml::node& node, const fs::path& base_dir,
                                     ErrorSink& sink) {
   CredentialsSection out;
@@ -624,29 +771,7 @@ CredentialsSection read_credentials(const toml::node& node, const fs::path& base
       out.credentials.emplace(name, std::move(*spec));
     }
   }
-  // A secret read with AWS keys, or a role assumed with them, uses the files of the aws_static
-  // credential it names.
-  for (auto& [name, spec] : out.credentials) {
-    if ((spec.kind != ProviderKind::aws_secrets_manager &&
-         spec.kind != ProviderKind::aws_assume_role) ||
-        spec.aws_credential.empty()) {
-      continue;
-    }
-    const auto base = out.credentials.find(spec.aws_credential);
-    if (base == out.credentials.end() || base->second.kind != ProviderKind::aws_static) {
-      const toml::node* at = table->get(name)->as_table()->get("aws_credential");
-      sink.add(at->source(), join_key(join_key("credentials", name), "aws_credential"),
-               base == out.credentials.end()
-                   ? "unknown credential " + in_quotes(spec.aws_credential)
-                   : "credential " + in_quotes(spec.aws_credential) + " is " +
-                         in_quotes(secrets::kind_name(base->second.kind)) +
-                         ", not AWS keys (provider = \"aws_static\")");
-      continue;
-    }
-    spec.access_key_id_file = base->second.access_key_id_file;
-    spec.secret_access_key_file = base->second.secret_access_key_file;
-    spec.session_token_file = base->second.session_token_file;
-  }
+  check_aws_credentials(*table, out.credentials, sink);
   return out;
 }
 

@@ -6,11 +6,15 @@
 // files, read again when a file changes.
 //
 // provider = "aws_secrets_manager": a secret (or one JSON field of it) read with GetSecretValue,
-// signed with an aws_static credential's keys, read again every ttl.
+// signed with the keys of the AWS credential aws_credential names, read again every ttl.
 //
 // provider = "aws_assume_role" / "aws_web_identity": temporary keys from STS (AssumeRole,
-// signed with an aws_static credential's keys; AssumeRoleWithWebIdentity, with the OIDC token
-// in a file, as EKS projects it), cached until shortly before they expire.
+// signed with the aws_credential's keys; AssumeRoleWithWebIdentity, with the OIDC token in a
+// file, as EKS projects it), cached until shortly before they expire.
+//
+// The aws_credential is any AWS key source (aws_static, aws_instance, aws_container,
+// aws_web_identity, aws_assume_role): its keys come through the store (token_of), cached and
+// refreshed as its own.
 #include <boost/json.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
@@ -33,9 +37,9 @@ namespace json = boost::json;
 // How often a request also checks whether the files changed (stats, on the store's thread).
 constexpr auto kRecheck = std::chrono::seconds(2);
 
-// The keys of an aws_static credential (or those an aws_secrets_manager one reads with),
-// packed (sigv4::pack_credentials); a failure names the file. Never retryable: a missing,
-// unreadable or malformed file cannot mend itself without the operator.
+// The keys of an aws_static credential, packed (sigv4::pack_credentials); a failure names the
+// file. Never retryable: a missing, unreadable or malformed file cannot mend itself without the
+// operator.
 FetchResult read_aws_keys(const CredentialSpec& spec) {
   SecretFile key_id = read_secret_file(spec.access_key_id_file, "access key id file");
   if (!key_id.ok()) return fetch_failure(false, key_id.error);
@@ -60,6 +64,32 @@ FetchResult read_aws_keys(const CredentialSpec& spec) {
   }
   cleanse(packed);
   return out;
+}
+
+// The keys of the credential spec.aws_credential names, as the store holds them, waited for
+// until `deadline`; its failure, retryable as it is, naming it.
+boost::asio::awaitable<FetchResult> base_keys(const CredentialSpec& spec,
+                                              const ProviderContext& context,
+                                              std::chrono::steady_clock::time_point deadline) {
+  const std::string what =
+      "credentials." + spec.name + ": its aws_credential " + spec.aws_credential;
+  if (!context.token_of) co_return fetch_failure(false, what + ": no store to ask");
+  const std::string name = spec.aws_credential;
+  const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 deadline - std::chrono::steady_clock::now()),
+                             std::chrono::milliseconds(1));
+  const TokenResult base = co_await context.token_of(name, left);
+  if (!base.ok()) {
+    co_return fetch_failure(base.error->retryable, what + " has no keys: " + base.error->message);
+  }
+  if (!sigv4::unpack_credentials(base.token->value.view())) {
+    co_return fetch_failure(false, what + " holds no AWS keys");
+  }
+  Fetched fetched;
+  fetched.value = SecretBytes(base.token->value.view());
+  FetchResult out;
+  out.token = std::move(fetched);
+  co_return out;
 }
 
 class AwsStaticProvider final : public Provider {
@@ -154,7 +184,7 @@ class StsProvider final : public Provider {
       request.headers.emplace_back("Content-Type", kForm);
       secrets.push_back(identity.content.view());
     } else {
-      base = read_aws_keys(spec_);
+      base = co_await base_keys(spec_, context_, deadline);
       if (!base.token) co_return base;
       const auto keys = sigv4::unpack_credentials(base.token->value.view());
       sign_post(request, {{"content-type", kForm}},
@@ -202,19 +232,8 @@ class StsProvider final : public Provider {
     std::string key_id = field("AccessKeyId");
     std::string secret = field("SecretAccessKey");
     std::string token = field("SessionToken");
-    const std::optional<TimePoint> expires = parse_rfc3339(field("Expiration"));
-    std::string packed = sigv4::pack_credentials({key_id, secret, token});
-    FetchResult out;
-    if (!expires || token.empty() || !sigv4::unpack_credentials(packed)) {
-      out = fetch_failure(true, what + ": the answer holds no temporary credentials");
-    } else {
-      Fetched fetched;
-      fetched.value = SecretBytes(packed);
-      fetched.expires_at = *expires;
-      out.token = std::move(fetched);
-    }
-    for (std::string* s : {&packed, &key_id, &secret, &token}) cleanse(*s);
-    return out;
+    return detail::temporary_keys(what, key_id, secret, token, field("Expiration"),
+                                  context_.clock());
   }
 
   CredentialSpec spec_;
@@ -231,7 +250,7 @@ class SecretsManagerProvider final : public Provider {
   boost::asio::awaitable<FetchResult> fetch(Scope) override {
     const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
     if (!client_.error.empty()) co_return fetch_failure(false, client_.error);
-    FetchResult keys = read_aws_keys(spec_);
+    FetchResult keys = co_await base_keys(spec_, context_, deadline);
     if (!keys.token) co_return keys;
     const std::optional<sigv4::Credentials> real =
         sigv4::unpack_credentials(keys.token->value.view());
@@ -311,6 +330,30 @@ class SecretsManagerProvider final : public Provider {
 };
 
 }  // namespace
+
+namespace detail {
+
+FetchResult temporary_keys(std::string_view what, std::string& key_id, std::string& secret,
+                           std::string& session_token, std::string_view expiration, TimePoint now) {
+  const std::optional<TimePoint> expires = parse_rfc3339(expiration);
+  std::string packed = sigv4::pack_credentials({key_id, secret, session_token});
+  FetchResult out;
+  if (!expires || session_token.empty() || !sigv4::unpack_credentials(packed)) {
+    out = fetch_failure(true, std::string(what) + ": the answer holds no temporary credentials");
+  } else if (*expires <= now) {
+    out = fetch_failure(true, std::string(what) + ": the keys it answered expired at " +
+                                  sanitized_error(expiration, {}));
+  } else {
+    Fetched fetched;
+    fetched.value = SecretBytes(packed);
+    fetched.expires_at = *expires;
+    out.token = std::move(fetched);
+  }
+  for (std::string* s : {&packed, &key_id, &secret, &session_token}) cleanse(*s);
+  return out;
+}
+
+}  // namespace detail
 
 std::shared_ptr<Provider> make_aws_static_provider(const CredentialSpec& spec,
                                                    ProviderContext context) {

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to src/secrets: what the github_app and oauth2 providers share.
+// Internal to src/secrets: what the providers that fetch over HTTP(S) share.
 
 #include <openssl/evp.h>
 
@@ -73,5 +73,12 @@ std::string rs256_jwt(EVP_PKEY* key, std::string_view header, std::string_view c
 FetchResult access_token_of(std::string_view what, const HttpsResult& result,
                             const std::vector<std::string_view>& secrets, TimePoint now,
                             std::chrono::seconds ttl);
+
+// Temporary AWS keys from an answer (STS's XML, the instance or container endpoint's JSON),
+// packed (sigv4::pack_credentials), until `expiration` (RFC 3339); or "<what>: the answer
+// holds no temporary credentials" (a field missing or malformed) or that they expired already,
+// both retryable. The three strings are wiped.
+FetchResult temporary_keys(std::string_view what, std::string& key_id, std::string& secret,
+                           std::string& session_token, std::string_view expiration, TimePoint now);
 
 }  // namespace sandgate::secrets::detail

@@ -110,66 +110,20 @@ std::shared_ptr<asio::ssl::context> make_client_context(const std::string& ca_fi
   return ctx;
 }
 
-asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> ctx,
-                                            HttpsRequest request, dns::Resolver* resolver,
-                                            std::chrono::steady_clock::time_point deadline,
-                                            std::size_t max_body) {
+namespace {
+
+// Writes `req` and reads the answer over `stream` (TLS or plain TCP), whose lowest layer
+// already carries the exchange's deadline.
+template <class Stream>
+asio::awaitable<HttpsResult> send_and_read(Stream& stream, http::request<http::string_body>& req,
+                                           const std::string& host, std::size_t max_body) {
   HttpsResult out;
-  const auto target = policy::parse_target(request.url);
-  if (!target || !target->port) {
-    out.error = "invalid URL";
-    co_return out;
-  }
-  const std::string host(target->host);
-  const std::string port = std::to_string(*target->port);
-  std::string path(target->rest.empty() ? "/" : target->rest);
-  const policy::Host normalised = policy::normalize_host(host);
-  if (!normalised.is_valid()) {
-    out.error = "invalid host in the URL";
-    co_return out;
-  }
-  const auto executor = co_await asio::this_coro::executor;
-
-  const Endpoints endpoints = co_await endpoints_for(normalised, *target->port, resolver, deadline);
-  if (endpoints.endpoints.empty()) {
-    out.error = endpoints.error;
-    co_return out;
-  }
-
-  asio::ssl::stream<beast::tcp_stream> stream(executor, *ctx);
-  beast::get_lowest_layer(stream).expires_at(deadline);
-  auto [connect_ec, unused] =
-      co_await beast::get_lowest_layer(stream).async_connect(endpoints.endpoints, use_tuple);
-  if (connect_ec) {
-    out.error = "cannot connect to " + host + ":" + port + ": " + describe(connect_ec);
-    co_return out;
-  }
-  if (!target->ip_literal && !normalised.is_address()) {
-    SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
-  }
-  stream.set_verify_callback(asio::ssl::host_name_verification(host));
-  auto [handshake_ec] = co_await stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
-  if (handshake_ec) {
-    out.error = "TLS with " + host + " failed: " + describe(handshake_ec);
-    co_return out;
-  }
-
-  http::request<http::string_body> req;
-  req.method_string(request.method);
-  req.target(path);
-  req.version(11);
-  req.set(http::field::host, target->written_port ? host + ":" + port : host);
-  for (const auto& [name, value] : request.headers) req.set(name, value);
-  req.set(http::field::connection, "close");
-  req.body() = std::move(request.body);
-  req.prepare_payload();
   auto [write_ec, written] = co_await http::async_write(stream, req, use_tuple);
   cleanse(req.body());  // it may hold a secret (a client secret in a form)
   if (write_ec) {
     out.error = "cannot send the request to " + host + ": " + describe(write_ec);
     co_return out;
   }
-
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(max_body);
@@ -186,6 +140,79 @@ asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> 
   response.status = parser.get().result_int();
   response.body = std::move(parser.get().body());
   out.response = std::move(response);
+  co_return out;
+}
+
+}  // namespace
+
+asio::awaitable<HttpsResult> https_exchange(std::shared_ptr<asio::ssl::context> ctx,
+                                            HttpsRequest request, dns::Resolver* resolver,
+                                            std::chrono::steady_clock::time_point deadline,
+                                            std::size_t max_body) {
+  HttpsResult out;
+  const auto target = policy::parse_target(request.url);
+  if (!target || !target->port) {
+    out.error = "invalid URL";
+    co_return out;
+  }
+  // The scheme and the caller must agree: a provider that holds a TLS context never sends in
+  // the clear, whatever its URL says.
+  const bool plain = request.url.starts_with("http://");
+  if (plain != (ctx == nullptr)) {
+    out.error = plain ? "refusing plain http:// for an endpoint that takes HTTPS only"
+                      : "an https:// URL needs a TLS context";
+    co_return out;
+  }
+  const std::string host(target->host);
+  const std::string port = std::to_string(*target->port);
+  const policy::Host normalised = policy::normalize_host(host);
+  if (!normalised.is_valid()) {
+    out.error = "invalid host in the URL";
+    co_return out;
+  }
+  const auto executor = co_await asio::this_coro::executor;
+
+  http::request<http::string_body> req;
+  req.method_string(request.method);
+  req.target(target->rest.empty() ? std::string_view("/") : target->rest);
+  req.version(11);
+  req.set(http::field::host, (target->ip_literal ? "[" + host + "]" : host) +
+                                 (target->written_port ? ":" + port : ""));
+  for (const auto& [name, value] : request.headers) req.set(name, value);
+  req.set(http::field::connection, "close");
+  req.body() = std::move(request.body);
+  req.prepare_payload();
+
+  const Endpoints endpoints = co_await endpoints_for(normalised, *target->port, resolver, deadline);
+  if (endpoints.endpoints.empty()) {
+    out.error = endpoints.error;
+    co_return out;
+  }
+  beast::tcp_stream connection(executor);
+  connection.expires_at(deadline);
+  auto [connect_ec, unused] = co_await connection.async_connect(endpoints.endpoints, use_tuple);
+  if (connect_ec) {
+    out.error = "cannot connect to " + host + ":" + port + ": " + describe(connect_ec);
+    co_return out;
+  }
+  if (plain) {
+    out = co_await send_and_read(connection, req, host, max_body);
+    co_return out;
+  }
+
+  asio::ssl::stream<beast::tcp_stream> stream(std::move(connection), *ctx);
+  beast::get_lowest_layer(stream).expires_at(deadline);
+  if (!target->ip_literal && !normalised.is_address()) {
+    SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
+  }
+  stream.set_verify_callback(asio::ssl::host_name_verification(host));
+  auto [handshake_ec] = co_await stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
+  if (handshake_ec) {
+    out.error = "TLS with " + host + " failed: " + describe(handshake_ec);
+    co_return out;
+  }
+  out = co_await send_and_read(stream, req, host, max_body);
+  if (!out.response) co_return out;
   beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(1));
   auto [shutdown_ec] = co_await stream.async_shutdown(use_tuple);
   (void)shutdown_ec;  // the server may close without close_notify; the answer is in

@@ -1,7 +1,9 @@
 #pragma once
 
 // The one HTTPS exchange the token providers need: a request, a bounded response, a deadline.
-// Runs on the credential store's io_context. The host's addresses come from the store's
+// Plain HTTP too, for the AWS instance and container credential endpoints only (IMDS and the
+// ECS agent listen on link-local addresses without TLS). Runs on the credential store's
+// io_context. The host's addresses come from the store's
 // dns::Resolver (c-ares, on that same io_context), never from getaddrinfo: Asio's resolver runs
 // every lookup on one hidden thread, so a token endpoint whose name never answers would hold up
 // every other credential's fetch behind it (THREATS 35). TLS: the system's roots plus a
@@ -24,7 +26,7 @@ namespace sandgate::secrets {
 
 struct HttpsRequest {
   std::string method = "POST";
-  std::string url;  // https://host[:port]/path
+  std::string url;  // https://host[:port]/path, or http:// (see https_exchange)
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
 };
@@ -46,6 +48,9 @@ struct HttpsResult {
 std::shared_ptr<boost::asio::ssl::context> make_client_context(const std::string& ca_file);
 
 // One exchange that is over by `deadline`, all of it: resolve, connect, handshake, write, read.
+// An https:// URL is fetched over TLS with `ctx`; an http:// URL in the clear, and only when
+// `ctx` is null: a provider that holds a TLS context (every one whose endpoint must be HTTPS)
+// is refused an http:// URL even if one reached it.
 // The URL's host is resolved by `resolver`, which must run on the executor this coroutine
 // runs on (the store's); a lookup that outlasts the deadline is abandoned (other lookups and
 // exchanges go on). An IP literal needs no lookup, and `localhost` and names below it are the

@@ -247,6 +247,10 @@ std::shared_ptr<Provider> make_provider(const CredentialSpec& spec, ProviderCont
     case ProviderKind::aws_assume_role:
     case ProviderKind::aws_web_identity:
       return make_aws_sts_provider(spec, std::move(context));
+    case ProviderKind::aws_instance:
+      return make_aws_instance_provider(spec, std::move(context));
+    case ProviderKind::aws_container:
+      return make_aws_container_provider(spec, std::move(context));
   }
   return make_static_provider(spec, std::move(context));
 }

@@ -6,6 +6,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -44,6 +45,13 @@ struct ProviderContext {
   // Resolves token endpoints' host names (https_exchange): the store's own, on the store's
   // io_context; it outlives every fetch. Null: only IP literals and localhost can be reached.
   dns::Resolver* resolver = nullptr;
+  // Another credential's token as a request gets it (cached, refreshed by one fetch at a
+  // time), waited for at most `max_wait`: the keys an aws_assume_role or aws_secrets_manager
+  // signs with (aws_credential). Runs on the store's io_context. Config refuses a cycle, which
+  // would only end in timeouts. Null outside a store.
+  std::function<boost::asio::awaitable<TokenResult>(std::string name,
+                                                    std::chrono::milliseconds max_wait)>
+      token_of;
 };
 
 class Provider {
@@ -72,6 +80,10 @@ std::shared_ptr<Provider> make_jwt_bearer_provider(const CredentialSpec& spec,
 std::shared_ptr<Provider> make_vault_provider(const CredentialSpec& spec, ProviderContext context);
 std::shared_ptr<Provider> make_aws_sts_provider(const CredentialSpec& spec,
                                                 ProviderContext context);
+std::shared_ptr<Provider> make_aws_instance_provider(const CredentialSpec& spec,
+                                                     ProviderContext context);
+std::shared_ptr<Provider> make_aws_container_provider(const CredentialSpec& spec,
+                                                      ProviderContext context);
 
 // A failure result.
 inline FetchResult fetch_failure(bool retryable, std::string message) {

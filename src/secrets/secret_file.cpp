@@ -123,9 +123,16 @@ std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owne
     case ProviderKind::aws_web_identity:
       check(spec.web_identity_token_file, "web identity token file");
       break;
-    case ProviderKind::aws_static:
-    case ProviderKind::aws_assume_role:
+    case ProviderKind::aws_container:
+      if (!spec.authorization_token_file.empty()) {
+        check(spec.authorization_token_file, "authorization token file");
+      }
+      break;
+    case ProviderKind::aws_instance:
+    case ProviderKind::aws_assume_role:  // their aws_credential is checked as itself
     case ProviderKind::aws_secrets_manager:
+      break;
+    case ProviderKind::aws_static:
       check(spec.access_key_id_file, "access key id file");
       check(spec.secret_access_key_file, "secret access key file");
       if (!spec.session_token_file.empty()) check(spec.session_token_file, "session token file");

@@ -24,6 +24,10 @@ std::string_view kind_name(ProviderKind kind) {
       return "aws_assume_role";
     case ProviderKind::aws_web_identity:
       return "aws_web_identity";
+    case ProviderKind::aws_instance:
+      return "aws_instance";
+    case ProviderKind::aws_container:
+      return "aws_container";
   }
   return "unknown";
 }
@@ -44,14 +48,18 @@ std::vector<std::string> CredentialSpec::secret_files() const {
       return {token_file};
     case ProviderKind::aws_web_identity:
       return {web_identity_token_file};
-    case ProviderKind::aws_static:
-    case ProviderKind::aws_assume_role:
-    case ProviderKind::aws_secrets_manager: {
+    case ProviderKind::aws_container:
+      if (authorization_token_file.empty()) return {};
+      return {authorization_token_file};
+    case ProviderKind::aws_static: {
       std::vector<std::string> files = {access_key_id_file, secret_access_key_file};
       if (!session_token_file.empty()) files.push_back(session_token_file);
       return files;
     }
     case ProviderKind::exec:
+    case ProviderKind::aws_instance:
+    case ProviderKind::aws_assume_role:      // signs with its aws_credential's keys,
+    case ProviderKind::aws_secrets_manager:  // which that credential's own files hold
       break;
   }
   return {};

@@ -21,20 +21,34 @@ enum class ProviderKind {
   vault,                      // "vault": a HashiCorp Vault secret
   aws_assume_role,            // "aws_assume_role": STS AssumeRole with an aws_static's keys
   aws_web_identity,           // "aws_web_identity": STS AssumeRoleWithWebIdentity (EKS)
+  aws_instance,               // "aws_instance": the EC2 instance's role, from IMDSv2
+  aws_container,              // "aws_container": the ECS task's or EKS pod's role
 };
 
 // Whether `kind` yields AWS credentials, which requests get by SigV4 re-signing
 // (InjectAs::aws_sigv4) rather than in a header.
 inline bool is_aws(ProviderKind kind) {
   return kind == ProviderKind::aws_static || kind == ProviderKind::aws_assume_role ||
-         kind == ProviderKind::aws_web_identity;
+         kind == ProviderKind::aws_web_identity || kind == ProviderKind::aws_instance ||
+         kind == ProviderKind::aws_container;
 }
 
 // Whether `kind` fetches over HTTPS (and so takes ca_file, [interception] upstream_ca_file by
-// default): all but the file and helper providers.
+// default): all but the file and helper providers and IMDS, which is plain HTTP on a
+// link-local address. aws_container may be either: HTTPS when its endpoint_url says so.
+// Every provider but aws_instance and aws_container refuses an http:// URL.
 inline bool uses_https(ProviderKind kind) {
   return kind != ProviderKind::static_file && kind != ProviderKind::exec &&
-         kind != ProviderKind::aws_static;
+         kind != ProviderKind::aws_static && kind != ProviderKind::aws_instance;
+}
+
+// An IAM role name (aws_instance's role_name, or the one IMDS lists): 1-64 letters, digits and
+// _+=,.@- (IAM's rule), so it is safe in a URL path as it is.
+inline bool valid_role_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 &&
+         name.find_first_not_of(
+             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+             "vwxyz0123456789_+=,.@-") == std::string_view::npos;
 }
 
 // The config spelling ("static", ...), also the metrics label.
@@ -69,26 +83,34 @@ struct CredentialSpec {
   std::string client_secret_file;
   std::vector<std::string> scopes;
   std::string audience;
-  // aws_static (the session token file is optional: a long-term key has none); for
-  // aws_secrets_manager, the files of its aws_credential (config copies them)
+  // aws_static (the session token file is optional: a long-term key has none)
   std::string access_key_id_file;
   std::string secret_access_key_file;
   std::string session_token_file;
+  // aws_secrets_manager and aws_assume_role: the credential whose keys sign their requests
+  // (any AWS key source; the store gives its keys: ProviderContext::token_of)
+  std::string aws_credential;
   // aws_secrets_manager: GetSecretValue of secret_id (a name or an ARN), at version_stage
   // (empty: AWSCURRENT), its JSON field json_field (empty: the whole SecretString), read again
   // every ttl
-  std::string aws_credential;
   std::string secret_id;
   std::string region;
   std::string json_field;
   std::string version_stage;
   std::string endpoint_url;  // empty: https://secretsmanager.REGION.amazonaws.com (STS:
-                             // https://sts.amazonaws.com, or sts.REGION with a region)
-  // aws_assume_role (with aws_credential's keys, copied as above) and aws_web_identity (with
-  // the OIDC token in web_identity_token_file): temporary keys for role_arn, for `ttl`
+                             // https://sts.amazonaws.com, or sts.REGION with a region);
+                             // aws_instance: IMDS's base URL, empty: http://169.254.169.254;
+                             // aws_container: the full URI of the credentials (required)
+  // aws_assume_role (with aws_credential's keys) and aws_web_identity (with the OIDC token in
+  // web_identity_token_file): temporary keys for role_arn, for `ttl`
   std::string role_arn;
   std::string role_session_name;  // empty: "sandgate-NAME"
   std::string web_identity_token_file;
+  // aws_instance: the instance profile's role (empty: the one IMDS lists)
+  std::string role_name;
+  // aws_container: the Authorization header's value, read on every fetch (EKS Pod Identity's
+  // AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE); empty: none sent
+  std::string authorization_token_file;
   // oauth2_jwt_bearer (token_url, scopes and audience as for oauth2; token_url and issuer
   // default to the service-account key's token_uri and client_email)
   std::string key_file;  // a Google service-account JSON key, or a PEM RSA private key

@@ -144,6 +144,9 @@ void CredentialStore::update(std::vector<CredentialSpec> specs) {
         context.clock = options_.clock;
         context.log = [this](std::string_view line) { log(line); };
         context.resolver = resolver_.get();
+        context.token_of = [this](std::string name, std::chrono::milliseconds max_wait) {
+          return token_for_provider(std::move(name), max_wait);
+        };
         kept->provider = make_provider(kept->spec, std::move(context));
       }
       next->push_back(std::move(kept));
@@ -201,6 +204,12 @@ asio::awaitable<TokenResult> CredentialStore::get(std::string_view name, const S
   waiter->result = failed(true, "no token for credential " + std::string(name) + " within " +
                                     std::to_string(max_wait.count()) + " ms");
   co_return *waiter->result;
+}
+
+asio::awaitable<TokenResult> CredentialStore::token_for_provider(
+    std::string name, std::chrono::milliseconds max_wait) {
+  const Scope unscoped;
+  co_return co_await get(name, unscoped, max_wait);
 }
 
 std::shared_ptr<const Token> CredentialStore::cached(std::string_view name, const Scope& scope) {

@@ -104,6 +104,9 @@ class CredentialStore {
   void start_refresh(std::shared_ptr<Credential> credential, std::shared_ptr<Slot> slot);
   boost::asio::awaitable<void> refresh(std::shared_ptr<Credential> credential,
                                        std::shared_ptr<Slot> slot);
+  // ProviderContext::token_of: get() of the unscoped token, owning what get() refers to.
+  boost::asio::awaitable<TokenResult> token_for_provider(std::string name,
+                                                         std::chrono::milliseconds max_wait);
   void log(std::string_view line) const;
 
   StoreOptions options_;

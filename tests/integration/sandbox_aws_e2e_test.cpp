@@ -6,7 +6,8 @@
 // botocore computes the signature it expects. STS, Secrets Manager and S3 (single and
 // multipart uploads, ranged downloads); temporary keys with their session token; the
 // refusals (keys sandgate never handed out, a presigned URL) with their controls; an echo of
-// the real key id and session token redacted.
+// the real key id and session token redacted. The keys of the instance's own role, from an
+// IMDSv2 stand-in (support/fake_imds) on loopback, used as they are and to assume a role.
 //
 // Runs in sandbox_credentials_e2e_test's binary, in its private network namespace (its main).
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include "e2e_support.hpp"
 #include "gtest/gtest.h"
 #include "secrets/placeholder.hpp"
+#include "support/fake_imds.hpp"
 #include "support/json_helpers.hpp"
 #include "support/private_netns.hpp"
 #include "support/sandgate_process.hpp"
@@ -47,6 +49,10 @@ constexpr const char* kAssumedToken = "FwoGZXIvYXdzEAssumedRoleSessionToken+sand
 constexpr const char* kWebKeyId = "ASIASANDGATEWEBIDENT";
 constexpr const char* kWebSecret = "webIdentitySecret/sandgateE2e0000000001";
 constexpr const char* kWebToken = "FwoGZXIvYXdzEWebIdentitySessionToken+sandgate==";
+// The instance's role's keys, as IMDS gives them.
+constexpr const char* kInstanceKeyId = "ASIASANDGATEINSTANCE";
+constexpr const char* kInstanceSecret = "instanceRoleSecret/sandgateE2e00000001";
+constexpr const char* kInstanceToken = "FwoGZXIvYXdzEInstanceRoleSessionToken+sandgate==";
 constexpr const char* kWebIdentityToken =
     "eyJhbGciOiJSUzI1NiJ9.e2e-projected-service-account-token.sig";
 constexpr const char* kExplicitId = "explicit-aws";
@@ -70,6 +76,20 @@ struct AwsWorld {
   std::string internet = "sga" + std::to_string(::getpid()) + "i";
   std::string log = dir.file("aws-requests.log");
   std::unique_ptr<Background> standin;
+  // The instance metadata service, on loopback in the suite's namespace, where the daemon runs.
+  FakeImds imds{"sandgate-host", [] { return std::chrono::system_clock::now(); },
+                [](int) {
+                  const std::time_t expires = std::chrono::system_clock::to_time_t(
+                      std::chrono::system_clock::now() + std::chrono::hours(1));
+                  std::tm utc{};
+                  gmtime_r(&expires, &utc);
+                  char expiration[32];
+                  std::strftime(expiration, sizeof expiration, "%Y-%m-%dT%H:%M:%SZ", &utc);
+                  return std::string(R"({"Code":"Success","Type":"AWS-HMAC","AccessKeyId":")") +
+                         kInstanceKeyId + R"(","SecretAccessKey":")" + kInstanceSecret +
+                         R"(","Token":")" + kInstanceToken + R"(","Expiration":")" + expiration +
+                         R"("})";
+                }};
   std::unique_ptr<SandgateProcess> daemon;
 
   AwsWorld() {
@@ -85,7 +105,8 @@ struct AwsWorld {
       dir.write("keys.json", "{" + key(kKeyId, kSecret, "") + ", " +
                                  key(kTempKeyId, kTempSecret, kSessionToken) + ", " +
                                  key(kAssumedKeyId, kAssumedSecret, kAssumedToken) + ", " +
-                                 key(kWebKeyId, kWebSecret, kWebToken) + "}");
+                                 key(kWebKeyId, kWebSecret, kWebToken) + ", " +
+                                 key(kInstanceKeyId, kInstanceSecret, kInstanceToken) + "}");
       for (const auto& [name, value] :
            std::vector<std::pair<std::string, std::string>>{{"placeholder.key", kPlaceholderKey},
                                                             {"key-id", kKeyId},
@@ -166,33 +187,40 @@ struct AwsWorld {
              "]\nprovider = \"aws_secrets_manager\"\naws_credential = \"aws\"\nsecret_id = \"" +
              id + "\"\nregion = \"us-east-1\"\njson_field = \"token\"\n";
     };
-    o.tables = "[limits]\npeek_timeout_ms = 300\nidle_timeout_ms = 20000\n\n[dns.hosts]\n" + hosts +
-               "\n[interception]\nca_cert = \"" + dir.file("sandgate-ca/ca.pem") +
-               "\"\nca_key = \"" + dir.file("sandgate-ca/ca.key") + "\"\nupstream_ca_file = \"" +
-               dir.file("aws.pem") + "\"\n\n[launcher]\nstate_dir = \"" + dir.file("state") +
-               "\"\npool = \"10.202.0.0/24\"\n\n[credentials]\nplaceholder_key_file = \"" +
-               dir.file("placeholder.key") +
-               "\"\n\n[credentials.aws]\nprovider = \"aws_static\"\n" + "access_key_id_file = \"" +
-               dir.file("key-id") + "\"\nsecret_access_key_file = \"" + dir.file("secret") +
-               "\"\nenv = [\"AWS_ACCESS_KEY_ID\", \"AWS_SECRET_ACCESS_KEY\"]\n\n"
-               "[credentials.aws-temp]\nprovider = \"aws_static\"\naccess_key_id_file = \"" +
-               dir.file("temp-key-id") + "\"\nsecret_access_key_file = \"" +
-               dir.file("temp-secret") + "\"\nsession_token_file = \"" + dir.file("session-token") +
-               "\"\nenv = [\"AWS_ACCESS_KEY_ID\", \"AWS_SECRET_ACCESS_KEY\", "
-               "\"AWS_SESSION_TOKEN\"]\n\n" +
-               "[credentials.aws-role]\nprovider = \"aws_assume_role\"\naws_credential = \"aws\"\n"
-               "role_arn = \"arn:aws:iam::123456789012:role/agents\"\n" +
-               aws_env +
-               "[credentials.aws-irsa]\nprovider = \"aws_web_identity\"\n"
-               "web_identity_token_file = \"" +
-               dir.file("oidc-token") +
-               "\"\nrole_arn = \"arn:aws:iam::123456789012:role/agents\"\n"
-               "role_session_name = \"irsa-e2e\"\n" +
-               aws_env + from_secrets_manager("api-token", "api-token") +
-               "env = [\"API_TOKEN\"]\n\n" + from_secrets_manager("missing", "nope") + "\n" +
-               profile("agent", "aws") + profile("temp", "aws-temp") +
-               profile("assumed", "aws-role") + profile("irsa", "aws-irsa") + "[sandboxes." +
-               kExplicitId + "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken + "\"\n";
+    o.tables =
+        "[limits]\npeek_timeout_ms = 300\nidle_timeout_ms = 20000\n\n[dns.hosts]\n" + hosts +
+        "\n[interception]\nca_cert = \"" + dir.file("sandgate-ca/ca.pem") + "\"\nca_key = \"" +
+        dir.file("sandgate-ca/ca.key") + "\"\nupstream_ca_file = \"" + dir.file("aws.pem") +
+        "\"\n\n[launcher]\nstate_dir = \"" + dir.file("state") +
+        "\"\npool = \"10.202.0.0/24\"\n\n[credentials]\nplaceholder_key_file = \"" +
+        dir.file("placeholder.key") + "\"\n\n[credentials.aws]\nprovider = \"aws_static\"\n" +
+        "access_key_id_file = \"" + dir.file("key-id") + "\"\nsecret_access_key_file = \"" +
+        dir.file("secret") +
+        "\"\nenv = [\"AWS_ACCESS_KEY_ID\", \"AWS_SECRET_ACCESS_KEY\"]\n\n"
+        "[credentials.aws-temp]\nprovider = \"aws_static\"\naccess_key_id_file = \"" +
+        dir.file("temp-key-id") + "\"\nsecret_access_key_file = \"" + dir.file("temp-secret") +
+        "\"\nsession_token_file = \"" + dir.file("session-token") +
+        "\"\nenv = [\"AWS_ACCESS_KEY_ID\", \"AWS_SECRET_ACCESS_KEY\", "
+        "\"AWS_SESSION_TOKEN\"]\n\n" +
+        "[credentials.aws-role]\nprovider = \"aws_assume_role\"\naws_credential = \"aws\"\n"
+        "role_arn = \"arn:aws:iam::123456789012:role/agents\"\n" +
+        aws_env +
+        "[credentials.aws-irsa]\nprovider = \"aws_web_identity\"\n"
+        "web_identity_token_file = \"" +
+        dir.file("oidc-token") +
+        "\"\nrole_arn = \"arn:aws:iam::123456789012:role/agents\"\n"
+        "role_session_name = \"irsa-e2e\"\n" +
+        aws_env + "[credentials.aws-instance]\nprovider = \"aws_instance\"\nendpoint_url = \"" +
+        imds.url() + "\"\n" + aws_env +
+        "[credentials.aws-instance-role]\nprovider = \"aws_assume_role\"\n"
+        "aws_credential = \"aws-instance\"\n"
+        "role_arn = \"arn:aws:iam::123456789012:role/agents\"\n" +
+        aws_env + from_secrets_manager("api-token", "api-token") + "env = [\"API_TOKEN\"]\n\n" +
+        from_secrets_manager("missing", "nope") + "\n" + profile("agent", "aws") +
+        profile("temp", "aws-temp") + profile("assumed", "aws-role") + profile("irsa", "aws-irsa") +
+        profile("instance", "aws-instance") + profile("instance-role", "aws-instance-role") +
+        "[sandboxes." + kExplicitId + "]\nprofile = \"agent\"\ntoken = \"" + kExplicitToken +
+        "\"\n";
     daemon = std::make_unique<SandgateProcess>(o);
   }
 
@@ -258,7 +286,9 @@ class AwsE2e : public ::testing::Test {
 
   // No real key (id, secret, session token) in `text`.
   static void expect_no_key_in(const std::string& what, const std::string& text) {
-    for (const std::string secret : {kKeyId, kSecret, kTempKeyId, kTempSecret, kSessionToken}) {
+    for (const std::string secret :
+         {kKeyId, kSecret, kTempKeyId, kTempSecret, kSessionToken, kInstanceKeyId, kInstanceSecret,
+          kInstanceToken, "AQAEAImdsSessionToken"}) {
       EXPECT_EQ(text.find(secret), std::string::npos) << what << " holds " << secret;
     }
   }
@@ -519,7 +549,8 @@ TEST_F(AwsE2e, ATokenKeptInSecretsManagerIsInjectedAndAMissingOneSaysWhy) {
   expect_no_key_anywhere();
 }
 
-// Keys from STS: a role assumed with the aws keys (AssumeRole, signed with them), and one
+// Keys from STS: a role assumed with the aws keys (AssumeRole, signed with them), one assumed
+// with the instance's keys from IMDS (signed with them and their session token), and one
 // assumed with a projected service-account token (AssumeRoleWithWebIdentity, as on EKS). The
 // CLI in the sandbox signs with placeholders; its requests leave signed with the temporary
 // keys and their session token, which the stand-in handed out and verifies. The assumed role
@@ -530,6 +561,7 @@ TEST_F(AwsE2e, RolesAssumedThroughStsSignTheSandboxsRequests) {
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"role-assumed", "assumed", kAssumedKeyId},
            {"role-other", "assumed", kAssumedKeyId},
+           {"role-instance", "instance-role", kAssumedKeyId},
            {"role-irsa", "irsa", kWebKeyId}}) {
     SCOPED_TRACE(sandbox);
     const std::size_t from = aws->requests().size();
@@ -540,8 +572,8 @@ TEST_F(AwsE2e, RolesAssumedThroughStsSignTheSandboxsRequests) {
     const auto all = aws->requests();
     ASSERT_EQ(all.size(), from + 2) << read_all(aws->log);
     // First sandgate's own call to STS, then the sandbox's request with the role's keys.
-    if (profile == "assumed") {
-      EXPECT_EQ(json_string(all[from], "key_id"), kKeyId);
+    if (profile != "irsa") {
+      EXPECT_EQ(json_string(all[from], "key_id"), profile == "assumed" ? kKeyId : kInstanceKeyId);
       EXPECT_EQ(json_string(all[from], "verdict"), "ok");
       EXPECT_EQ(json_string(all[from], "session"), "sandgate-" + id(sandbox));
     } else {
@@ -553,6 +585,31 @@ TEST_F(AwsE2e, RolesAssumedThroughStsSignTheSandboxsRequests) {
     EXPECT_EQ(json_string(all[from + 1], "verdict"), "ok");
     expect_no_key_in("the sandbox's output", r.out + r.err);
   }
+  expect_no_key_anywhere();
+}
+
+// The instance's own role: its keys from IMDSv2 (a session token first, every GET with it;
+// never IMDSv1, which the stand-in refuses as an IMDSv2-only instance does) sign the sandbox's
+// requests.
+TEST_F(AwsE2e, TheInstancesKeysFromImdsV2SignTheSandboxsRequests) {
+  const auto r = run_in("instance", "instance",
+                        "/usr/bin/aws sts get-caller-identity --query Account --output text");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "123456789012\n");
+  const auto seen = requests();
+  ASSERT_EQ(seen.size(), 1u) << read_all(aws->log);
+  EXPECT_EQ(json_string(seen[0], "key_id"), kInstanceKeyId);
+  EXPECT_EQ(json_string(seen[0], "verdict"), "ok");
+  const auto imds = aws->imds.server().requests();
+  ASSERT_GE(imds.size(), 3u);
+  EXPECT_EQ(imds[0].method, "PUT");
+  for (const auto& request : imds) {
+    if (request.method == "GET") {
+      EXPECT_EQ(request.headers.count("x-aws-ec2-metadata-token"), 1u) << request.target;
+    }
+  }
+  EXPECT_EQ(aws->imds.sessions_given(), 1);
+  expect_no_key_in("the sandbox's output", r.out + r.err);
   expect_no_key_anywhere();
 }
 

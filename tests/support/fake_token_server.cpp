@@ -37,15 +37,31 @@ struct FakeTokenServer::Impl {
   Handler handler;
   std::vector<TokenRequest> requests;
 
+  bool tls = true;
+
   asio::awaitable<void> serve(tcp::socket socket) {
-    asio::ssl::stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), ctx);
-    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+    beast::tcp_stream connection(std::move(socket));
+    connection.expires_after(std::chrono::seconds(10));
+    if (!tls) {
+      co_await answer(connection);
+      connection.socket().shutdown(tcp::socket::shutdown_send);
+      co_return;
+    }
+    asio::ssl::stream<beast::tcp_stream> stream(std::move(connection), ctx);
     auto [hs] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
     if (hs) co_return;
+    if (!co_await answer(stream)) co_return;
+    auto [sec] = co_await stream.async_shutdown(use_tuple);
+    (void)sec;
+  }
+
+  // Reads one request, records it, writes the handler's answer; whether it got that far.
+  template <class Stream>
+  asio::awaitable<bool> answer(Stream& stream) {
     beast::flat_buffer buffer;
     http::request<http::string_body> req;
     auto [rec, n] = co_await http::async_read(stream, buffer, req, use_tuple);
-    if (rec) co_return;
+    if (rec) co_return false;
     TokenRequest recorded;
     recorded.method = std::string(req.method_string());
     recorded.target = std::string(req.target());
@@ -61,22 +77,20 @@ struct FakeTokenServer::Impl {
       requests.push_back(recorded);
       h = handler;
     }
-    const TokenResponse answer = h(recorded);
-    if (answer.delay.count() > 0) {
-      asio::steady_timer timer(io, answer.delay);
+    const TokenResponse response = h(recorded);
+    if (response.delay.count() > 0) {
+      asio::steady_timer timer(io, response.delay);
       co_await timer.async_wait(use_tuple);
     }
     http::response<http::string_body> res;
-    res.result(answer.status);
+    res.result(response.status);
     res.version(11);
-    res.set(http::field::content_type, answer.content_type);
+    res.set(http::field::content_type, response.content_type);
     res.set(http::field::connection, "close");
-    res.body() = answer.body;
+    res.body() = response.body;
     res.prepare_payload();
     auto [wec, w] = co_await http::async_write(stream, res, use_tuple);
-    (void)wec;
-    auto [sec] = co_await stream.async_shutdown(use_tuple);
-    (void)sec;
+    co_return !wec;
   }
 
   asio::awaitable<void> accept_loop() {
@@ -95,6 +109,17 @@ FakeTokenServer::FakeTokenServer(Handler handler, std::vector<std::string> names
   ca_file_ = dir_.write("ca.pem", cert.cert_pem);
   impl_->ctx.use_certificate_chain(asio::buffer(cert.cert_pem));
   impl_->ctx.use_private_key(asio::buffer(cert.key_pem), asio::ssl::context::pem);
+  start();
+}
+
+FakeTokenServer::FakeTokenServer(Handler handler, PlainHttp)
+    : impl_(std::make_unique<Impl>()), scheme_("http") {
+  impl_->handler = std::move(handler);
+  impl_->tls = false;
+  start();
+}
+
+void FakeTokenServer::start() {
   const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), 0);
   impl_->acceptor.open(endpoint.protocol());
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));

@@ -33,20 +33,25 @@ struct TokenResponse {
 // token endpoint. Every
 // request is recorded, then answered by the handler (which runs on the server's own thread).
 // stop() closes the listener (connections are refused afterwards); the port stays known.
+// With PlainHttp, the same over plain HTTP: a stand-in for the instance metadata service or
+// the container credentials endpoint.
 class FakeTokenServer {
  public:
   using Handler = std::function<TokenResponse(const TokenRequest&)>;
+  struct PlainHttp {};
 
   explicit FakeTokenServer(Handler handler, std::vector<std::string> names = {"localhost"});
+  FakeTokenServer(Handler handler, PlainHttp);
   ~FakeTokenServer();
   FakeTokenServer(const FakeTokenServer&) = delete;
   FakeTokenServer& operator=(const FakeTokenServer&) = delete;
 
   std::uint16_t port() const { return port_; }
   std::string url() const { return url_for("localhost"); }
-  // "https://HOST:PORT": for a name of the certificate's that the test's DNS points here.
+  // "https://HOST:PORT": for a name of the certificate's that the test's DNS points here
+  // ("http://..." with PlainHttp).
   std::string url_for(const std::string& host) const {
-    return "https://" + host + ":" + std::to_string(port_);
+    return scheme_ + "://" + host + ":" + std::to_string(port_);
   }
   const std::string& ca_file() const { return ca_file_; }  // the certificate, PEM
 
@@ -56,8 +61,11 @@ class FakeTokenServer {
   void stop();
 
  private:
+  void start();
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::string scheme_ = "https";
   std::uint16_t port_ = 0;
   TempDir dir_;
   std::string ca_file_;

@@ -429,6 +429,65 @@ std::vector<CredentialErrorCase> credential_error_cases() {
        "secret_id = \"db\"\nregion = \"eu-west-1\"\n",
        true, 46, 18, "credentials.sm.aws_credential",
        "credential \"npm\" is \"static\", not AWS keys"},
+      // The instance and container endpoints: plain HTTP only where AWS serves them (or on
+      // loopback); the container's also over HTTPS anywhere, as the SDKs allow.
+      {"InstanceEndpointElsewhere",
+       cred + "provider = \"aws_instance\"\nendpoint_url = \"http://imds.example.com\"\n", false, 7,
+       16, "credentials.x.endpoint_url",
+       "expected http://169.254.169.254, http://[fd00:ec2::254], or http:// on a loopback"},
+      {"InstanceHttpsEndpoint",
+       cred + "provider = \"aws_instance\"\nendpoint_url = \"https://169.254.169.254\"\n", false, 7,
+       16, "credentials.x.endpoint_url", "expected http://169.254.169.254"},
+      {"InstanceEndpointWithAPath",
+       cred + "provider = \"aws_instance\"\nendpoint_url = \"http://169.254.169.254/latest\"\n",
+       false, 7, 16, "credentials.x.endpoint_url", "without a path"},
+      {"InstanceBadRoleName", cred + "provider = \"aws_instance\"\nrole_name = \"a/b\"\n", false, 7,
+       13, "credentials.x.role_name", "expected an IAM role name"},
+      {"InstanceCaFile", cred + "provider = \"aws_instance\"\nca_file = \"/ca\"\n", false, 7, 11,
+       "credentials.x.ca_file", "only the HTTPS providers"},
+      {"ContainerWithoutEndpoint", cred + "provider = \"aws_container\"\n", false, 5, 1,
+       "credentials.x.endpoint_url", "missing required key (or relative_uri"},
+      {"ContainerPlainHttpElsewhere",
+       cred + "provider = \"aws_container\"\nendpoint_url = \"http://10.0.0.5/creds\"\n", false, 7,
+       16, "credentials.x.endpoint_url",
+       "expected http://169.254.170.2, http://169.254.170.23, http://[fd00:ec2::23], http:// on "
+       "a loopback address or an https URL, got \"http://10.0.0.5/creds\""},
+      {"ContainerBothEndpoints",
+       cred +
+           "provider = \"aws_container\"\nendpoint_url = \"http://169.254.170.23/v1/credentials\"\n"
+           "relative_uri = \"/v2/credentials/x\"\n",
+       false, 8, 16, "credentials.x.relative_uri", "not both"},
+      {"ContainerBadRelativeUri",
+       cred + "provider = \"aws_container\"\nrelative_uri = \"v2/credentials/x\"\n", false, 7, 16,
+       "credentials.x.relative_uri", "expected a path such as"},
+      {"ContainerInlineAuthorizationToken",
+       cred + "provider = \"aws_container\"\nrelative_uri = \"/v2/credentials/x\"\n"
+              "authorization_token = \"t\"\n",
+       false, 8, 1, "credentials.x.authorization_token", "authorization_token_file"},
+      {"RoleNameOnContainer",
+       cred + "provider = \"aws_container\"\nrelative_uri = \"/v2/credentials/x\"\n"
+              "role_name = \"agents\"\n",
+       false, 8, 1, "credentials.x.role_name",
+       "is a key of provider \"aws_instance\", not of \"aws_container\""},
+      // aws_credential: any AWS key source, and no cycle.
+      {"AssumeRoleWithASecretForKeys",
+       "[credentials.k]\nprovider = \"aws_static\"\naccess_key_id_file = \"/a\"\n"
+       "secret_access_key_file = \"/s\"\n"
+       "[credentials.sm]\nprovider = \"aws_secrets_manager\"\naws_credential = \"k\"\n"
+       "secret_id = \"db\"\nregion = \"eu-west-1\"\n" +
+           cred +
+           "provider = \"aws_assume_role\"\naws_credential = \"sm\"\n"
+           "role_arn = \"arn:aws:iam::123456789012:role/a\"\n",
+       false, 16, 18, "credentials.x.aws_credential",
+       "credential \"sm\" is \"aws_secrets_manager\", not AWS keys (provider = \"aws_static\", "
+       "\"aws_instance\""},
+      {"AssumeRoleCycle",
+       "[credentials.a]\nprovider = \"aws_assume_role\"\naws_credential = \"x\"\n"
+       "role_arn = \"arn:aws:iam::123456789012:role/a\"\n" +
+           cred +
+           "provider = \"aws_assume_role\"\naws_credential = \"x\"\n"
+           "role_arn = \"arn:aws:iam::123456789012:role/x\"\n",
+       false, 11, 18, "credentials.x.aws_credential", "the keys' sources form a cycle: x -> x"},
       {"VaultKeyOfAnotherMethod",
        cred + "provider = \"vault\"\naddress = \"https://v.test\"\nauth = \"approle\"\n"
               "role_id = \"r\"\nsecret_id_file = \"/s\"\ntoken_file = \"/t\"\npath = \"kv/x\"\n"
@@ -490,7 +549,7 @@ profile = "default"
   EXPECT_EQ(aws->secret_files(),
             (std::vector<std::string>{"/nonexistent/dir/aws/key-id", "/etc/sandgate/aws/secret",
                                       "/nonexistent/dir/aws/token"}));
-  // A role assumed with those keys is AWS keys too: signed again, and the base's files.
+  // A role assumed with those keys is AWS keys too: signed again, signed for with the base's.
   const Config role = load_config_from_string(std::string(kInterception) + R"(
 [credentials.aws]
 provider = "aws_static"
@@ -513,9 +572,10 @@ as = "aws_sigv4"
   ASSERT_NE(assumed, nullptr);
   EXPECT_TRUE(secrets::is_aws(assumed->kind));
   EXPECT_EQ(assumed->ttl, std::chrono::hours(2));
-  EXPECT_EQ(assumed->secret_files(), (std::vector<std::string>{"/k", "/s"}));
+  EXPECT_EQ(assumed->aws_credential, "aws");
+  EXPECT_TRUE(assumed->secret_files().empty());  // the base's are the base's
 
-  // A secret read with those keys: their files, its region from the ARN.
+  // A secret read with those keys: its region from the ARN.
   const Config with_secret = load_config_from_string(std::string(kInterception) + R"(
 [credentials.aws]
 provider = "aws_static"
@@ -535,7 +595,7 @@ ttl = "1h"
   EXPECT_EQ(db->region, "eu-west-1");
   EXPECT_EQ(db->json_field, "password");
   EXPECT_EQ(db->ttl, std::chrono::hours(1));
-  EXPECT_EQ(db->secret_files(), (std::vector<std::string>{"/k", "/s"}));
+  EXPECT_EQ(db->aws_credential, "aws");
 
   // A Google service-account key for JWT-bearer grants: the key file alone is enough.
   const Config gcp = load_config_from_string(std::string(kInterception) + R"(
@@ -579,6 +639,102 @@ field = "token"
   ASSERT_NE(rules, nullptr);
   ASSERT_EQ(rules->rules().size(), 1u);
   EXPECT_EQ(rules->rules()[0].as, secrets::InjectAs::aws_sigv4);
+}
+
+// The keys of the role sandgate runs as: IMDS at its address (or a loopback stand-in), the
+// container endpoint by its full URI or ECS's relative one; both sign requests again.
+TEST(CredentialsConfig, InstanceAndContainerEndpointsLoad) {
+  const Config config = load_config_from_string(std::string(kInterception) + R"(
+[credentials.instance]
+provider = "aws_instance"
+
+[credentials.instance6]
+provider = "aws_instance"
+endpoint_url = "http://[fd00:ec2::254]/"
+role_name = "agents+ci"
+
+[credentials.local]
+provider = "aws_instance"
+endpoint_url = "http://localhost:1338"
+
+[credentials.ecs]
+provider = "aws_container"
+relative_uri = "/v2/credentials/2f9a-41c0"
+
+[credentials.pod]
+provider = "aws_container"
+endpoint_url = "http://169.254.170.23/v1/credentials"
+authorization_token_file = "eks/token"
+
+[credentials.agent]
+provider = "aws_container"
+endpoint_url = "https://creds.example.com/role?name=x"
+
+[[profiles.default.inject]]
+hosts = ["*.amazonaws.com"]
+credential = "pod"
+as = "aws_sigv4"
+)",
+                                                kFile);
+  const auto* instance = config.find_credential("instance");
+  ASSERT_NE(instance, nullptr);
+  EXPECT_EQ(instance->kind, secrets::ProviderKind::aws_instance);
+  EXPECT_TRUE(secrets::is_aws(instance->kind));
+  EXPECT_EQ(instance->endpoint_url, "");  // the provider's default, http://169.254.169.254
+  EXPECT_EQ(instance->ca_file, "");
+  EXPECT_TRUE(instance->secret_files().empty());
+  const auto* instance6 = config.find_credential("instance6");
+  ASSERT_NE(instance6, nullptr);
+  EXPECT_EQ(instance6->endpoint_url, "http://[fd00:ec2::254]");
+  EXPECT_EQ(instance6->role_name, "agents+ci");
+  EXPECT_EQ(config.find_credential("local")->endpoint_url, "http://localhost:1338");
+  EXPECT_EQ(config.find_credential("ecs")->endpoint_url,
+            "http://169.254.170.2/v2/credentials/2f9a-41c0");
+  const auto* pod = config.find_credential("pod");
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ(pod->endpoint_url, "http://169.254.170.23/v1/credentials");
+  EXPECT_EQ(pod->authorization_token_file, "/nonexistent/dir/eks/token");
+  EXPECT_EQ(pod->secret_files(), (std::vector<std::string>{"/nonexistent/dir/eks/token"}));
+  EXPECT_EQ(config.find_credential("agent")->endpoint_url, "https://creds.example.com/role?name=x");
+}
+
+// A role assumed with the instance's keys (the commonest case), or with another role's; a
+// cycle of two is reported at both.
+TEST(CredentialsConfig, AwsCredentialIsAnyAwsKeySourceWithoutACycle) {
+  const Config config = load_config_from_string(std::string(kInterception) + R"(
+[credentials.instance]
+provider = "aws_instance"
+
+[credentials.agents]
+provider = "aws_assume_role"
+aws_credential = "instance"
+role_arn = "arn:aws:iam::123456789012:role/agents"
+
+[credentials.deploy]
+provider = "aws_assume_role"
+aws_credential = "agents"
+role_arn = "arn:aws:iam::210987654321:role/deploy"
+)",
+                                                kFile);
+  EXPECT_EQ(config.find_credential("agents")->aws_credential, "instance");
+  EXPECT_EQ(config.find_credential("deploy")->aws_credential, "agents");
+
+  const auto errors = errors_of(std::string(kInterception) + R"(
+[credentials.a]
+provider = "aws_assume_role"
+aws_credential = "b"
+role_arn = "arn:aws:iam::123456789012:role/a"
+
+[credentials.b]
+provider = "aws_assume_role"
+aws_credential = "a"
+role_arn = "arn:aws:iam::123456789012:role/b"
+)");
+  ASSERT_EQ(errors.size(), 2u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "credentials.a.aws_credential");
+  EXPECT_NE(errors[0].message.find("form a cycle: a -> b -> a"), std::string::npos);
+  EXPECT_EQ(errors[1].key, "credentials.b.aws_credential");
+  EXPECT_NE(errors[1].message.find("form a cycle: b -> a -> b"), std::string::npos);
 }
 
 TEST(CredentialsConfig, InjectWithoutInterceptionIsAnError) {

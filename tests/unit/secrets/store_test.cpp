@@ -28,6 +28,7 @@
 #include "support/fake_token_server.hpp"
 #include "support/github_app_key.hpp"
 #include "support/temp_dir.hpp"
+#include "unit/secrets/store_test_support.hpp"
 
 namespace sandgate::secrets {
 namespace {
@@ -36,43 +37,9 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-// A wall clock the test moves.
-class ManualClock {
- public:
-  ManualClock() : now_(std::chrono::time_point_cast<std::chrono::seconds>(WallClock::now())) {}
-  TimePoint now() const {
-    const std::lock_guard lock(mutex_);
-    return now_;
-  }
-  void advance(WallClock::duration d) {
-    const std::lock_guard lock(mutex_);
-    now_ += d;
-  }
-  std::function<TimePoint()> fn() {
-    return [this] { return now(); };
-  }
-
- private:
-  mutable std::mutex mutex_;
-  TimePoint now_;
-};
-
-std::string rfc3339(TimePoint t) {
-  const std::time_t tt = WallClock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-TokenResult get(CredentialStore& store, std::string_view name, const Scope& scope = {},
-                std::chrono::milliseconds wait = 5s) {
-  asio::io_context io;
-  auto future = asio::co_spawn(io, store.get(name, scope, wait), asio::use_future);
-  io.run();
-  return future.get();
-}
+using test_support::get;
+using test_support::ManualClock;
+using test_support::rfc3339;
 
 using test::AppKey;
 using test::base64url_decode;
@@ -1302,11 +1269,15 @@ TEST(SecretsManagerStore, ReadsAFieldAndSaysWhyWhenItCannot) {
   StoreOptions o;
   o.clock = clock.fn();
   CredentialStore store(std::move(o));
+  CredentialSpec keys;  // what GetSecretValue is signed with
+  keys.name = "keys";
+  keys.kind = ProviderKind::aws_static;
+  keys.access_key_id_file = secret_file("key-id", "AKIASMSTORETEST00001");
+  keys.secret_access_key_file = secret_file("secret", "sm/store/test/secret/key/0000000000001");
   CredentialSpec spec;
   spec.name = "api";
   spec.kind = ProviderKind::aws_secrets_manager;
-  spec.access_key_id_file = secret_file("key-id", "AKIASMSTORETEST00001");
-  spec.secret_access_key_file = secret_file("secret", "sm/store/test/secret/key/0000000000001");
+  spec.aws_credential = "keys";
   spec.secret_id = "prod/api";
   spec.version_stage = "AWSPENDING";
   spec.json_field = "token";
@@ -1317,7 +1288,7 @@ TEST(SecretsManagerStore, ReadsAFieldAndSaysWhyWhenItCannot) {
   CredentialSpec missing = spec;
   missing.name = "missing";
   missing.secret_id = "prod/nope";
-  store.update({spec, missing});
+  store.update({keys, spec, missing});
 
   const TokenResult ok = get(store, "api");
   ASSERT_TRUE(ok.ok()) << ok.error->message;
@@ -1333,7 +1304,7 @@ TEST(SecretsManagerStore, ReadsAFieldAndSaysWhyWhenItCannot) {
   server.stop();
   CredentialSpec down = spec;
   down.name = "down";
-  store.update({spec, down});
+  store.update({keys, spec, down});
   const TokenResult unreachable = get(store, "down");
   ASSERT_FALSE(unreachable.ok());
   EXPECT_TRUE(unreachable.error->retryable);
