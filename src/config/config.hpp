@@ -36,6 +36,9 @@ struct Listeners {
   std::vector<ListenAddress> transparent;
   std::vector<ListenAddress> dns;      // sandbox DNS, UDP and TCP on each address
   std::optional<ListenAddress> admin;  // /metrics, /healthz, /readyz, /sandboxes
+  // The bearer token the admin API's write calls (answering a hold) must carry, read from this
+  // file (absolute) at each call; empty: write calls are refused.
+  std::string admin_token_file;
 };
 
 struct Limits {
@@ -44,6 +47,8 @@ struct Limits {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds idle_timeout{300'000};
+  // How long a held destination waits for an operator's answer (unlisted = "hold").
+  std::chrono::milliseconds hold_timeout{10'000};
   std::size_t max_connections = 20'000;
   std::size_t max_connections_per_sandbox = 2'000;
   // Connections that have not named their sandbox yet (explicit proxy, before its first

@@ -161,6 +161,16 @@ RuleSet read_rules(const toml::table& table, const std::string& path,
   read_http_rules(table, path, origin_prefix, rules.http_rules, sink);
   read_git_rules(table, path, origin_prefix, rules.git_rules, sink);
   read_inject_rules(table, path, origin_prefix, credentials, rules.inject, sink);
+  if (const toml::node* node = table.get("unlisted")) {
+    const std::string key = join_key(path, "unlisted");
+    if (const auto mode = read_string(*node, key, sink)) {
+      if (*mode == "hold" || *mode == "deny") {
+        rules.hold_unlisted = *mode == "hold";
+      } else {
+        sink.add(node->source(), key, "expected \"deny\" or \"hold\", got \"" + *mode + "\"");
+      }
+    }
+  }
   return rules;
 }
 
@@ -217,6 +227,8 @@ policy::SandboxSpec merge(const std::string& id, const RuleSet* profile, RuleSet
   spec.http_rules = std::move(own.http_rules);
   spec.git_rules = std::move(own.git_rules);
   inspect_inject_hosts(own.inject, spec.inspect);
+  spec.hold_unlisted =
+      own.hold_unlisted.value_or(profile != nullptr && profile->hold_unlisted.value_or(false));
   return spec;
 }
 
@@ -269,7 +281,7 @@ Profiles read_profiles(const toml::node& node, const Credentials& credentials, E
     }
     check_known_keys(*body, path,
                      {"ports", "allow", "deny", "allow_cidrs", "deny_cidrs", "opaque",
-                      "allow_host_services", "inspect", "http_rules", "git", "inject"},
+                      "allow_host_services", "inspect", "http_rules", "git", "inject", "unlisted"},
                      sink);
     RuleSet rules = read_rules(*body, path, path, credentials, sink);
     rules.shared = shared_lists(rules);
@@ -289,7 +301,7 @@ void SandboxCollector::read_main_table(const toml::node& node, ErrorSink& sink) 
     check_known_keys(*body, path,
                      {"profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
                       "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
-                      "http_rules", "git", "inject"},
+                      "http_rules", "git", "inject", "unlisted"},
                      sink);
     read_sandbox(id, *body, path, path, key.source(), &body->source(), sink);
   }
@@ -301,7 +313,7 @@ void SandboxCollector::read_drop_in(const toml::table& root, ErrorSink& sink, bo
   check_known_keys(root, "",
                    {"id", "profile", "token", "sources", "ports", "allow", "deny", "allow_cidrs",
                     "deny_cidrs", "opaque", "allow_host_services", "allow_all_hosts", "inspect",
-                    "http_rules", "git", "inject"},
+                    "http_rules", "git", "inject", "unlisted"},
                    sink);
   const toml::node* id_node = root.get("id");
   std::optional<std::string> id;

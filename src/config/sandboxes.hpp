@@ -31,6 +31,9 @@ struct RuleSet {
   std::vector<policy::HttpRule> http_rules;
   std::vector<policy::GitRule> git_rules;
   std::vector<secrets::InjectRule> inject;
+  // `unlisted`: "hold" (true) or "deny" (false); absent: not written (a sandbox's falls back to
+  // its profile's, then "deny").
+  std::optional<bool> hold_unlisted;
   // A profile's lists as every sandbox of the profile shares them (its inject rules' hosts
   // among `inspect`); set by read_profiles only.
   std::shared_ptr<const policy::RuleLists> shared;

@@ -112,7 +112,8 @@ Listeners read_listeners(const toml::node& node, ErrorSink& sink) {
   Listeners listeners;
   const toml::table* table = read_table(node, "listeners", sink);
   if (table == nullptr) return listeners;
-  check_known_keys(*table, "listeners", {"explicit", "transparent", "dns", "admin"}, sink);
+  check_known_keys(*table, "listeners",
+                   {"explicit", "transparent", "dns", "admin", "admin_token_file"}, sink);
 
   std::vector<PlacedListener> placed;
   const auto read_list = [&](std::string_view key, std::vector<ListenAddress>& out) {
@@ -142,6 +143,15 @@ Listeners read_listeners(const toml::node& node, ErrorSink& sink) {
       }
     }
   }
+  if (const toml::node* file = table->get("admin_token_file")) {
+    if (auto path = read_string(*file, "listeners.admin_token_file", sink)) {
+      if (path->empty() || path->front() != '/') {
+        sink.add(file->source(), "listeners.admin_token_file", "must be an absolute path");
+      } else {
+        listeners.admin_token_file = std::move(*path);
+      }
+    }
+  }
   check_duplicate_listeners(placed, sink);
   return listeners;
 }
@@ -156,7 +166,8 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
       {"max_request_line_bytes", "max_header_bytes", "header_timeout_ms", "connect_timeout_ms",
        "idle_timeout_ms", "max_connections", "max_connections_per_sandbox", "peek_timeout_ms",
        "max_unauthenticated_connections", "max_unauthenticated_per_source", "auth_timeout_ms",
-       "max_dns_queries_per_sandbox", "upstream_keepalive_ms", "max_idle_upstream_connections"},
+       "max_dns_queries_per_sandbox", "upstream_keepalive_ms", "max_idle_upstream_connections",
+       "hold_timeout_ms"},
       sink);
   // Every value is within [1, kMaxLimit], so the casts below cannot truncate.
   const auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
@@ -175,6 +186,9 @@ Limits read_limits(const toml::node& node, ErrorSink& sink) {
   }
   if (auto v = read_limit(*table, "idle_timeout_ms", 1, prefix, sink)) {
     limits.idle_timeout = ms(*v);
+  }
+  if (auto v = read_limit(*table, "hold_timeout_ms", 1, prefix, sink)) {
+    limits.hold_timeout = ms(*v);
   }
   if (auto v = read_limit(*table, "peek_timeout_ms", 1, prefix, sink)) {
     limits.peek_timeout = ms(*v);

@@ -166,10 +166,12 @@ struct CompiledSandbox {
   explicit CompiledSandbox(const SandboxSpec& spec) : ports(spec.ports), own(spec) {
     std::sort(ports.begin(), ports.end());
     allow_all_hosts = spec.allow_all_hosts;
+    hold_unlisted = spec.hold_unlisted;
   }
 
   std::vector<std::uint16_t> ports;  // sorted
   bool allow_all_hosts = false;
+  bool hold_unlisted = false;
   std::shared_ptr<const CompiledLists> profile;  // null: no profile
   CompiledLists own;
 
@@ -334,6 +336,12 @@ std::string_view reason_name(Reason r) {
       return "ambiguous_path";
     case Reason::git_not_allowed:
       return "git_not_allowed";
+    case Reason::allowed_by_operator:
+      return "allowed_by_operator";
+    case Reason::denied_by_operator:
+      return "denied_by_operator";
+    case Reason::hold_expired:
+      return "hold_expired";
   }
   return "unknown";
 }
@@ -426,8 +434,9 @@ Decision Policy::decide(const Query& q) const {
 }
 
 Decision Policy::decide(std::string_view sandbox, const Host& host, std::uint16_t port,
-                        EntryMode mode) const {
+                        EntryMode mode, bool granted) const {
   Decision d = decide_destination(sandbox, host, port, mode);
+  if (d.held && granted) d = make(true, Reason::allowed_by_operator, "holds");
   // A stream with no name of its own on a web port is HTTP or TLS that the sniffer could not
   // read, or a protocol that hides behind the port: relayed only to a host named for it.
   if (d.allowed && mode == EntryMode::tcp && (port == 80 || port == 443)) {
@@ -511,7 +520,9 @@ Decision Policy::decide_destination(std::string_view sandbox, const Host& host, 
     return make(false, Reason::port_not_allowed, "allow_all_hosts");
   }
   if (name_match) return make(false, Reason::port_not_allowed, name_match->name);
-  return make(false, Reason::no_matching_rule);
+  Decision unlisted = make(false, Reason::no_matching_rule);
+  unlisted.held = sb.hold_unlisted && mode != EntryMode::dns;
+  return unlisted;
 }
 
 Decision Policy::check_address(std::string_view sandbox, const IpAddress& a, std::uint16_t port,

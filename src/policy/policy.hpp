@@ -65,9 +65,15 @@ enum class Reason {
   // the sandbox's DNS answer is older than the policy (a reload allowed it since); resolving
   // the name again gives its real address.
   stale_dns_answer,
+  // Held destinations (SandboxSpec::hold_unlisted; docs/policy.md, "Held destinations"): an
+  // operator answered a hold with "allow" (once, or for the sandbox), or "deny"; or nobody
+  // answered before the hold's deadline.
+  allowed_by_operator,
+  denied_by_operator,
+  hold_expired,
 };
 // The last Reason, for code that lists them all (metrics labels made ahead of time).
-inline constexpr Reason kLastReason = Reason::stale_dns_answer;
+inline constexpr Reason kLastReason = Reason::hold_expired;
 std::string_view reason_name(Reason r);
 
 // The outcome of one decision. `rule` names the rule that decided, e.g.
@@ -90,6 +96,12 @@ struct Decision {
   // when that is the one refused).
   std::string refused_method;
   std::string refused_path;
+  // no_matching_rule in a sandbox that holds such destinations (SandboxSpec::hold_unlisted):
+  // the proxy holds the stream or request for an operator's answer instead of refusing it,
+  // then decides again with the answer (StreamFacts::granted, RequestFacts::granted).
+  bool held = false;
+  // denied_by_operator: what the operator told the sandbox (may be empty).
+  std::string message;
 
   bool is_allowed() const { return allowed; }
 };
@@ -156,6 +168,10 @@ struct SandboxSpec : RuleLists {
   std::string id;
   std::vector<std::uint16_t> ports{80, 443};  // ports for rules without an explicit port
   bool allow_all_hosts = false;
+  // A name no rule allows or denies (no_matching_rule, on any of its ports) is held for an
+  // operator's answer rather than refused (config `unlisted = "hold"`). Not for DNS questions
+  // yet, nor for IP literals.
+  bool hold_unlisted = false;
   std::shared_ptr<const RuleLists> profile;  // null: no profile
 };
 
@@ -200,8 +216,10 @@ class Policy {
   // addresses: the dialler checks the literal again with check_address.
   Decision decide(const Query& q) const;
   // Same, with a host already normalised (avoids normalising twice).
-  Decision decide(std::string_view sandbox, const Host& host, std::uint16_t port,
-                  EntryMode mode) const;
+  // `granted`: an operator allowed this held destination (allowed_by_operator instead of a
+  // held no_matching_rule).
+  Decision decide(std::string_view sandbox, const Host& host, std::uint16_t port, EntryMode mode,
+                  bool granted = false) const;
 
   // A name the stream itself carries inside a tunnel opened for `tunnel` (a TLS SNI when
   // `mode` is tls, an HTTP Host when it is http) must name that host, or another host the

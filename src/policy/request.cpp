@@ -27,7 +27,7 @@ Decision decide_request(const Policy& policy, const RequestFacts& f) {
     d.reason = Reason::misdirected_request;
     return d;
   }
-  Decision d = policy.decide(f.sandbox, *f.host, f.port, EntryMode::http);
+  Decision d = policy.decide(f.sandbox, *f.host, f.port, EntryMode::http, f.granted);
   if (f.sunk) {
     if (d.allowed) {
       d = Decision{};

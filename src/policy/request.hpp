@@ -29,6 +29,8 @@ struct RequestFacts {
   // On a stream to the DNS sink (StreamVerdict::sunk): the request is refused whatever it
   // asks, on its host's decision (stale_dns_answer when that allows it now).
   bool sunk = false;
+  // An operator allowed this held destination (Decision::held): allowed_by_operator.
+  bool granted = false;
 };
 
 // The one decision over one request, in this order (docs/policy.md):

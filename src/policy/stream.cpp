@@ -72,7 +72,7 @@ StreamVerdict sunk(const Policy& policy, const StreamFacts& f, const std::string
     v.dial = f.dns_names.empty() ? literal : normalize_host(f.dns_names.front());
   }
   v.shown = v.dial.display();
-  v.decision = refusal_of(policy.decide(sandbox, v.dial, f.port, mode));
+  v.decision = refusal_of(policy.decide(sandbox, v.dial, f.port, mode, f.granted));
   return v;
 }
 
@@ -83,7 +83,7 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
     const Host& host = *f.authority;
     const std::string sandbox = f.sandbox ? *f.sandbox : std::string();
     return inspected(policy, sandbox, f.port,
-                     decided(policy.decide(sandbox, host, f.port, EntryMode::connect),
+                     decided(policy.decide(sandbox, host, f.port, EntryMode::connect, f.granted),
                              EntryMode::connect, host, true));
   }
 
@@ -110,7 +110,8 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
     case Opening::tls:
       if (f.sni != nullptr) {
         const Host host = normalize_host(*f.sni);
-        StreamVerdict v = decided(policy.decide(sandbox, host, f.port, mode), mode, host, false);
+        StreamVerdict v =
+            decided(policy.decide(sandbox, host, f.port, mode, f.granted), mode, host, false);
         if (!host.is_valid()) v.shown = *f.sni;
         return inspected(policy, sandbox, f.port, std::move(v));
       }
@@ -125,7 +126,8 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
   std::optional<StreamVerdict> first_denial;
   for (const std::string& name : f.dns_names) {
     const Host host = normalize_host(name);
-    StreamVerdict v = decided(policy.decide(sandbox, host, f.port, mode), mode, host, gated);
+    StreamVerdict v =
+        decided(policy.decide(sandbox, host, f.port, mode, f.granted), mode, host, gated);
     if (v.action == StreamAction::tunnel) {
       // Bytes other than TLS to an inspected host could carry requests past its rules (git
       // over ssh). On 80 and 443 an `opaque` entry named this host and port (decide refused
@@ -142,7 +144,8 @@ StreamVerdict decide_stream(const Policy& policy, const StreamFacts& f) {
     }
     if (!first_denial) first_denial = std::move(v);
   }
-  StreamVerdict v = decided(policy.decide(sandbox, literal, f.port, mode), mode, literal, gated);
+  StreamVerdict v =
+      decided(policy.decide(sandbox, literal, f.port, mode, f.granted), mode, literal, gated);
   if (v.action == StreamAction::tunnel || first_denial) {
     return v.action == StreamAction::tunnel ? v : *first_denial;
   }

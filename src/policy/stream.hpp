@@ -38,6 +38,8 @@ struct StreamFacts {
   // refuses (docs/dns.md): the sandbox dialled a name it may not reach. Its `dns_names` are
   // the names refused so.
   bool sink = false;
+  // An operator allowed this held destination (Decision::held): allowed_by_operator.
+  bool granted = false;
 };
 
 // What to do with the stream.

@@ -1,5 +1,7 @@
 #include "proxy/admin.hpp"
 
+#include <openssl/crypto.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,9 +12,12 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include "common/ascii.hpp"
 #include "common/version.hpp"
 #include "proxy/descriptors.hpp"
 #include "proxy/upstream.hpp"
+#include "secrets/encoding.hpp"
+#include "secrets/secret_file.hpp"
 
 namespace sandgate::proxy {
 
@@ -53,8 +58,120 @@ boost::json::object reload_json(const ReloadStatus::View& v) {
                              {"more_errors", v.more_errors}};
 }
 
+// GET /holds: the destinations held for an answer, oldest first.
+boost::json::object holds_json(const Holds& holds) {
+  boost::json::array out;
+  for (const Holds::Pending& p : holds.pending()) {
+    const auto since =
+        std::chrono::duration_cast<std::chrono::milliseconds>(p.since.time_since_epoch()).count();
+    out.push_back(boost::json::object{{"id", p.id},
+                                      {"sandbox", p.question.sandbox},
+                                      {"host", p.question.host},
+                                      {"port", p.question.port},
+                                      {"mode", p.question.mode},
+                                      {"method", p.question.method},
+                                      {"path", p.question.path},
+                                      {"since_ms", since},
+                                      {"waiting", p.waiting}});
+  }
+  return boost::json::object{{"holds", std::move(out)}};
+}
+
+// Whether a write call carries the token of listeners.admin_token_file (read at each call, so
+// a rotated token counts at once): "" when it does, else why not.
+std::string unauthorized(const bhttp::request<bhttp::string_body>& req, const Shared& shared) {
+  const std::string& file = shared.current()->config->listeners.admin_token_file;
+  if (file.empty()) return "write calls need listeners.admin_token_file";
+  const secrets::SecretFile token = secrets::read_secret_file(file, "admin token file");
+  if (!token.ok()) return "the admin token file cannot be read";
+  std::string_view expected = token.content.view();
+  while (!expected.empty() && (expected.back() == '\n' || expected.back() == '\r')) {
+    expected.remove_suffix(1);
+  }
+  const std::string_view given = req[bhttp::field::authorization];
+  constexpr std::string_view kBearer = "Bearer ";
+  if (expected.empty() || !given.starts_with(kBearer)) return "no Bearer token";
+  const std::string a = secrets::sha256(given.substr(kBearer.size()));
+  const std::string b = secrets::sha256(expected);
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0 ? "" : "wrong token";
+}
+
+// POST /holds/ID {"action": "allow_once" | "allow_sandbox" | "deny", "ttl_s": N, "message": ...}
+void answer_hold(std::string_view id_text, const std::string& body, Shared& shared,
+                 bhttp::response<bhttp::string_body>& res) {
+  const auto fail = [&](bhttp::status status, std::string_view why) {
+    res.result(status);
+    res.set(bhttp::field::content_type, "application/json");
+    res.body() = boost::json::serialize(boost::json::object{{"error", why}}) + "\n";
+  };
+  std::uint64_t id = 0;
+  for (const char c : id_text) {
+    if (c < '0' || c > '9' || id > (UINT64_MAX - 9) / 10)
+      return fail(bhttp::status::not_found, "no such hold");
+    id = id * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(body, ec);
+  const boost::json::object* o = ec ? nullptr : parsed.if_object();
+  const boost::json::value* action = o ? o->if_contains("action") : nullptr;
+  if (action == nullptr || !action->is_string()) {
+    return fail(bhttp::status::bad_request,
+                "expected {\"action\": \"allow_once\" | \"allow_sandbox\" | \"deny\"}");
+  }
+  Holds::Action a;
+  if (action->as_string() == "allow_once") {
+    a = Holds::Action::allow_once;
+  } else if (action->as_string() == "allow_sandbox") {
+    a = Holds::Action::allow_sandbox;
+  } else if (action->as_string() == "deny") {
+    a = Holds::Action::deny;
+  } else {
+    return fail(bhttp::status::bad_request, "action: allow_once, allow_sandbox or deny");
+  }
+  std::int64_t ttl = 0;
+  if (const boost::json::value* v = o->if_contains("ttl_s")) {
+    if (!v->is_int64() || v->as_int64() < 0)
+      return fail(bhttp::status::bad_request, "ttl_s: seconds, 0 or more");
+    ttl = v->as_int64();
+  }
+  std::string message;
+  if (const boost::json::value* v = o->if_contains("message")) {
+    if (!v->is_string() || v->as_string().size() > 1024) {
+      return fail(bhttp::status::bad_request, "message: a string of at most 1024 bytes");
+    }
+    message = std::string(v->as_string());
+    for (char& c : message) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';  // one line, no controls
+    }
+  }
+  // Found before it is answered, for the audit line.
+  std::optional<Holds::Pending> found;
+  for (Holds::Pending& p : shared.holds.pending()) {
+    if (p.id == id) found = std::move(p);
+  }
+  if (!found || !shared.holds.answer(id, a, std::chrono::seconds(ttl), message)) {
+    return fail(bhttp::status::not_found, "no such hold (answered, or expired)");
+  }
+  telemetry::AuditRecord r;
+  r.event = "hold_answered";
+  r.outcome = "success";
+  r.sandbox_id = found->question.sandbox;
+  r.protocol = found->question.mode;
+  r.host = found->question.host;
+  r.port = found->question.port;
+  r.method = found->question.method;
+  r.url_path = found->question.path;
+  r.reason = action->as_string();
+  r.rule = "holds";
+  shared.audit->write(r);
+  res.set(bhttp::field::content_type, "application/json");
+  res.body() =
+      boost::json::serialize(boost::json::object{{"id", id}, {"answered", action->as_string()}}) +
+      "\n";
+}
+
 bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_body>& req,
-                                            const Shared& shared) {
+                                            Shared& shared) {
   bhttp::response<bhttp::string_body> res{bhttp::status::ok, 11};
   res.set(bhttp::field::server, std::string("sandgate/") + kVersion);
   res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
@@ -64,9 +181,20 @@ bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_b
     res.set(bhttp::field::content_type, "application/json");
     res.body() = boost::json::serialize(v) + "\n";
   };
-  if (req.method() != bhttp::verb::get && req.method() != bhttp::verb::head) {
+  constexpr std::string_view kHolds = "/holds/";
+  if (req.method() == bhttp::verb::post && target.starts_with(kHolds)) {
+    if (const std::string why = unauthorized(req, shared); !why.empty()) {
+      res.result(bhttp::status::unauthorized);
+      res.set(bhttp::field::www_authenticate, "Bearer");
+      res.body() = why + "\n";
+    } else {
+      answer_hold(target.substr(kHolds.size()), req.body(), shared, res);
+    }
+  } else if (req.method() != bhttp::verb::get && req.method() != bhttp::verb::head) {
     res.result(bhttp::status::method_not_allowed);
-    res.body() = "only GET\n";
+    res.body() = "only GET (and POST /holds/ID)\n";
+  } else if (target == "/holds") {
+    json(holds_json(shared.holds));
   } else if (target == "/metrics") {
     res.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
     res.body() = shared.metrics->serialize();
@@ -96,9 +224,20 @@ bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_b
     const auto id = target.substr(std::string_view("/sandboxes/").size());
     const auto snap = shared.current();
     if (const config::Sandbox* sb = snap->config->find_sandbox(id)) {
+      boost::json::array grants;
+      for (const Holds::Grant& g : shared.holds.grants(sb->spec.id)) {
+        boost::json::object o{{"destination", g.destination}, {"until_ms", nullptr}};
+        if (g.until) {
+          o["until_ms"] =
+              std::chrono::duration_cast<std::chrono::milliseconds>(g.until->time_since_epoch())
+                  .count();
+        }
+        grants.push_back(std::move(o));
+      }
       json(boost::json::object{{"id", sb->spec.id},
                                {"profile", sb->profile},
                                {"active", true},
+                               {"granted", std::move(grants)},
                                {"reload", reload_json(shared.reloads.view())}});
     } else {
       res.result(bhttp::status::not_found);
@@ -118,7 +257,7 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
   boost::beast::flat_buffer buffer;
   bhttp::request_parser<bhttp::string_body> parser;
   parser.header_limit(8192);
-  parser.body_limit(0);
+  parser.body_limit(4096);  // only POST /holds/ID has a body
   asio::steady_timer timer(socket.get_executor(), kAdminTimeout);
   auto read = co_await (bhttp::async_read(socket, buffer, parser, use_tuple) ||
                         timer.async_wait(use_tuple));

@@ -22,8 +22,9 @@ namespace {
 
 // The policy decision over the request (policy::decide_request). A plain function, so that
 // what it builds stays out of the filter's coroutine frame.
-policy::Decision decide(const Session& s, const ProxiedRequest& r) {
+policy::Decision decide(const Session& s, const ProxiedRequest& r, bool granted) {
   policy::RequestFacts facts;
+  facts.granted = granted;
   facts.sandbox = s.sandbox;
   facts.host = r.host;
   facts.port = r.port;
@@ -50,7 +51,18 @@ class DecisionFilter final : public RequestFilter {
  public:
   boost::asio::awaitable<FilterResult> on_request(const Session& s,
                                                   ProxiedRequest& r) const override {
-    r.decision = decide(s, r);
+    r.decision = decide(s, r, false);
+    if (r.decision.held) {
+      // No rule names the host, and the sandbox asks first: decided again once allowed.
+      HoldQuestion question{s.sandbox,
+                            r.host->display(),
+                            r.port,
+                            std::string(r.scheme),
+                            std::string(r.method),
+                            std::string(r.path)};
+      std::optional<policy::Decision> refusal = co_await settle_hold(s, std::move(question));
+      r.decision = refusal ? std::move(*refusal) : decide(s, r, true);
+    }
     FilterResult out;
     out.next = r.decision.allowed;
     if (!out.next) out.denial = r.decision;

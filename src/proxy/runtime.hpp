@@ -23,6 +23,7 @@
 #include "proxy/audit_bursts.hpp"
 #include "proxy/denial_counts.hpp"
 #include "proxy/dns_memory.hpp"
+#include "proxy/holds/holds.hpp"
 #include "proxy/reload_status.hpp"
 #include "secrets/injection.hpp"
 #include "secrets/placeholder.hpp"
@@ -156,6 +157,7 @@ struct Shared {
   // Refusals per sandbox, for GET /sandboxes/ID/denials (bounded; a reload drops the counts
   // of sandboxes it no longer has).
   DenialCounts denials;
+  Holds holds;  // destinations held for an operator's answer (unlisted = "hold")
   // How the config's reloads went (GET /sandboxes/ID's `reload`).
   ReloadStatus reloads;
   // The addresses of this host's interfaces, kept current by HostAddressWatch (never null

@@ -182,6 +182,7 @@ asio::awaitable<void> Session::deny(policy::EntryMode mode, std::string_view sho
   info.reason = reason;
   info.rule = d.rule;
   info.suggestion = suggestion_line;
+  info.message = d.message;
   // A stale answer of the sink: resolving the name again reaches it.
   if (d.reason == policy::Reason::stale_dns_answer) info.retryable = true;
   const Reply reply =

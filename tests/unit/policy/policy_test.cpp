@@ -649,3 +649,67 @@ TEST(PlaceholderDenial, NamesTheCredentialAndKeepsTheGitView) {
 
 }  // namespace
 }  // namespace sandgate::policy
+
+namespace sandgate::policy {
+namespace {
+
+// unlisted = "hold": a name no rule allows or denies is held (no_matching_rule, held), and an
+// operator's grant turns it into allowed_by_operator. What a rule decides, an address, a DNS
+// question and a sandbox that refuses unlisted names are never held.
+struct HoldRow {
+  const char* name;
+  const char* sandbox;
+  const char* host;
+  std::uint16_t port;
+  EntryMode mode;
+  bool granted;
+  bool allowed;
+  bool held;
+  Reason reason;
+};
+
+class Hold : public ::testing::TestWithParam<HoldRow> {};
+
+TEST_P(Hold, MatchesTable) {
+  SandboxSpec asks;
+  asks.id = "asks";
+  asks.hold_unlisted = true;
+  asks.allow = {rule("github.com"), rule("pypi.org:8443")};
+  asks.deny = {rule("evil.example", "sandboxes.asks.deny")};
+  asks.allow_cidrs = {cidr("10.1.0.0/16")};
+  SandboxSpec refuses;
+  refuses.id = "refuses";
+  const Policy policy({asks, refuses}, {});
+  const HoldRow& row = GetParam();
+  const Decision d =
+      policy.decide(row.sandbox, normalize_host(row.host), row.port, row.mode, row.granted);
+  EXPECT_EQ(d.allowed, row.allowed);
+  EXPECT_EQ(d.held, row.held);
+  EXPECT_EQ(reason_name(d.reason), reason_name(row.reason));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, Hold,
+    ::testing::Values(
+        HoldRow{"Unlisted", "asks", "example.com", 443, EntryMode::connect, false, false, true,
+                Reason::no_matching_rule},
+        HoldRow{"UnlistedGranted", "asks", "example.com", 443, EntryMode::connect, true, true,
+                false, Reason::allowed_by_operator},
+        HoldRow{"UnlistedHttp", "asks", "example.com", 80, EntryMode::http, false, false, true,
+                Reason::no_matching_rule},
+        HoldRow{"Allowed", "asks", "github.com", 443, EntryMode::connect, false, true, false,
+                Reason::allowed_by_rule},
+        HoldRow{"Denied", "asks", "evil.example", 443, EntryMode::connect, true, false, false,
+                Reason::denied_by_rule},
+        HoldRow{"OtherPortOfAnAllowedName", "asks", "pypi.org", 443, EntryMode::connect, true,
+                false, false, Reason::port_not_allowed},
+        HoldRow{"DnsQuestion", "asks", "example.com", 0, EntryMode::dns, false, false, false,
+                Reason::no_matching_rule},
+        HoldRow{"Address", "asks", "8.8.8.8", 443, EntryMode::connect, true, false, false,
+                Reason::ip_literal_not_allowed},
+        HoldRow{"SandboxThatRefuses", "refuses", "example.com", 443, EntryMode::connect, true,
+                false, false, Reason::no_matching_rule}),
+    [](const auto& row) { return std::string(row.param.name); });
+
+}  // namespace
+}  // namespace sandgate::policy

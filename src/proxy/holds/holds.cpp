@@ -1,0 +1,153 @@
+#include "proxy/holds/holds.hpp"
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "proxy/session.hpp"
+
+namespace sandgate::proxy {
+
+namespace asio = boost::asio;
+
+// One waiting request. `timer` lives in the waiting coroutine's frame and is touched only on
+// its executor; an answer sets `answer` (under the table's mutex) and posts the wake-up there.
+struct Holds::Waiter {
+  explicit Waiter(asio::any_io_executor ex) : executor(std::move(ex)) {}
+  asio::any_io_executor executor;
+  asio::steady_timer* timer = nullptr;
+  std::optional<HoldAnswer> answer;
+};
+
+std::string Holds::key_of(std::string_view sandbox, std::string_view host, std::uint16_t port) {
+  std::string key(sandbox);
+  key += '\n';
+  key += host;
+  key += ':';
+  key += std::to_string(port);
+  return key;
+}
+
+asio::awaitable<HoldAnswer> Holds::wait(HoldQuestion question, std::chrono::milliseconds timeout) {
+  const auto ex = co_await asio::this_coro::executor;
+  auto waiter = std::make_shared<Waiter>(ex);
+  asio::steady_timer timer(ex, timeout);
+  waiter->timer = &timer;
+  const std::string key = key_of(question.sandbox, question.host, question.port);
+  {
+    const std::lock_guard lock(mutex_);
+    auto [it, added] = holds_.try_emplace(key);
+    if (added) {
+      it->second.id = next_id_++;
+      it->second.question = std::move(question);
+      it->second.since = std::chrono::system_clock::now();
+    }
+    it->second.waiters.push_back(waiter);
+  }
+  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  waiter->timer = nullptr;
+  const std::lock_guard lock(mutex_);
+  if (waiter->answer) co_return std::move(*waiter->answer);
+  // Not answered: this request stops waiting; the hold goes with its last waiter.
+  if (const auto it = holds_.find(key); it != holds_.end()) {
+    auto& waiters = it->second.waiters;
+    waiters.erase(std::remove(waiters.begin(), waiters.end(), waiter), waiters.end());
+    if (waiters.empty()) holds_.erase(it);
+  }
+  co_return HoldAnswer{};
+}
+
+bool Holds::granted(std::string_view sandbox, std::string_view host, std::uint16_t port) const {
+  const std::lock_guard lock(mutex_);
+  if (grants_.empty()) return false;
+  const auto it = grants_.find(key_of(sandbox, host, port));
+  return it != grants_.end() && (!it->second || std::chrono::steady_clock::now() < *it->second);
+}
+
+std::vector<Holds::Pending> Holds::pending() const {
+  const std::lock_guard lock(mutex_);
+  std::vector<Pending> out;
+  for (const auto& [key, hold] : holds_) {
+    out.push_back({hold.id, hold.question, hold.since, hold.waiters.size()});
+  }
+  std::sort(out.begin(), out.end(), [](const Pending& a, const Pending& b) { return a.id < b.id; });
+  return out;
+}
+
+bool Holds::answer(std::uint64_t id, Action action, std::chrono::seconds ttl, std::string message) {
+  std::vector<std::shared_ptr<Waiter>> woken;
+  {
+    const std::lock_guard lock(mutex_);
+    const auto it = std::find_if(holds_.begin(), holds_.end(),
+                                 [&](const auto& entry) { return entry.second.id == id; });
+    if (it == holds_.end()) return false;
+    HoldAnswer answer;
+    answer.outcome = action == Action::deny ? HoldOutcome::denied : HoldOutcome::allowed;
+    answer.message = std::move(message);
+    if (action == Action::allow_sandbox) {
+      grants_[it->first] =
+          ttl.count() > 0 ? std::optional(std::chrono::steady_clock::now() + ttl) : std::nullopt;
+    }
+    woken = std::move(it->second.waiters);
+    for (const auto& w : woken) w->answer = answer;
+    holds_.erase(it);
+  }
+  for (const auto& w : woken) {
+    asio::post(w->executor, [w] {
+      if (w->timer != nullptr) w->timer->cancel();
+    });
+  }
+  return true;
+}
+
+std::vector<Holds::Grant> Holds::grants(std::string_view sandbox) const {
+  const std::lock_guard lock(mutex_);
+  std::vector<Grant> out;
+  const std::string prefix = std::string(sandbox) + '\n';
+  const auto steady_now = std::chrono::steady_clock::now();
+  const auto system_now = std::chrono::system_clock::now();
+  for (auto it = grants_.lower_bound(prefix); it != grants_.end() && it->first.starts_with(prefix);
+       ++it) {
+    Grant g;
+    g.destination = it->first.substr(prefix.size());
+    if (it->second) {
+      if (*it->second <= steady_now) continue;
+      g.until = system_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                 *it->second - steady_now);
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
+                                                             HoldQuestion question) {
+  Holds& holds = s.deps.shared->holds;
+  if (holds.granted(question.sandbox, question.host, question.port)) co_return std::nullopt;
+  {
+    telemetry::AuditRecord r = s.record(policy::EntryMode::http);
+    r.event = "destination_held";
+    r.outcome = "unknown";
+    r.protocol = question.mode;
+    r.host = question.host;
+    r.port = question.port;
+    r.method = question.method;
+    r.url_path = question.path;
+    r.reason = policy::reason_name(policy::Reason::no_matching_rule);
+    s.deps.shared->audit->write(r);
+  }
+  s.watchdog->arm(s.limits().hold_timeout + s.limits().header_timeout);
+  const HoldAnswer answer = co_await holds.wait(std::move(question), s.limits().hold_timeout);
+  if (answer.outcome == HoldOutcome::allowed) co_return std::nullopt;
+  policy::Decision refusal;
+  refusal.reason = answer.outcome == HoldOutcome::denied ? policy::Reason::denied_by_operator
+                                                         : policy::Reason::hold_expired;
+  refusal.rule = "holds";
+  refusal.message = answer.message;
+  co_return refusal;
+}
+
+}  // namespace sandgate::proxy

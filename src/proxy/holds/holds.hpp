@@ -1,0 +1,101 @@
+#pragma once
+
+// Held destinations (docs/policy.md, "Held destinations"): a stream or request to a name no
+// rule allows or denies, in a sandbox with `unlisted = "hold"`, waits for an operator's answer
+// instead of being refused. Every request for the same (sandbox, host, port) waits on one hold;
+// the admin API lists the holds and answers them (allow once, allow for the sandbox, deny with
+// a message); a hold nobody answers within its deadline ends as a refusal of its own.
+//
+// Threads: workers wait on their own executors; the admin API answers from its worker. The
+// table is behind one mutex (holds are rare and short); an answer wakes each waiter on its
+// own executor, as the credential store wakes its waiters.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace sandgate::proxy {
+
+struct Session;
+
+// What the operator is asked.
+struct HoldQuestion {
+  std::string sandbox;
+  std::string host;  // as the audit line shows it
+  std::uint16_t port = 0;
+  std::string mode;    // connect, http, tls, ...
+  std::string method;  // an HTTP request's, when known
+  std::string path;
+};
+
+enum class HoldOutcome { allowed, denied, expired };
+struct HoldAnswer {
+  HoldOutcome outcome = HoldOutcome::expired;
+  std::string message;  // denied: the operator's message for the client (may be empty)
+};
+
+class Holds {
+ public:
+  enum class Action { allow_once, allow_sandbox, deny };
+
+  // Waits until an operator answers the hold of question's (sandbox, host, port), or `timeout`
+  // passes (expired). Requests for a destination already held wait on that hold.
+  boost::asio::awaitable<HoldAnswer> wait(HoldQuestion question, std::chrono::milliseconds timeout);
+
+  // Whether an operator allowed the sandbox host:port for a while (Action::allow_sandbox).
+  bool granted(std::string_view sandbox, std::string_view host, std::uint16_t port) const;
+
+  struct Pending {
+    std::uint64_t id = 0;
+    HoldQuestion question;
+    std::chrono::system_clock::time_point since;
+    std::size_t waiting = 0;  // requests waiting on it
+  };
+  std::vector<Pending> pending() const;
+
+  // Answers hold `id`: its waiters go on (allowed) or are refused (denied, with `message`).
+  // allow_sandbox also grants the destination to the sandbox for `ttl` (zero: as long as the
+  // daemon runs). False: no such hold (answered, or expired).
+  bool answer(std::uint64_t id, Action action, std::chrono::seconds ttl, std::string message);
+
+  // Grants in force (for /sandboxes/ID): "host:port" and when each ends (nullopt: never).
+  struct Grant {
+    std::string destination;
+    std::optional<std::chrono::system_clock::time_point> until;
+  };
+  std::vector<Grant> grants(std::string_view sandbox) const;
+
+ private:
+  struct Waiter;
+  struct Hold {
+    std::uint64_t id = 0;
+    HoldQuestion question;
+    std::chrono::system_clock::time_point since;
+    std::vector<std::shared_ptr<Waiter>> waiters;
+  };
+  static std::string key_of(std::string_view sandbox, std::string_view host, std::uint16_t port);
+
+  mutable std::mutex mutex_;
+  std::uint64_t next_id_ = 1;
+  std::map<std::string, Hold> holds_;  // by key_of
+  std::map<std::string, std::optional<std::chrono::steady_clock::time_point>> grants_;
+};
+
+// The end of a held verdict (policy::Decision::held) for `s`'s sandbox: nullopt when it may go
+// there (it holds a grant, or an operator allowed it while it waited, up to the hold timeout);
+// else the refusal to report (denied_by_operator with the operator's message, hold_expired).
+// The wait has its audit line (event "destination_held").
+boost::asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
+                                                                    HoldQuestion question);
+
+}  // namespace sandgate::proxy

@@ -1,0 +1,238 @@
+// Held destinations (issue 39 part 1; docs/policy.md, "Held destinations"): through the real
+// daemon's explicit proxy, a CONNECT and an HTTP request to a host no rule names wait for an
+// operator's answer on the admin API: allowed once, allowed for the sandbox (a runtime grant
+// /sandboxes/ID shows), denied with a message the client reads, or expired with a refusal of
+// its own. Two sandboxes hold the same host apart; a write call without the token is refused.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "support/eventually.hpp"
+#include "support/http_origin.hpp"
+#include "support/json_helpers.hpp"
+#include "support/raw_client.hpp"
+#include "support/sandgate_assertions.hpp"
+#include "support/sandgate_process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace sandgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kToken1 = "tok-holds-one-Qw8e";
+const std::string kToken2 = "tok-holds-two-Lz3r";
+const std::string kAdminToken = "admin-holds-token-Vb7n";
+
+class ProxyHolds : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.write("admin.token", kAdminToken + "\n");
+    ::chmod(dir_.file("admin.token").c_str(), 0600);
+    SandgateOptions o;
+    o.audit_to_file = true;
+    o.listeners = "admin_token_file = \"" + dir_.file("admin.token") + "\"";
+    const std::string port = std::to_string(origin_.port());
+    o.tables = "[limits]\nhold_timeout_ms = 4000\n\n[dns.hosts]\n\"allowed.test\" = "
+               "[\"127.0.0.1\"]\n\"held.test\" = [\"127.0.0.1\"]\n\n"
+               "[profiles.asks]\nunlisted = \"hold\"\nports = [" +
+               port + "]\nallow = [\"allowed.test\"]\nallow_cidrs = [\"127.0.0.0/8\"]\n\n" +
+               "[sandboxes.sb1]\nprofile = \"asks\"\ntoken = \"" + kToken1 +
+               "\"\n\n[sandboxes.sb2]\nprofile = \"asks\"\ntoken = \"" + kToken2 + "\"\n";
+    daemon_ = std::make_unique<SandgateProcess>(o);
+  }
+
+  std::string held() const { return "held.test:" + std::to_string(origin_.port()); }
+
+  // A request sent now whose response is awaited in the background.
+  std::future<std::optional<HttpResponse>> send_async(std::string bytes,
+                                                      ResponseTo to = ResponseTo::other) {
+    return std::async(std::launch::async, [this, bytes = std::move(bytes), to] {
+      RawClient c(daemon_->explicit_port());
+      c.send(bytes);
+      return c.read_response(8000ms, to);
+    });
+  }
+
+  std::optional<HttpResponse> admin(const std::string& method, const std::string& path,
+                                    const std::string& body = {},
+                                    const std::string& token = kAdminToken) {
+    RawClient c(daemon_->admin_port());
+    std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    c.send(request);
+    return c.read_response(3000ms);
+  }
+
+  // The pending holds, once `count` of them are listed.
+  boost::json::array holds(std::size_t count) {
+    boost::json::array out;
+    EXPECT_TRUE(eventually([&] {
+      const auto r = admin("GET", "/holds", {}, {});
+      if (!r || r->status != 200) return false;
+      out = boost::json::parse(r->body).at("holds").as_array();
+      return out.size() == count;
+    })) << "expected " << count << " holds";
+    return out;
+  }
+  static std::string id_of(const boost::json::value& hold) {
+    return std::to_string(hold.at("id").as_int64());
+  }
+  std::vector<boost::json::object> audit(std::string_view event) const {
+    std::vector<boost::json::object> out;
+    for (auto& line : daemon_->audit_lines()) {
+      if (json_string(line, "event.code") == event) out.push_back(std::move(line));
+    }
+    return out;
+  }
+
+  TempDir dir_;
+  HttpOrigin origin_;
+  std::unique_ptr<SandgateProcess> daemon_;
+};
+
+TEST_F(ProxyHolds, AHeldConnectOpensOnceAnOperatorAllowsItAndWaitsAgainNextTime) {
+  // Control: a host the profile allows is never held.
+  {
+    RawClient c(daemon_->explicit_port());
+    c.send(proxy_connect("allowed.test:" + std::to_string(origin_.port()), "sb1", kToken1));
+    const auto r = c.read_response(3000ms, ResponseTo::connect);
+    ASSERT_TRUE(r && r->status == 200);
+  }
+  EXPECT_TRUE(holds(0).empty());
+  auto tunnel = send_async(proxy_connect(held(), "sb1", kToken1), ResponseTo::connect);
+  const auto pending = holds(1);
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].at("sandbox").as_string(), "sb1");
+  EXPECT_EQ(pending[0].at("host").as_string(), "held.test");
+  EXPECT_EQ(pending[0].at("port").as_int64(), origin_.port());
+  EXPECT_EQ(pending[0].at("mode").as_string(), "connect");
+  const auto answered =
+      admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_once"})");
+  ASSERT_TRUE(answered && answered->status == 200) << (answered ? answered->body : "");
+  const auto r = tunnel.get();
+  ASSERT_TRUE(r && r->status == 200) << "the held CONNECT was not opened once allowed";
+  EXPECT_TRUE(holds(0).empty());
+  // Allowed once: the next CONNECT is held again; unanswered, it expires with its own reason.
+  const auto started = std::chrono::steady_clock::now();
+  auto again = send_async(proxy_connect(held(), "sb1", kToken1), ResponseTo::connect);
+  EXPECT_EQ(holds(1).size(), 1u);
+  const auto expired = again.get();
+  ASSERT_TRUE(expired);
+  EXPECT_TRUE(IsSandgateError(*expired, 403, "SANDBOX_NETWORK_DENIED", false)) << expired->body;
+  EXPECT_NE(expired->body.find("hold_expired"), std::string::npos) << expired->body;
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 3500ms);
+  EXPECT_TRUE(holds(0).empty());
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& line : audit("SANDBOX_NETWORK_DENIED")) {
+      if (json_string(line, "event.reason") == "hold_expired") return true;
+    }
+    return false;
+  })) << daemon_->audit_text();
+  EXPECT_EQ(audit("destination_held").size(), 2u);
+  EXPECT_EQ(audit("hold_answered").size(), 1u);
+}
+
+TEST_F(ProxyHolds, AHeldRequestDeniedWithAMessageTellsTheClientWhy) {
+  auto response = send_async(proxy_get(held(), "/report", "sb1", kToken1));
+  const auto pending = holds(1);
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].at("method").as_string(), "GET");
+  EXPECT_EQ(pending[0].at("path").as_string(), "/report");
+  const auto answered = admin("POST", "/holds/" + id_of(pending[0]),
+                              R"({"action": "deny", "message": "ask #infra before new hosts"})");
+  ASSERT_TRUE(answered && answered->status == 200);
+  const auto r = response.get();
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(IsSandgateError(*r, 403, "SANDBOX_NETWORK_DENIED", false)) << r->body;
+  EXPECT_NE(r->body.find("denied_by_operator"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("ask #infra before new hosts"), std::string::npos) << r->body;
+  EXPECT_EQ(origin_.request_count(), 0u);
+}
+
+TEST_F(ProxyHolds, AllowedForTheSandboxIsAGrantItUsesAtOnceAndOnlyIt) {
+  auto first = send_async(proxy_get(held(), "/a", "sb1", kToken1));
+  const auto pending = holds(1);
+  ASSERT_EQ(pending.size(), 1u);
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_sandbox"})")->status,
+            200);
+  const auto r = first.get();
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "");
+  // Granted: the next request goes at once, no hold.
+  RawClient c(daemon_->explicit_port());
+  c.send(proxy_get(held(), "/b", "sb1", kToken1));
+  const auto second = c.read_response(1500ms);
+  ASSERT_TRUE(second && second->status == 200);
+  EXPECT_EQ(origin_.request_count(), 2u);
+  const auto status = admin("GET", "/sandboxes/sb1", {}, {});
+  ASSERT_TRUE(status && status->status == 200);
+  const auto granted = boost::json::parse(status->body).at("granted").as_array();
+  ASSERT_EQ(granted.size(), 1u);
+  EXPECT_EQ(granted[0].at("destination").as_string(), held());
+  // The other sandbox holds the same host on its own.
+  auto other = send_async(proxy_get(held(), "/c", "sb2", kToken2));
+  const auto theirs = holds(1);
+  ASSERT_EQ(theirs.size(), 1u);
+  EXPECT_EQ(theirs[0].at("sandbox").as_string(), "sb2");
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(theirs[0]), R"({"action": "deny"})")->status, 200);
+  const auto refused = other.get();
+  ASSERT_TRUE(refused && refused->status == 403);
+}
+
+TEST_F(ProxyHolds, TwoSandboxesHoldTheSameHostApartAndOneRequestWaitsOnOneHold) {
+  auto a1 = send_async(proxy_get(held(), "/1", "sb1", kToken1));
+  auto a2 = send_async(proxy_get(held(), "/2", "sb1", kToken1));
+  auto b = send_async(proxy_get(held(), "/3", "sb2", kToken2));
+  const auto pending = holds(2);
+  ASSERT_EQ(pending.size(), 2u);
+  const boost::json::value* sb1 = nullptr;
+  for (const auto& hold : pending) {
+    if (hold.at("sandbox").as_string() == "sb1") sb1 = &hold;
+  }
+  ASSERT_NE(sb1, nullptr);
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& hold : holds(2)) {
+      if (hold.at("sandbox").as_string() == "sb1") return hold.at("waiting").as_int64() == 2;
+    }
+    return false;
+  }));
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(*sb1), R"({"action": "allow_once"})")->status, 200);
+  EXPECT_EQ(a1.get()->status, 200);
+  EXPECT_EQ(a2.get()->status, 200);
+  // sb2's hold is untouched by sb1's answer.
+  const auto left = holds(1);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].at("sandbox").as_string(), "sb2");
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(left[0]), R"({"action": "deny"})")->status, 200);
+  EXPECT_EQ(b.get()->status, 403);
+}
+
+TEST_F(ProxyHolds, AnAnswerWithoutTheAdminTokenIsRefused) {
+  auto response = send_async(proxy_get(held(), "/x", "sb1", kToken1));
+  const auto pending = holds(1);
+  ASSERT_EQ(pending.size(), 1u);
+  const std::string path = "/holds/" + id_of(pending[0]);
+  const std::string allow = R"({"action": "allow_once"})";
+  for (const std::string& token : {std::string(), std::string("wrong-token"), kToken1}) {
+    const auto r = admin("POST", path, allow, token);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << "token '" << token << "'";
+    EXPECT_EQ(r->body.find(kAdminToken), std::string::npos);
+  }
+  EXPECT_EQ(holds(1).size(), 1u);  // still waiting
+  // Control: the token answers it.
+  ASSERT_EQ(admin("POST", path, allow)->status, 200);
+  EXPECT_EQ(response.get()->status, 200);
+  // A hold that is gone cannot be answered again.
+  EXPECT_EQ(admin("POST", path, allow)->status, 404);
+  EXPECT_EQ(daemon_->audit_text().find(kAdminToken), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandgate::test
