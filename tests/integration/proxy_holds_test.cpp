@@ -38,12 +38,13 @@ class ProxyHolds : public ::testing::Test {
     o.audit_to_file = true;
     o.listeners = "admin_token_file = \"" + dir_.file("admin.token") + "\"";
     const std::string port = std::to_string(origin_.port());
-    o.tables = "[limits]\nhold_timeout_ms = 4000\n\n[dns.hosts]\n\"allowed.test\" = "
-               "[\"127.0.0.1\"]\n\"held.test\" = [\"127.0.0.1\"]\n\n"
-               "[profiles.asks]\nunlisted = \"hold\"\nports = [" +
-               port + "]\nallow = [\"allowed.test\"]\nallow_cidrs = [\"127.0.0.0/8\"]\n\n" +
-               "[sandboxes.sb1]\nprofile = \"asks\"\ntoken = \"" + kToken1 +
-               "\"\n\n[sandboxes.sb2]\nprofile = \"asks\"\ntoken = \"" + kToken2 + "\"\n";
+    o.tables =
+        "[limits]\nhold_timeout_ms = 4000\n\n[dns.hosts]\n\"allowed.test\" = "
+        "[\"127.0.0.1\"]\n\"held.test\" = [\"127.0.0.1\"]\n\n"
+        "[profiles.asks]\nunlisted = \"hold\"\nports = [" +
+        port + "]\nallow = [\"allowed.test\"]\nallow_cidrs = [\"127.0.0.0/8\"]\n\n" +
+        "[sandboxes.sb1]\nprofile = \"asks\"\ntoken = \"" + kToken1 +
+        "\"\n\n[sandboxes.sb2]\nprofile = \"asks\"\ntoken = \"" + kToken2 + "\"\n";
     daemon_ = std::make_unique<SandgateProcess>(o);
   }
 
@@ -78,7 +79,8 @@ class ProxyHolds : public ::testing::Test {
       if (!r || r->status != 200) return false;
       out = boost::json::parse(r->body).at("holds").as_array();
       return out.size() == count;
-    })) << "expected " << count << " holds";
+    })) << "expected "
+        << count << " holds";
     return out;
   }
   static std::string id_of(const boost::json::value& hold) {
@@ -113,8 +115,7 @@ TEST_F(ProxyHolds, AHeldConnectOpensOnceAnOperatorAllowsItAndWaitsAgainNextTime)
   EXPECT_EQ(pending[0].at("host").as_string(), "held.test");
   EXPECT_EQ(pending[0].at("port").as_int64(), origin_.port());
   EXPECT_EQ(pending[0].at("mode").as_string(), "connect");
-  const auto answered =
-      admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_once"})");
+  const auto answered = admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_once"})");
   ASSERT_TRUE(answered && answered->status == 200) << (answered ? answered->body : "");
   const auto r = tunnel.get();
   ASSERT_TRUE(r && r->status == 200) << "the held CONNECT was not opened once allowed";

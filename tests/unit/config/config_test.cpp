@@ -510,6 +510,11 @@ std::vector<ErrorCase> error_cases() {
        "unknown key \"allow_all_host\"; did you mean \"allow_all_hosts\"?"},
       {"UnknownSandboxIdKey", kSandboxHead + "id = \"ci\"\n", 3, 1, "sandboxes.ci.id",
        "unknown key \"id\""},
+      // Held destinations.
+      {"UnlistedNeitherDenyNorHold", "[profiles.p]\nunlisted = \"ask\"\n", 2, 12,
+       "profiles.p.unlisted", "expected \"deny\" or \"hold\", got \"ask\""},
+      {"AdminTokenFileRelative", "[listeners]\nadmin_token_file = \"admin.token\"\n", 2, 20,
+       "listeners.admin_token_file", "must be an absolute path"},
       {"UnknownListenersKey", "[listeners]\nexplict = []\n", 2, 1, "listeners.explict",
        "unknown key \"explict\"; did you mean \"explicit\"?"},
       {"UnknownDnsKey", "[dns]\nserver = []\n", 2, 1, "dns.server",
