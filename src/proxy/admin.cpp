@@ -164,6 +164,7 @@ void answer_hold(std::string_view id_text, const std::string& body, Shared& shar
   r.reason = action->as_string();
   r.rule = "holds";
   shared.audit->write(r);
+  shared.metrics->hold_answered(action->as_string());
   res.set(bhttp::field::content_type, "application/json");
   res.body() =
       boost::json::serialize(boost::json::object{{"id", id}, {"answered", action->as_string()}}) +

@@ -12,6 +12,8 @@ namespace sandgate::telemetry {
 
 namespace {
 
+constexpr std::array<std::string_view, 3> kHoldActions = {"allow_once", "allow_sandbox", "deny"};
+
 constexpr std::string_view kOther = "other";
 constexpr std::array<Mode, kModeCount> kModes{Mode::http, Mode::connect, Mode::tls,
                                               Mode::tcp,  Mode::dns,     Mode::https};
@@ -216,6 +218,18 @@ Metrics::Metrics(std::string_view version, std::vector<std::string> denial_reaso
                          .Help("Tunnels (CONNECT, TLS, TCP) currently relaying.")
                          .Register(reg)
                          .Add({});
+  held_requests_ = &BuildGauge()
+                        .Name("sandgate_held_requests")
+                        .Help("Requests waiting for an operator's answer (held destinations).")
+                        .Register(reg)
+                        .Add({});
+  auto& answered = BuildCounter()
+                       .Name("sandgate_holds_answered_total")
+                       .Help("Held destinations an operator answered, by action.")
+                       .Register(reg);
+  for (std::size_t i = 0; i < kHoldActions.size(); ++i) {
+    holds_answered_[i] = &answered.Add({{"action", std::string(kHoldActions[i])}});
+  }
   active_connections_ = &BuildGauge()
                              .Name("sandgate_active_connections")
                              .Help("Client connections currently open.")
@@ -363,6 +377,12 @@ void Metrics::error(std::size_t code_index, Side side) noexcept {
 
 void Metrics::bytes(Direction d, std::uint64_t n) noexcept {
   bytes_[static_cast<std::size_t>(d)]->Increment(static_cast<double>(n));
+}
+
+void Metrics::hold_answered(std::string_view action) noexcept {
+  for (std::size_t i = 0; i < kHoldActions.size(); ++i) {
+    if (kHoldActions[i] == action) holds_answered_[i]->Increment();
+  }
 }
 
 void Metrics::connection_opened() noexcept {

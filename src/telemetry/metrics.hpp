@@ -186,6 +186,11 @@ class Metrics {
   };
   [[nodiscard]] Active active_connection() noexcept { return Active(active_connections_); }
   [[nodiscard]] Active active_tunnel() noexcept { return Active(active_tunnels_); }
+  // sandgate_held_requests: requests waiting for an operator's answer (held destinations).
+  [[nodiscard]] Active held_request() noexcept { return Active(held_requests_); }
+  // sandgate_holds_answered_total{action}: holds an operator answered (allow_once,
+  // allow_sandbox, deny); expired ones are sandgate_denials_total{reason="hold_expired"}.
+  void hold_answered(std::string_view action) noexcept;
 
   // sandgate_upstream_pool_connections: idle upstream connections kept by every worker's
   // UpstreamPool; each pool adds what it takes in and subtracts what it lets go.
@@ -205,6 +210,8 @@ class Metrics {
   std::array<prometheus::Counter*, kDirectionCount> bytes_{};
   prometheus::Gauge* active_connections_ = nullptr;
   prometheus::Gauge* active_tunnels_ = nullptr;
+  prometheus::Gauge* held_requests_ = nullptr;
+  std::array<prometheus::Counter*, 3> holds_answered_{};
   std::array<prometheus::Counter*, kDnsResultCount> dns_lookups_{};
   prometheus::Histogram* dns_duration_ = nullptr;
   prometheus::Histogram* connect_duration_ = nullptr;

@@ -138,6 +138,13 @@ TEST_F(ProxyHolds, AHeldConnectOpensOnceAnOperatorAllowsItAndWaitsAgainNextTime)
   })) << daemon_->audit_text();
   EXPECT_EQ(audit("destination_held").size(), 2u);
   EXPECT_EQ(audit("hold_answered").size(), 1u);
+  const auto metrics = admin("GET", "/metrics", {}, {});
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("sandgate_holds_answered_total{action=\"allow_once\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics->body.find("sandgate_held_requests 0"), std::string::npos);
+  EXPECT_NE(metrics->body.find("sandgate_denials_total{reason=\"hold_expired\"} 1"),
+            std::string::npos);
 }
 
 TEST_F(ProxyHolds, AHeldRequestDeniedWithAMessageTellsTheClientWhy) {

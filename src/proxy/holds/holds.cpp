@@ -140,6 +140,7 @@ asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
     s.deps.shared->audit->write(r);
   }
   s.watchdog->arm(s.limits().hold_timeout + s.limits().header_timeout);
+  const auto waiting = s.deps.shared->metrics->held_request();
   const HoldAnswer answer = co_await holds.wait(std::move(question), s.limits().hold_timeout);
   if (answer.outcome == HoldOutcome::allowed) co_return std::nullopt;
   policy::Decision refusal;
