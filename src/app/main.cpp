@@ -11,6 +11,7 @@
 #include "app/ca_command.hpp"
 #include "app/check_command.hpp"
 #include "app/decide_command.hpp"
+#include "app/holds_command.hpp"
 #include "common/version.hpp"
 #include "config/config.hpp"
 #include "proxy/server.hpp"
@@ -35,6 +36,13 @@ constexpr CommandUsage kCommands[] = {
      "                                   destination or (--method, --path, or a\n"
      "                                   URL's path with them) one request\n"
      "                                   (exit 0 allow, 3 deny, 2 error)\n"},
+    {"holds",
+     "sandgate holds --config FILE [--admin ADDRESS:PORT] [--json]\n"
+     "sandgate holds --config FILE allow ID [--sandbox-wide [--ttl SECONDS]]\n"
+     "sandgate holds --config FILE deny ID [--message TEXT]\n"
+     "                                   list the destinations a running daemon\n"
+     "                                   holds for an answer, or answer one\n"
+     "                                   (exit 0 done, 1 refused, 2 usage)\n"},
     {"ca",
      "sandgate ca init DIR [--force]     create the interception CA in DIR\n"
      "                                   (exit 0 created, 1 refused or failed)\n"},
@@ -140,6 +148,21 @@ int main(int argc, char** argv) {
     const auto cfg = load(config_path);
     if (!cfg) return 2;
     return sandgate::app::run_decide(*cfg, sandbox, target, request);
+  }
+  if (args[0] == "holds") {
+    std::string config_path;
+    std::vector<std::string> rest;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--config" && i + 1 < args.size() && config_path.empty()) {
+        config_path = args[++i];
+      } else {
+        rest.push_back(args[i]);
+      }
+    }
+    if (config_path.empty()) return usage_error("holds needs --config FILE");
+    const auto cfg = load(config_path);
+    if (!cfg) return 2;
+    return sandgate::app::run_holds(*cfg, rest);
   }
   if (args[0] == "ca") {
     if (args.size() < 2 || args[1] != "init") return usage_error("ca: expected \"ca init DIR\"");

@@ -1,65 +1,21 @@
 #include "launcher/admin_client.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <map>
 #include <tuple>
 
+#include "http/client/plain_exchange.hpp"
+
 namespace sandgate::launcher {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-
-// One answer of the admin listener: its status and body, or why there is none (status 0).
-struct Answer {
-  unsigned status = 0;
-  std::string body;
-  std::string error;
-};
-
 constexpr std::size_t kMaxBody = 1024 * 1024;  // the denials of a sandbox are bounded
 
-// Runs on the io_context in get; takes everything by value.
-asio::awaitable<Answer> exchange(tcp::endpoint endpoint, std::string target,
-                                 std::chrono::milliseconds timeout) {
-  beast::tcp_stream stream(co_await asio::this_coro::executor);
-  stream.expires_after(timeout);  // one deadline for connect, write and read together
-  try {
-    co_await stream.async_connect(endpoint, asio::use_awaitable);
-    http::request<http::empty_body> req{http::verb::get, target, 11};
-    req.set(http::field::host, endpoint.address().to_string());
-    req.set(http::field::connection, "close");
-    co_await http::async_write(stream, req, asio::use_awaitable);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(kMaxBody);
-    co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
-    co_return Answer{parser.get().result_int(), parser.get().body(), {}};
-  } catch (const boost::system::system_error& e) {
-    co_return Answer{0, {}, e.code().message()};
-  }
-}
-
-Answer get(const std::string& host, std::uint16_t port, const std::string& target,
-           std::chrono::milliseconds timeout) {
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(host, ec);
-  if (ec) return {0, {}, "bad address " + host};
-  asio::io_context ioc;
-  auto result = asio::co_spawn(ioc, exchange(tcp::endpoint(address, port), target, timeout),
-                               asio::use_future);
-  ioc.run();
-  return result.get();
+http::PlainAnswer get(const std::string& host, std::uint16_t port, const std::string& target,
+                      std::chrono::milliseconds timeout) {
+  http::PlainRequest request;
+  request.target = target;
+  return http::plain_exchange(host, port, std::move(request), timeout, kMaxBody);
 }
 
 // The `reload` object of GET /sandboxes/ID, when there is one that reads.
@@ -88,7 +44,7 @@ void read_reload(const boost::json::object& body, SandboxStatus& status) {
 SandboxStatus query_sandbox(const std::string& host, std::uint16_t port, std::string_view id,
                             std::chrono::milliseconds timeout) {
   const std::string target = "/sandboxes/" + std::string(id);
-  const Answer answer = get(host, port, target, timeout);
+  const http::PlainAnswer answer = get(host, port, target, timeout);
   SandboxStatus status;
   if (answer.status == 0) {
     status.detail = answer.error;
@@ -173,7 +129,7 @@ std::optional<DenialSnapshot> query_denials(const std::string& host, std::uint16
                                             std::string_view id, std::chrono::milliseconds timeout,
                                             std::string* error) {
   const std::string target = "/sandboxes/" + std::string(id) + "/denials";
-  const Answer answer = get(host, port, target, timeout);
+  const http::PlainAnswer answer = get(host, port, target, timeout);
   if (answer.status != 200) {
     if (error != nullptr) {
       *error = answer.status == 0

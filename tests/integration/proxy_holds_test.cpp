@@ -18,6 +18,7 @@
 #include "support/raw_client.hpp"
 #include "support/sandgate_assertions.hpp"
 #include "support/sandgate_process.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 namespace sandgate::test {
@@ -240,6 +241,34 @@ TEST_F(ProxyHolds, AnAnswerWithoutTheAdminTokenIsRefused) {
   // A hold that is gone cannot be answered again.
   EXPECT_EQ(admin("POST", path, allow)->status, 404);
   EXPECT_EQ(daemon_->audit_text().find(kAdminToken), std::string::npos);
+}
+
+// `sandgate holds` for a person at a terminal: the list, then a denial with a message.
+TEST_F(ProxyHolds, SandgateHoldsListsAndAnswersFromATerminal) {
+  const std::string config = daemon_->config_path();
+  const std::string at = "127.0.0.1:" + std::to_string(daemon_->admin_port());
+  const auto empty = run_command({sandgate_binary(), "holds", "--config", config, "--admin", at});
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(empty.out, "no destination is held\n");
+  auto response = send_async(proxy_get(held(), "/pkg", "sb1", kToken1));
+  const auto pending = holds(1);
+  ASSERT_EQ(pending.size(), 1u);
+  const auto listed = run_command({sandgate_binary(), "holds", "--config", config, "--admin", at});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find(id_of(pending[0]) + "\tsb1\t" + held() + "\thttp\tGET /pkg\t1\t"),
+            std::string::npos)
+      << listed.out;
+  const auto denied = run_command({sandgate_binary(), "holds", "--config", config, "--admin", at,
+                                   "deny", id_of(pending[0]), "--message", "not this one"});
+  ASSERT_EQ(denied.exit_code, 0) << denied.err;
+  const auto r = response.get();
+  ASSERT_TRUE(r && r->status == 403);
+  EXPECT_NE(r->body.find("not this one"), std::string::npos) << r->body;
+  // Gone: answering it again fails, and says so.
+  const auto again = run_command(
+      {sandgate_binary(), "holds", "--config", config, "--admin", at, "allow", id_of(pending[0])});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("404"), std::string::npos) << again.err;
 }
 
 }  // namespace

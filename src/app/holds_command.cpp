@@ -1,0 +1,169 @@
+#include "app/holds_command.hpp"
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+
+#include "http/client/plain_exchange.hpp"
+#include "secrets/secret_file.hpp"
+
+namespace sandgate::app {
+
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(5);
+
+struct Admin {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// Where the daemon's admin listener answers: its address, or loopback for a wildcard one.
+Admin admin_of(const config::Config& cfg) {
+  const config::ListenAddress& a = *cfg.listeners.admin;
+  std::string host = a.address.to_string();
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  return {host, a.port};
+}
+
+int print_holds(const std::string& body, bool as_json) {
+  if (as_json) {
+    std::cout << body;
+    return 0;
+  }
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(body, ec);
+  const boost::json::value* holds =
+      !ec && parsed.is_object() ? parsed.as_object().if_contains("holds") : nullptr;
+  if (holds == nullptr || !holds->is_array()) {
+    std::cerr << "sandgate holds: the daemon's answer is not a list of holds\n";
+    return 1;
+  }
+  if (holds->as_array().empty()) {
+    std::cout << "no destination is held\n";
+    return 0;
+  }
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  std::cout << "ID\tSANDBOX\tDESTINATION\tMODE\tREQUEST\tWAITING\tFOR\n";
+  for (const boost::json::value& v : holds->as_array()) {
+    const boost::json::object& h = v.as_object();
+    const auto text = [&](std::string_view key) {
+      const boost::json::value* f = h.if_contains(key);
+      return f != nullptr && f->is_string() ? std::string(f->as_string()) : std::string();
+    };
+    const auto number = [&](std::string_view key) {
+      const boost::json::value* f = h.if_contains(key);
+      return f != nullptr && f->is_int64() ? f->as_int64() : 0;
+    };
+    const std::string request = text("method").empty() ? "-" : text("method") + " " + text("path");
+    std::cout << number("id") << '\t' << text("sandbox") << '\t' << text("host") << ':'
+              << number("port") << '\t' << text("mode") << '\t' << request << '\t'
+              << number("waiting") << '\t' << (now - number("since_ms")) / 1000 << "s\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_holds(const config::Config& cfg, std::vector<std::string> args) {
+  // --admin HOST:PORT: the listener as bound (the config's may say port 0, or a wildcard).
+  std::optional<Admin> given;
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    if (*it != "--admin" || it + 1 == args.end()) continue;
+    const std::string& text = *(it + 1);
+    const std::size_t colon = text.rfind(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no port");
+      given = Admin{text.substr(0, colon),
+                    static_cast<std::uint16_t>(std::stoul(text.substr(colon + 1)))};
+    } catch (const std::exception&) {
+      std::cerr << "sandgate holds: --admin takes ADDRESS:PORT\n";
+      return 2;
+    }
+    args.erase(it, it + 2);
+    break;
+  }
+  if (!given && !cfg.listeners.admin) {
+    std::cerr << "sandgate holds: the config has no admin listener (listeners.admin)\n";
+    return 2;
+  }
+  const Admin admin = given ? *given : admin_of(cfg);
+  if (args.empty() || args[0] == "--json") {
+    if (args.size() > 1) {
+      std::cerr << "sandgate holds: unexpected argument \"" << args[1] << "\"\n";
+      return 2;
+    }
+    http::PlainRequest list;
+    list.target = "/holds";
+    const http::PlainAnswer answer = http::plain_exchange(admin.host, admin.port, list, kTimeout);
+    if (answer.status != 200) {
+      std::cerr << "sandgate holds: " << admin.host << ":" << admin.port << ": "
+                << (answer.status == 0 ? answer.error : "status " + std::to_string(answer.status))
+                << "\n";
+      return 1;
+    }
+    return print_holds(answer.body, !args.empty());
+  }
+  const std::string& verb = args[0];
+  if ((verb != "allow" && verb != "deny") || args.size() < 2) {
+    std::cerr << "sandgate holds: expected \"allow ID\" or \"deny ID\"\n";
+    return 2;
+  }
+  boost::json::object body;
+  body["action"] = verb == "deny" ? "deny" : "allow_once";
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    if (verb == "allow" && args[i] == "--sandbox-wide") {
+      body["action"] = "allow_sandbox";
+    } else if (verb == "allow" && args[i] == "--ttl" && i + 1 < args.size()) {
+      try {
+        body["ttl_s"] = std::stoll(args[++i]);
+      } catch (const std::exception&) {
+        std::cerr << "sandgate holds: --ttl takes seconds\n";
+        return 2;
+      }
+    } else if (verb == "deny" && args[i] == "--message" && i + 1 < args.size()) {
+      body["message"] = args[++i];
+    } else {
+      std::cerr << "sandgate holds: unexpected argument \"" << args[i] << "\"\n";
+      return 2;
+    }
+  }
+  if (cfg.listeners.admin_token_file.empty()) {
+    std::cerr << "sandgate holds: answering needs listeners.admin_token_file\n";
+    return 2;
+  }
+  const secrets::SecretFile token =
+      secrets::read_secret_file(cfg.listeners.admin_token_file, "admin token file");
+  if (!token.ok()) {
+    std::cerr << "sandgate holds: " << token.error << "\n";
+    return 1;
+  }
+  std::string_view bearer = token.content.view();
+  while (!bearer.empty() && (bearer.back() == '\n' || bearer.back() == '\r')) {
+    bearer.remove_suffix(1);
+  }
+  http::PlainRequest answer_request;
+  answer_request.method = "POST";
+  answer_request.target = "/holds/" + args[1];
+  answer_request.fields = {{"Authorization", "Bearer " + std::string(bearer)},
+                           {"Content-Type", "application/json"}};
+  answer_request.body = boost::json::serialize(body);
+  const http::PlainAnswer answer =
+      http::plain_exchange(admin.host, admin.port, std::move(answer_request), kTimeout);
+  if (answer.status == 200) {
+    std::cout << "hold " << args[1] << ": " << body["action"].as_string() << "\n";
+    return 0;
+  }
+  std::cerr << "sandgate holds: hold " << args[1] << ": "
+            << (answer.status == 0 ? answer.error
+                                   : std::to_string(answer.status) + " " + answer.body);
+  if (answer.status == 0 || answer.body.empty() || answer.body.back() != '\n') std::cerr << "\n";
+  return 1;
+}
+
+}  // namespace sandgate::app
