@@ -521,7 +521,7 @@ Decision Policy::decide_destination(std::string_view sandbox, const Host& host, 
   }
   if (name_match) return make(false, Reason::port_not_allowed, name_match->name);
   Decision unlisted = make(false, Reason::no_matching_rule);
-  unlisted.held = sb.hold_unlisted && mode != EntryMode::dns;
+  unlisted.held = sb.hold_unlisted;
   return unlisted;
 }
 

@@ -169,8 +169,8 @@ struct SandboxSpec : RuleLists {
   std::vector<std::uint16_t> ports{80, 443};  // ports for rules without an explicit port
   bool allow_all_hosts = false;
   // A name no rule allows or denies (no_matching_rule, on any of its ports) is held for an
-  // operator's answer rather than refused (config `unlisted = "hold"`). Not for DNS questions
-  // yet, nor for IP literals.
+  // operator's answer rather than refused (config `unlisted = "hold"`); a DNS question too (its
+  // hold is for the name on any port). Never an IP literal or an address.
   bool hold_unlisted = false;
   std::shared_ptr<const RuleLists> profile;  // null: no profile
 };

@@ -162,6 +162,8 @@ struct NeedsUpstream {
   std::string name;       // normalised, as the resolver takes it
   std::string shown;      // as the audit log shows it
   std::string sandbox;
+  // The name is held (policy::Decision::held): an operator's answer comes before the lookup.
+  bool held = false;
 };
 
 // What to send (nothing: drop it; on TCP, close) or the lookup still to make.
@@ -234,12 +236,26 @@ Step decide_query(std::span<const std::uint8_t> message, const Peer& peer, bool 
   } else {
     d = snap->policy->decide(sandbox, host, 0, policy::EntryMode::dns);
   }
+  // A held name (unlisted = "hold"): decided again when the sandbox holds a grant for it; else
+  // an address question waits for an operator's answer before its lookup (ask_upstream).
+  bool held = false;
+  if (d.held) {
+    if (deps.shared->holds.granted(sandbox, shown, 0)) {
+      d = snap->policy->decide(sandbox, host, 0, policy::EntryMode::dns, true);
+    } else {
+      held = q.qtype == dns::kTypeA || q.qtype == dns::kTypeAaaa;
+    }
+  }
   // A question names no port: the suggestion opens the name on the sandbox's ports.
   const std::string suggestion =
       d.is_allowed()
           ? std::string()
           : policy::suggest(config::home_of(*snap->config, sandbox), host, std::nullopt, d).text();
   const config::Dns& dns_config = snap->config->dns;
+  if (held) {
+    return NeedsUpstream{std::move(q),         limit, host.name, std::move(shown),
+                         std::string(sandbox), true};
+  }
   if (!d.is_allowed() && host.is_name() &&
       dns_config.denied_names == config::Dns::DeniedNames::sink &&
       (q.qtype == dns::kTypeA || q.qtype == dns::kTypeAaaa)) {
@@ -307,8 +323,35 @@ Bytes refuse_busy(const WorkerDeps& deps, const Peer& peer, const NeedsUpstream&
   return dns::build_refusal(u.q, text, u.limit, dns::kEdeOther);
 }
 
+// A held name's question: waits for an operator's answer, up to the hold timeout. nullopt to
+// go on with the lookup; else the refusal to send (denied_by_operator, with the operator's
+// message as its EDE text, or hold_expired).
+asio::awaitable<std::optional<Bytes>> settle_held_name(const NeedsUpstream& u, const Peer& peer,
+                                                       const WorkerDeps& deps) {
+  telemetry::AuditRecord r = base_record(peer, u.sandbox);
+  r.event = "destination_held";
+  r.outcome = "unknown";
+  r.host = u.shown;
+  r.reason = policy::reason_name(policy::Reason::no_matching_rule);
+  deps.shared->audit->write(r);
+  const auto waiting = deps.shared->metrics->held_request();
+  HoldQuestion question{u.sandbox, u.shown, 0, "dns", {}, {}};
+  const HoldAnswer answer = co_await deps.shared->holds.wait(
+      std::move(question), deps.shared->current()->config->limits.hold_timeout);
+  if (answer.outcome == HoldOutcome::allowed) co_return std::nullopt;
+  const std::string_view reason =
+      policy::reason_name(answer.outcome == HoldOutcome::denied ? policy::Reason::denied_by_operator
+                                                                : policy::Reason::hold_expired);
+  const std::string detail = answer.message.empty() ? std::string(reason) : answer.message;
+  co_return refuse(deps, peer, u.sandbox, u.q, u.limit, u.shown, reason, "holds", detail, {});
+}
+
 asio::awaitable<std::optional<Bytes>> ask_upstream(const NeedsUpstream& u, const Peer& peer,
                                                    WorkerDeps deps) {
+  if (u.held) {
+    std::optional<Bytes> refusal = co_await settle_held_name(u, peer, deps);
+    if (refusal) co_return refusal;
+  }
   const Result<dns::Answer> answer = co_await deps.resolver->lookup(u.name);
   co_return answer_from(deps, peer, u.q, u.limit, u.name, u.shown, u.sandbox, answer);
 }

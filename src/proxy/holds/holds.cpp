@@ -63,8 +63,13 @@ asio::awaitable<HoldAnswer> Holds::wait(HoldQuestion question, std::chrono::mill
 bool Holds::granted(std::string_view sandbox, std::string_view host, std::uint16_t port) const {
   const std::lock_guard lock(mutex_);
   if (grants_.empty()) return false;
-  const auto it = grants_.find(key_of(sandbox, host, port));
-  return it != grants_.end() && (!it->second || std::chrono::steady_clock::now() < *it->second);
+  const auto now = std::chrono::steady_clock::now();
+  // A name's grant (port 0, from its DNS question's hold) opens it on every port.
+  for (const std::uint16_t p : {port, std::uint16_t{0}}) {
+    const auto it = grants_.find(key_of(sandbox, host, p));
+    if (it != grants_.end() && (!it->second || now < *it->second)) return true;
+  }
+  return false;
 }
 
 std::vector<Holds::Pending> Holds::pending() const {
@@ -87,9 +92,16 @@ bool Holds::answer(std::uint64_t id, Action action, std::chrono::seconds ttl, st
     HoldAnswer answer;
     answer.outcome = action == Action::deny ? HoldOutcome::denied : HoldOutcome::allowed;
     answer.message = std::move(message);
+    const auto now = std::chrono::steady_clock::now();
     if (action == Action::allow_sandbox) {
-      grants_[it->first] =
-          ttl.count() > 0 ? std::optional(std::chrono::steady_clock::now() + ttl) : std::nullopt;
+      grants_[it->first] = ttl.count() > 0 ? std::optional(now + ttl) : std::nullopt;
+    } else if (action == Action::allow_once && it->second.question.port == 0) {
+      // A name allowed once (its DNS question): the connections that follow the lookup are
+      // the "once", so the name stays open for them a little while.
+      const auto [grant, added] = grants_.try_emplace(it->first, now + kNameAllowedOnce);
+      if (!added && grant->second && *grant->second < now + kNameAllowedOnce) {
+        grant->second = now + kNameAllowedOnce;
+      }
     }
     woken = std::move(it->second.waiters);
     for (const auto& w : woken) w->answer = answer;

@@ -47,6 +47,9 @@ struct HoldAnswer {
 class Holds {
  public:
   enum class Action { allow_once, allow_sandbox, deny };
+  // How long a name allowed once (the hold of its DNS question) stays open for the sandbox's
+  // connections that follow the lookup.
+  static constexpr std::chrono::seconds kNameAllowedOnce{60};
 
   // Waits until an operator answers the hold of question's (sandbox, host, port), or `timeout`
   // passes (expired). Requests for a destination already held wait on that hold.
