@@ -37,6 +37,10 @@ std::optional<std::string> read_text(const std::string& path) {
   return text.str();
 }
 
+std::string seq_range(std::uint64_t first, std::uint64_t last) {
+  return "seq " + std::to_string(first) + (first == last ? "" : "-" + std::to_string(last));
+}
+
 void print_result(const audit::VerifyResult& r, bool key_given) {
   if (r.unchained_lines > 0) {
     std::cout << r.unchained_lines << " line(s) before the chain's first line are not chained\n";
@@ -45,11 +49,11 @@ void print_result(const audit::VerifyResult& r, bool key_given) {
   for (const audit::CheckpointSeen& c : r.checkpoints) {
     std::cout << "checkpoint " << c.where.text() << " (key " << c.key_id << "): "
               << (c.signature_checked ? "signature valid" : "signature not checked (no key)")
-              << ", vouches for seq " << c.first_seq << "-" << c.last_seq
+              << ", vouches for " << seq_range(c.first_seq, c.last_seq)
               << " and every line they chain back to\n";
   }
   if (r.unvouched_from != 0 && r.tamper == audit::Tamper::none) {
-    std::cout << "seq " << r.unvouched_from << "-" << r.last_seq
+    std::cout << seq_range(r.unvouched_from, r.last_seq)
               << " not yet vouched for by a checkpoint\n";
   }
   if (r.tamper != audit::Tamper::none) {
@@ -86,9 +90,8 @@ int run_audit_verify(const std::vector<std::string>& args) {
     return 2;
   }
   // By default, the key and head sandgate keeps next to the current log (the last FILE).
-  if (key_path.empty() && std::filesystem::exists(files.back() + ".pub")) {
-    key_path = files.back() + ".pub";
-  }
+  const bool key_beside_log = key_path.empty() && std::filesystem::exists(files.back() + ".pub");
+  if (key_beside_log) key_path = files.back() + ".pub";
   if (head_path.empty() && std::filesystem::exists(files.back() + ".head")) {
     head_path = files.back() + ".head";
   }
@@ -102,7 +105,12 @@ int run_audit_verify(const std::vector<std::string>& args) {
       std::cerr << "sandgate audit verify: " << key_path << ": " << e.what() << "\n";
       return 2;
     }
-    std::cout << "public key " << key_path << " (key " << key->key_id() << ")\n";
+    std::cout << "public key " << key_path << " (key " << key->key_id() << ")"
+              << (key_beside_log ? ", found next to the log: it proves no more than that "
+                                   "directory's writers allow; give a copy kept elsewhere with "
+                                   "--public-key"
+                                 : "")
+              << "\n";
   }
   std::optional<telemetry::ChainHead> head;
   if (!head_path.empty()) {
