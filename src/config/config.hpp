@@ -326,8 +326,8 @@ Config reload_config(
 
 // The keys a reload cannot apply, because the daemon sets them up once at start (sockets,
 // resolvers, threads, the audit sink, the watched directory): those among "listeners",
-// "dns", "workers", "log.audit", "log.audit_chain" (its four keys) and "sandboxes_dir" that differ
-// between the two configs. Listen addresses compare as written.
+// "dns", "workers", "log.audit", "log.audit_chain" (its four keys) and "sandboxes_dir" that
+// differ between the two configs. Listen addresses compare as written.
 std::vector<std::string> restart_only_changes(const Config& running, const Config& loaded);
 
 // Same, from text (tests); `name` stands in for the file name in messages.

@@ -149,14 +149,29 @@ ChainDigest chain_hash(std::string_view bytes) {
   return out;
 }
 
-std::string to_hex(std::string_view bytes) {
+namespace {
+
+// Appends the hex of `bytes` to `out` (no temporary: the writer does this for every line).
+void append_hex(std::string_view bytes, std::string& out) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(bytes.size() * 2, '\0');
+  const std::size_t at = out.size();
+  out.resize(at + bytes.size() * 2);
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     const auto b = static_cast<unsigned char>(bytes[i]);
-    out[2 * i] = kDigits[b >> 4U];
-    out[2 * i + 1] = kDigits[b & 0xFU];
+    out[at + 2 * i] = kDigits[b >> 4U];
+    out[at + 2 * i + 1] = kDigits[b & 0xFU];
   }
+}
+
+void append_hex(const ChainDigest& d, std::string& out) {
+  append_hex(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()), out);
+}
+
+}  // namespace
+
+std::string to_hex(std::string_view bytes) {
+  std::string out;
+  append_hex(bytes, out);
   return out;
 }
 
@@ -265,41 +280,64 @@ std::string generate_signing_key(const std::string& path) {
   return public_pem(key.get());
 }
 
-// The private key, read once at start with the checks the CA key gets (src/tls): a regular
-// file of this user that group and others cannot reach.
+namespace {
+
+std::runtime_error key_error(const std::string& path, const std::string& why) {
+  return std::runtime_error("audit signing key " + path + ": " + why);
+}
+
+// The private key, with the checks the CA key gets (src/tls): a regular file of `owner` that
+// group and others cannot reach, holding an unencrypted Ed25519 key.
+PkeyPtr read_signing_key(const std::string& path, uid_t owner) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw key_error(path, std::strerror(errno));
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;  // the opened file: a rename cannot fool it
+  std::string pem;
+  if (stat_ok && S_ISREG(st.st_mode) && st.st_size < 64 * 1024) {
+    pem.resize(static_cast<std::size_t>(st.st_size));
+    const ssize_t n = ::read(fd, pem.data(), pem.size());
+    pem.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  if (!stat_ok || !S_ISREG(st.st_mode)) throw key_error(path, "not a regular file");
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    throw key_error(path, "accessible by group or others; run chmod 600 " + path);
+  }
+  if (st.st_uid != owner) {
+    throw key_error(path, "owned by uid " + std::to_string(st.st_uid) +
+                              ", not by the user sandgate runs as (uid " + std::to_string(owner) +
+                              ")");
+  }
+  const BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr,
+              &EVP_PKEY_free);
+  if (!key || EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519) {
+    throw key_error(path,
+                    "no unencrypted Ed25519 private key (PEM) in it; create one with "
+                    "`sandgate audit keygen PATH`");
+  }
+  return key;
+}
+
+}  // namespace
+
+std::string signing_key_problem(const std::string& path, uid_t owner) {
+  try {
+    read_signing_key(path, owner);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// The private key, read once at start.
 struct AuditChain::Signer {
-  PkeyPtr key{nullptr, &EVP_PKEY_free};
+  PkeyPtr key;
   std::string key_id;
 
-  explicit Signer(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) throw error(path, std::strerror(errno));
-    struct stat st {};
-    const bool stat_ok = ::fstat(fd, &st) == 0;  // the opened file: a rename cannot fool it
-    std::string pem;
-    if (stat_ok && S_ISREG(st.st_mode) && st.st_size < 64 * 1024) {
-      pem.resize(static_cast<std::size_t>(st.st_size));
-      const ssize_t n = ::read(fd, pem.data(), pem.size());
-      pem.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-    }
-    ::close(fd);
-    if (!stat_ok || !S_ISREG(st.st_mode)) throw error(path, "not a regular file");
-    if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-      throw error(path, "accessible by group or others; run chmod 600 " + path);
-    }
-    if (st.st_uid != ::geteuid()) throw error(path, "not owned by the user sandgate runs as");
-    const BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
-    if (bio) key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-    if (!key || EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519) {
-      throw error(path,
-                  "no unencrypted Ed25519 private key (PEM) in it; create one with "
-                  "`sandgate audit keygen PATH`");
-    }
-    key_id = key_id_of(key.get());
-  }
-  static std::runtime_error error(const std::string& path, const std::string& why) {
-    return std::runtime_error("audit signing key " + path + ": " + why);
-  }
+  explicit Signer(const std::string& path)
+      : key(read_signing_key(path, ::geteuid())), key_id(key_id_of(key.get())) {}
   std::string sign(std::string_view message) const {
     const MdCtxPtr ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
     std::string sig(kSignatureBytes, '\0');
@@ -358,7 +396,7 @@ void AuditChain::seal(std::string_view body, std::string& out) {
   const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), head_.seq + 1).ptr;
   out.append(digits.data(), end);
   out.append(R"(,"prev":")");
-  out.append(to_hex(head_.hash));
+  append_hex(head_.hash, out);
   out.push_back('"');
   if (!start_reason_.empty()) {
     out.append(R"(,"start":")").append(start_reason_).push_back('"');

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -88,6 +90,11 @@ class ChainPublicKey {
 // Writes a new Ed25519 private key to `path` (created, mode 0600; an existing file is
 // refused) and returns its public key as PEM. Throws std::runtime_error.
 std::string generate_signing_key(const std::string& path);
+
+// Why the signing key at `path` would be refused at start, read as `owner` (the checks of
+// AuditChain: a regular file of that user, mode 0600 or stricter, an unencrypted Ed25519 key);
+// empty when it would not. For --check-config.
+std::string signing_key_problem(const std::string& path, uid_t owner);
 
 struct AuditChainOptions {
   bool enabled = false;     // chain the lines of a regular file target
