@@ -704,7 +704,8 @@ void AuditLog::write_chained(std::string_view lines) {
   }
   sealed_.clear();
   while (!lines.empty()) {
-    const std::size_t end = lines.find('\n') + 1;  // every queued line ends in '\n'
+    const std::size_t nl = lines.find('\n');  // every queued line ends in "}\n"
+    const std::size_t end = nl == std::string_view::npos ? lines.size() : nl + 1;
     chain_->append(lines.substr(0, end), sealed_);
     lines.remove_prefix(end);
   }
