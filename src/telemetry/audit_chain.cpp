@@ -16,8 +16,9 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <stdexcept>
+
+#include "telemetry/audit_log.hpp"
 
 namespace sandgate::telemetry {
 
@@ -55,21 +56,6 @@ std::string public_pem(EVP_PKEY* key) {
     throw std::runtime_error("cannot encode the audit signing key's public key");
   }
   return bio_text(bio.get());
-}
-
-// RFC 3339 UTC with milliseconds, as the audit lines' @timestamp.
-std::string timestamp_now() {
-  using namespace std::chrono;
-  const auto now = system_clock::now();
-  const auto secs = floor<seconds>(now);
-  const std::time_t tt = system_clock::to_time_t(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  std::array<char, 64> text{};
-  std::snprintf(text.data(), text.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(duration_cast<milliseconds>(now - secs).count()));
-  return text.data();
 }
 
 // Writes `text` to `path` through a temporary and a rename, so a reader never sees half of it.
@@ -412,7 +398,7 @@ void AuditChain::checkpoint(std::string& out) {
   if (!signer_ || head_.seq == vouched_seq_) return;
   const std::uint64_t first = vouched_seq_ + 1;
   const std::string signature = signer_->sign(checkpoint_message(first, head_.seq, head_.hash));
-  json::object record{{"@timestamp", timestamp_now()},
+  json::object record{{"@timestamp", format_audit_timestamp(std::chrono::system_clock::now())},
                       {"ecs", {{"version", "8.11.0"}}},
                       {"event",
                        {{"code", kCheckpointCode},

@@ -483,6 +483,10 @@ std::string format_audit_line(const AuditRecord& r) {
   return std::string(format_line(r));
 }
 
+std::string format_audit_timestamp(std::chrono::system_clock::time_point t) {
+  return std::string(format_timestamp(t).view());
+}
+
 namespace {
 
 std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {

@@ -119,6 +119,9 @@ struct ShownHost {
 };
 ShownHost shown_host(std::string_view host);
 
+// @timestamp's text: RFC 3339 UTC with milliseconds ("2026-11-29T10:00:00.123Z").
+std::string format_audit_timestamp(std::chrono::system_clock::time_point t);
+
 // Builds one ECS JSON line with Boost.JSON, ending in '\n'. Empty optional fields are
 // omitted; invalid UTF-8 becomes U+FFFD so every line parses as JSON.
 std::string format_audit_line(const AuditRecord& r);
