@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 
-fuzzers=(client_hello request_head dns_message first_bytes host path config audit_line
+fuzzers=(client_hello request_head dns_message first_bytes host path config audit_line audit_chain
   response_scrubber redactor tripwire request_rules h2_h1_head)
 
 # Each target starts from its committed corpus (read only) and writes what it finds to a

@@ -9,6 +9,7 @@
 #include "audit/render.hpp"
 #include "audit/time.hpp"
 #include "config/config.hpp"
+#include "telemetry/audit_chain.hpp"
 
 namespace sandgate::app {
 
@@ -28,7 +29,8 @@ class Feed final : public audit::LineSink {
   void line(std::string_view text) override {
     audit::LineError error{};
     if (const auto event = parser_.parse(text, error)) {
-      aggregator_.add(*event);
+      // The chain's own records (checkpoints) are no egress events.
+      if (!event->code.starts_with(telemetry::kChainCodePrefix)) aggregator_.add(*event);
     } else {
       aggregator_.add_malformed();
     }

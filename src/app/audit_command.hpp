@@ -29,4 +29,14 @@ std::optional<AuditOptions> parse_audit_args(const std::vector<std::string>& arg
 // stderr), 2 the --config has errors.
 int run_audit(const AuditOptions& options);
 
+// `sandgate audit verify [--public-key PEM] [--head FILE] FILE...` (the arguments after
+// "verify"): follows the hash chain through the files in order and checks every checkpoint.
+// Prints what vouches for what on stdout, the first bad line on stdout too. Returns 0 intact,
+// 1 tampered (or a checkpoint that does not verify), 2 a usage error or an unreadable input.
+int run_audit_verify(const std::vector<std::string>& args);
+
+// `sandgate audit keygen PATH`: a new Ed25519 checkpoint signing key in PATH (mode 0600,
+// never overwritten); its public key PEM on stdout. Returns 0, or 1 with the reason on stderr.
+int run_audit_keygen(const std::vector<std::string>& args);
+
 }  // namespace sandgate::app

@@ -14,6 +14,7 @@
 #include "policy/policy.hpp"
 #include "secrets/placeholder.hpp"
 #include "secrets/secret_file.hpp"
+#include "telemetry/audit_chain.hpp"
 #include "tls/authority.hpp"
 
 namespace sandgate::app {
@@ -52,6 +53,12 @@ void check_files(const config::Config& cfg, uid_t owner, Findings& out) {
     if (std::string problem = secrets::PlaceholderKey::problem(cfg.placeholder_key_file, owner);
         !problem.empty()) {
       out.errors.push_back("credentials.placeholder_key_file: " + problem);
+    }
+  }
+  if (cfg.logging.audit_chain && !cfg.logging.audit_signing_key.empty()) {
+    if (std::string problem = telemetry::signing_key_problem(cfg.logging.audit_signing_key, owner);
+        !problem.empty()) {
+      out.errors.push_back("log.audit_signing_key: " + problem);
     }
   }
   if (!cfg.launcher.ca_file.empty()) {

@@ -52,7 +52,13 @@ constexpr CommandUsage kCommands[] = {
      "               [--format table|json|html] [--top N] [--config FILE]\n"
      "               [--max-groups N] [--max-line-bytes N] [FILE|-]...\n"
      "                                   report on audit logs (plain or .gz; stdin\n"
-     "                                   when no FILE); exit 0, 1 unreadable input\n"},
+     "                                   when no FILE); exit 0, 1 unreadable input\n"
+     "sandgate audit verify [--public-key PEM] [--head FILE] FILE...\n"
+     "                                   check the log's hash chain and checkpoints\n"
+     "                                   (rotated files first); exit 0 intact,\n"
+     "                                   1 tampered, 2 error\n"
+     "sandgate audit keygen PATH         create a checkpoint signing key (0600)\n"
+     "                                   and print its public key\n"},
     {"--version", "sandgate --version\n"},
 };
 
@@ -179,6 +185,12 @@ int main(int argc, char** argv) {
     }
     if (dir.empty()) return usage_error("ca init needs a DIR");
     return sandgate::app::run_ca_init(dir, force);
+  }
+  if (args[0] == "audit" && args.size() >= 2 && args[1] == "verify") {
+    return sandgate::app::run_audit_verify({args.begin() + 2, args.end()});
+  }
+  if (args[0] == "audit" && args.size() >= 2 && args[1] == "keygen") {
+    return sandgate::app::run_audit_keygen({args.begin() + 2, args.end()});
   }
   if (args[0] == "audit") {
     std::string error;

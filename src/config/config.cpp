@@ -604,6 +604,11 @@ std::vector<std::string> restart_only_changes(const Config& running, const Confi
   if (dns(running.dns) != dns(loaded.dns)) out.emplace_back("dns");
   if (running.workers != loaded.workers) out.emplace_back("workers");
   if (running.logging.audit != loaded.logging.audit) out.emplace_back("log.audit");
+  const auto chain = [](const Logging& l) {
+    return std::tie(l.audit_chain, l.audit_signing_key, l.audit_checkpoint_lines,
+                    l.audit_checkpoint_interval);
+  };
+  if (chain(running.logging) != chain(loaded.logging)) out.emplace_back("log.audit_chain");
   if (running.sandboxes_dir != loaded.sandboxes_dir) out.emplace_back("sandboxes_dir");
   return out;
 }

@@ -116,6 +116,13 @@ struct Interception {
 
 struct Logging {
   std::string audit = "stdout";  // "stdout", "stderr", "off" or a file path
+  // The hash chain of a file `audit` (docs/operations.md): every line chained to the one
+  // before it; with a signing key, Ed25519-signed checkpoints every so many lines or seconds.
+  bool audit_chain = true;
+  std::string audit_signing_key;  // Ed25519 private key PEM (`sandgate audit keygen`); "" none
+  std::uint64_t audit_checkpoint_lines = 1000;
+  std::chrono::seconds audit_checkpoint_interval{60};
+  bool operator==(const Logging&) const = default;
 };
 
 // One sandbox as the daemon knows it: identity plus its effective policy.
@@ -324,8 +331,8 @@ Config reload_config(
 
 // The keys a reload cannot apply, because the daemon sets them up once at start (sockets,
 // resolvers, threads, the audit sink, the watched directory): those among "listeners",
-// "dns", "workers", "log.audit" and "sandboxes_dir" that differ between the two configs.
-// Listen addresses compare as written.
+// "dns", "workers", "log.audit", "log.audit_chain" (its four keys) and "sandboxes_dir" that
+// differ between the two configs. Listen addresses compare as written.
 std::vector<std::string> restart_only_changes(const Config& running, const Config& loaded);
 
 // Same, from text (tests); `name` stands in for the file name in messages.

@@ -283,28 +283,6 @@ Dns read_dns(const toml::node& node, ErrorSink& sink) {
   return dns;
 }
 
-Logging read_logging(const toml::node& node, const std::filesystem::path& base_dir,
-                     ErrorSink& sink) {
-  Logging logging;
-  const toml::table* table = read_table(node, "log", sink);
-  if (table == nullptr) return logging;
-  check_known_keys(*table, "log", {"audit"}, sink);
-  const toml::node* audit = table->get("audit");
-  if (audit == nullptr) return logging;
-  auto value = read_string(*audit, "log.audit", sink);
-  if (!value) return logging;
-  if (value->empty()) {
-    sink.add(audit->source(), "log.audit",
-             "expected \"stdout\", \"stderr\", \"off\" or a file path, got an empty string");
-  } else if (*value == "stdout" || *value == "stderr" || *value == "off") {
-    logging.audit = std::move(*value);
-  } else {
-    const std::filesystem::path path(*value);
-    logging.audit = path.is_absolute() ? *value : (base_dir / path).lexically_normal().string();
-  }
-  return logging;
-}
-
 namespace {
 
 // A non-empty path key of `table` ([section].key), resolved against `base_dir`.
@@ -324,6 +302,56 @@ void read_path(const toml::table& table, std::string_view section, std::string_v
 }
 
 }  // namespace
+
+namespace {
+
+// [log] audit_chain, audit_signing_key, audit_checkpoint_lines, audit_checkpoint_seconds.
+void read_audit_chain(const toml::table& table, const std::filesystem::path& base_dir,
+                      Logging& logging, ErrorSink& sink) {
+  if (const toml::node* chain = table.get("audit_chain")) {
+    if (auto v = read_bool(*chain, "log.audit_chain", sink)) logging.audit_chain = *v;
+  }
+  read_path(table, "log", "audit_signing_key", base_dir, logging.audit_signing_key, sink);
+  if (auto v = read_limit(table, "audit_checkpoint_lines", 1, "log", sink)) {
+    logging.audit_checkpoint_lines = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = read_limit(table, "audit_checkpoint_seconds", 1, "log", sink)) {
+    logging.audit_checkpoint_interval = std::chrono::seconds(*v);
+  }
+  if (!logging.audit_chain && !logging.audit_signing_key.empty()) {
+    const toml::node* at = table.get("audit_signing_key");
+    sink.add(at->source(), "log.audit_signing_key",
+             "signs checkpoints of the hash chain, which audit_chain = false turns off");
+  }
+}
+
+}  // namespace
+
+Logging read_logging(const toml::node& node, const std::filesystem::path& base_dir,
+                     ErrorSink& sink) {
+  Logging logging;
+  const toml::table* table = read_table(node, "log", sink);
+  if (table == nullptr) return logging;
+  check_known_keys(*table, "log",
+                   {"audit", "audit_chain", "audit_signing_key", "audit_checkpoint_lines",
+                    "audit_checkpoint_seconds"},
+                   sink);
+  read_audit_chain(*table, base_dir, logging, sink);
+  const toml::node* audit = table->get("audit");
+  if (audit == nullptr) return logging;
+  auto value = read_string(*audit, "log.audit", sink);
+  if (!value) return logging;
+  if (value->empty()) {
+    sink.add(audit->source(), "log.audit",
+             "expected \"stdout\", \"stderr\", \"off\" or a file path, got an empty string");
+  } else if (*value == "stdout" || *value == "stderr" || *value == "off") {
+    logging.audit = std::move(*value);
+  } else {
+    const std::filesystem::path path(*value);
+    logging.audit = path.is_absolute() ? *value : (base_dir / path).lexically_normal().string();
+  }
+  return logging;
+}
 
 Interception read_interception(const toml::node& node, const std::filesystem::path& base_dir,
                                ErrorSink& sink) {

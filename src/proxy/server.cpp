@@ -273,7 +273,11 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
   boost::json::object ready{{"event", "ready"}, {"version", kVersion}, {"workers", n_workers}};
   try {
     ensure_sandboxes_dir(*cfg);
-    shared->audit = std::make_shared<telemetry::AuditLog>(cfg->logging.audit);
+    shared->audit = std::make_shared<telemetry::AuditLog>(
+        cfg->logging.audit, telemetry::AuditLog::kDefaultMaxQueuedLines,
+        telemetry::AuditChainOptions{cfg->logging.audit_chain, cfg->logging.audit_signing_key,
+                                     cfg->logging.audit_checkpoint_lines,
+                                     cfg->logging.audit_checkpoint_interval});
     shared->metrics = std::make_shared<telemetry::Metrics>(kVersion, denial_reasons(),
                                                            telemetry::all_error_codes());
     shared->metrics->set_audit_failures_source(

@@ -483,6 +483,10 @@ std::string format_audit_line(const AuditRecord& r) {
   return std::string(format_line(r));
 }
 
+std::string format_audit_timestamp(std::chrono::system_clock::time_point t) {
+  return std::string(format_timestamp(t).view());
+}
+
 namespace {
 
 std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
@@ -495,7 +499,7 @@ bool would_block(int error) {
 
 }  // namespace
 
-AuditLog::AuditLog(std::string target, std::size_t max_queued_lines)
+AuditLog::AuditLog(std::string target, std::size_t max_queued_lines, const AuditChainOptions& chain)
     : target_(std::move(target)),
       sink_(target_ == "off"      ? Sink::off
             : target_ == "stdout" ? Sink::stdout_stream
@@ -518,6 +522,14 @@ AuditLog::AuditLog(std::string target, std::size_t max_queued_lines)
                                  "': " + std::strerror(errno));
       }
       adopt(fd, true);
+      if (chain.enabled && kind_ == Kind::regular) {
+        try {
+          chain_ = std::make_unique<AuditChain>(target_, chain);
+        } catch (...) {
+          ::close(fd_);
+          throw;
+        }
+      }
       break;
     }
   }
@@ -646,8 +658,21 @@ void AuditLog::run() {
   std::vector<std::size_t> batch_reopens;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || !queue_empty(); });
-    if (queue_empty()) return;  // stop_ and nothing left to write
+    const auto work = [&] { return stop_ || !queue_empty(); };
+    if (const auto due = chain_ ? chain_->checkpoint_due() : std::nullopt) {
+      wake_.wait_until(lock, *due, work);
+    } else {
+      wake_.wait(lock, work);
+    }
+    if (queue_empty()) {
+      // Stopping, or a timed checkpoint is due: the chain is vouched for up to its end.
+      const bool stopping = stop_;
+      lock.unlock();
+      write_checkpoint();
+      if (stopping) return;
+      lock.lock();
+      continue;
+    }
     // Let a burst gather for a moment, so one wake-up and one write(2) carry many lines.
     // Producers signal only an empty queue, so meanwhile they make no futex call either.
     wake_.wait_for(lock, kGatherTime, [&] { return stop_; });
@@ -660,17 +685,45 @@ void AuditLog::run() {
     lock.unlock();
     std::size_t from = 0;
     for (const std::size_t at : batch_reopens) {
-      write_batch(std::string_view(batch).substr(from, at - from));
+      write_chained(std::string_view(batch).substr(from, at - from));
+      write_checkpoint();  // the old file ends vouched for
       reopen_file();
       from = at;
     }
-    write_batch(std::string_view(batch).substr(from));
+    write_chained(std::string_view(batch).substr(from));
     // A burst's buffer is not kept for ever: 16,384 queued lines are about 10 MiB.
     if (batch.capacity() > kMaxWriteBytes * 4) batch = std::string();
+    if (sealed_.capacity() > kMaxWriteBytes * 4) sealed_ = std::string();
     lock.lock();
     written_ += entries;
     drained_.notify_all();
   }
+}
+
+// Writes whole lines, each given its chain field first when the log is chained.
+void AuditLog::write_chained(std::string_view lines) {
+  if (!chain_) {
+    write_batch(lines);
+    return;
+  }
+  sealed_.clear();
+  while (!lines.empty()) {
+    const std::size_t nl = lines.find('\n');  // every queued line ends in "}\n"
+    const std::size_t end = nl == std::string_view::npos ? lines.size() : nl + 1;
+    chain_->append(lines.substr(0, end), sealed_);
+    lines.remove_prefix(end);
+  }
+  write_batch(sealed_);
+}
+
+// A checkpoint over the lines written since the last one (if the chain has a key), then the
+// head saved next to the log: at rotation, at shutdown and when one is due by time.
+void AuditLog::write_checkpoint() {
+  if (!chain_) return;
+  sealed_.clear();
+  chain_->checkpoint(sealed_);
+  write_batch(sealed_);
+  chain_->save_head();
 }
 
 // Writes whole lines in few write(2) calls of at most kMaxWriteBytes each (a single longer

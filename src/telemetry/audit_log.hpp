@@ -6,11 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "telemetry/audit_chain.hpp"
 
 namespace sandgate::telemetry {
 
@@ -116,6 +119,9 @@ struct ShownHost {
 };
 ShownHost shown_host(std::string_view host);
 
+// @timestamp's text: RFC 3339 UTC with milliseconds ("2026-11-29T10:00:00.123Z").
+std::string format_audit_timestamp(std::chrono::system_clock::time_point t);
+
 // Builds one ECS JSON line with Boost.JSON, ending in '\n'. Empty optional fields are
 // omitted; invalid UTF-8 becomes U+FFFD so every line parses as JSON.
 std::string format_audit_line(const AuditRecord& r);
@@ -147,6 +153,12 @@ std::string format_audit_line(const AuditRecord& r);
 // non-blocking description of its own (re-opened through /proc/self/fd, so the flags of the
 // process's shared stdout are left alone), anything else (a socket) after poll(2) says it is
 // writable. Regular files are written directly, in chunks of up to kMaxWriteBytes.
+//
+// A regular file target with `chain.enabled` is hash-chained (see audit_chain.hpp): the writer
+// thread adds each line's chain field as it writes the line, so the chain follows the order of
+// the file; it ends the old file with a checkpoint at reopen() and the chain goes on in the new
+// one. A line that was chained but not taken by the file shows as dropped to `audit verify`,
+// as it should; a line dropped on a full queue never joins the chain (it is counted only).
 class AuditLog {
  public:
   static constexpr std::size_t kDefaultMaxQueuedLines = 16384;
@@ -165,7 +177,9 @@ class AuditLog {
 
   // target: "stdout", "stderr", "off", or a file path (opened O_APPEND|O_CREAT|O_CLOEXEC,
   // mode 0640). Throws std::runtime_error if the path can't be opened.
-  explicit AuditLog(std::string target, std::size_t max_queued_lines = kDefaultMaxQueuedLines);
+  // With `chain` enabled, also throws when the chain's signing key or LOG.pub is unusable.
+  explicit AuditLog(std::string target, std::size_t max_queued_lines = kDefaultMaxQueuedLines,
+                    const AuditChainOptions& chain = {});
   // Writes what is queued (a sink that takes nothing gets kCloseTimeout, unless flush_until()
   // set an earlier deadline), then stops the writer thread.
   ~AuditLog();
@@ -196,6 +210,8 @@ class AuditLog {
   enum class Kind { regular, nonblocking, polled };
 
   void run();
+  void write_chained(std::string_view lines);
+  void write_checkpoint();
   void write_batch(std::string_view lines);
   std::uint64_t write_lines(std::string_view chunk);
   int write_all(std::string_view data, std::size_t& done);
@@ -219,6 +235,8 @@ class AuditLog {
   bool warned_ = false;  // a "failing" warning is out and no "recovered" yet
   std::chrono::steady_clock::time_point last_warning_{};
   std::uint64_t lost_since_warning_ = 0;
+  std::unique_ptr<AuditChain> chain_;  // null: lines are written as they are
+  std::string sealed_;                 // the writer's lines with their chain fields
   int wake_fd_ = -1;  // eventfd: flush_until() and ~AuditLog wake a writer waiting in poll(2)
   // steady_clock nanoseconds from which the writer no longer waits for the sink; max = never.
   std::atomic<std::int64_t> give_up_at_{std::numeric_limits<std::int64_t>::max()};

@@ -1178,6 +1178,25 @@ TEST(CliCheckConfig, WarnsOfASandboxOrProfileThatReachesNothingAndACredentialNev
 }
 
 // The example config copied elsewhere without its sandboxes.d: a note, and the daemon makes it.
+// The audit log's checkpoint signing key, checked as the daemon checks it at start: a key
+// group and others can read is refused, the same key made private again passes (the control).
+TEST(CliCheckConfig, ChecksTheAuditSigningKey) {
+  const TempDir dir;
+  const auto keygen = run_command({sandgate_bin(), "audit", "keygen", dir.file("audit.key")});
+  ASSERT_EQ(keygen.exit_code, 0) << keygen.err;
+  const std::string path = dir.write("sandgate.toml",
+                                     "sandboxes_dir = \"\"\n[log]\naudit = \"audit.log\"\n"
+                                     "audit_signing_key = \"audit.key\"\n");
+  RunResult r = run_sandgate({"--check-config", path});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  ::chmod(dir.file("audit.key").c_str(), 0640);
+  r = run_sandgate({"--check-config", path});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.err, path + ": log.audit_signing_key: audit signing key " + dir.file("audit.key") +
+                       ": accessible by group or others; run chmod 600 " + dir.file("audit.key") +
+                       "\n" + path + ": 1 error(s)\n");
+}
+
 TEST(CliCheckConfig, AMissingSandboxesDirIsMadeAtStart) {
   TempDir dir;
   const std::string path =

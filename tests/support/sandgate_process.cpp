@@ -181,7 +181,8 @@ std::string SandgateProcess::render(const std::string& tables) const {
        << "audit = \""
        << (options_.audit_to_file || !options_.audit_path.empty() ? audit_path_
                                                                   : std::string("stdout"))
-       << "\"\n\n"
+       << "\"\n"
+       << options_.log << "\n\n"
        << tables << "\n";
   return toml.str();
 }

@@ -37,6 +37,8 @@ struct SandgateOptions {
   // Non-empty: audit = this path, as the daemon sees it (e.g. on a tmpfs mounted in its own
   // mount namespace by `wrapper`); audit_text() reads it through /proc/PID/root.
   std::string audit_path = {};
+  // More lines for [log] (e.g. "audit_signing_key = \"...\"").
+  std::string log = {};
   // true: the daemon's stdout is a pipe whose read end the test holds (stdout_pipe()) and
   // may leave unread; with audit = "stdout" (the default) the audit log goes there, and
   // audit_text() is empty.

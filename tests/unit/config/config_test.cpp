@@ -116,6 +116,9 @@ sink_address = "198.51.100.254"
 
 [log]
 audit = "logs/audit.jsonl"
+audit_signing_key = "keys/audit.key"
+audit_checkpoint_lines = 500
+audit_checkpoint_seconds = 30
 
 [profiles.default]
 ports = [443, 8443, 443]
@@ -179,6 +182,10 @@ TEST(ConfigLoad, FullConfigFillsEveryField) {
                                             *policy::parse_ip_literal("::1")}));
 
   EXPECT_EQ(c.logging.audit, "/etc/sandgate/logs/audit.jsonl");
+  EXPECT_TRUE(c.logging.audit_chain);
+  EXPECT_EQ(c.logging.audit_signing_key, "/etc/sandgate/keys/audit.key");
+  EXPECT_EQ(c.logging.audit_checkpoint_lines, 500u);
+  EXPECT_EQ(c.logging.audit_checkpoint_interval, std::chrono::seconds(30));
 
   ASSERT_EQ(c.sandboxes.size(), 3u);  // sorted by id
   std::vector<std::string> ids;
@@ -433,6 +440,10 @@ TEST(ConfigLoad, EmptyFileGivesDefaults) {
   EXPECT_EQ(c.dns.denied_names, Dns::DeniedNames::sink);
   EXPECT_EQ(c.dns.sink_address, *policy::parse_ip_literal("192.0.2.254"));
   EXPECT_EQ(c.logging.audit, "stdout");
+  EXPECT_TRUE(c.logging.audit_chain);
+  EXPECT_EQ(c.logging.audit_signing_key, "");
+  EXPECT_EQ(c.logging.audit_checkpoint_lines, 1000u);
+  EXPECT_EQ(c.logging.audit_checkpoint_interval, std::chrono::seconds(60));
   EXPECT_EQ(c.sandboxes_dir, "/nonexistent/sandboxes.d");  // default; absent is fine
   EXPECT_TRUE(c.sandboxes.empty());
 }
@@ -546,6 +557,17 @@ std::vector<ErrorCase> error_cases() {
        "expected a string, got integer"},
       {"AuditBoolean", "[log]\naudit = false\n", 2, 9, "log.audit",
        "expected a string, got boolean"},
+      {"AuditChainString", "[log]\naudit_chain = \"yes\"\n", 2, 15, "log.audit_chain",
+       "expected a boolean, got string"},
+      {"AuditSigningKeyEmpty", "[log]\naudit_signing_key = \"\"\n", 2, 21, "log.audit_signing_key",
+       "must not be empty"},
+      {"AuditCheckpointLinesZero", "[log]\naudit_checkpoint_lines = 0\n", 2, 26,
+       "log.audit_checkpoint_lines", "must be between 1 and 2147483647, got 0"},
+      {"AuditCheckpointSecondsString", "[log]\naudit_checkpoint_seconds = \"60s\"\n", 2, 28,
+       "log.audit_checkpoint_seconds", "expected an integer, got string"},
+      {"AuditSigningKeyWithoutChain", "[log]\naudit_chain = false\naudit_signing_key = \"k.pem\"\n",
+       3, 21, "log.audit_signing_key",
+       "signs checkpoints of the hash chain, which audit_chain = false turns off"},
       {"DnsHostsNotArray", "[dns.hosts]\n\"a.test\" = \"127.0.0.1\"\n", 2, 12,
        "dns.hosts.\"a.test\"", "expected an array of strings, got string"},
 
@@ -1298,6 +1320,7 @@ TEST(RestartOnlyChanges, NameTheSectionsSetUpOnlyAtStart) {
       {"workers = 2\nsandboxes_dir = \"elsewhere\"\n[listeners]\nexplicit = [\"127.0.0.1:3128\"]\n"
        "[dns]\ntimeout_ms = 200\n[log]\naudit = \"off\"\n",
        {"dns", "log.audit", "sandboxes_dir"}},
+      {base + "audit_checkpoint_lines = 10\n", {"log.audit_chain"}},
   };
   for (const auto& row : rows) {
     EXPECT_EQ(restart_only_changes(running, load_config_from_string(row.toml, kFile)), row.expected)
