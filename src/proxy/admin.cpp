@@ -163,6 +163,7 @@ void answer_hold(std::string_view id_text, const std::string& body, Shared& shar
   r.url_path = found->question.path;
   r.reason = action->as_string();
   r.rule = "holds";
+  r.operator_message = message;
   shared.audit->write(r);
   shared.metrics->hold_answered(action->as_string());
   res.set(bhttp::field::content_type, "application/json");

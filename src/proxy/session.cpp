@@ -79,6 +79,7 @@ void Session::record_denial(policy::EntryMode mode, std::string_view host, std::
   r.rule = d.rule;
   r.tls_sni = sni;
   r.suggestion = suggestion;
+  r.operator_message = d.message;
   if (mode == policy::EntryMode::http || mode == policy::EntryMode::connect) r.http_status = 403;
   deps.shared->audit->write(r);
   deps.shared->metrics->denial(reason);

@@ -385,7 +385,7 @@ std::string_view format_line(const AuditRecord& r) {
   const std::string_view host = shown(r.host, shortened);
   if (!r.sandbox_id.empty() || !r.original_destination.empty() || r.suppressed_lines != 0 ||
       shortened.shortened || r.ended != Ended::unset || !r.would_deny.empty() ||
-      !r.suggestion.empty() || r.redactions != 0) {
+      !r.suggestion.empty() || r.redactions != 0 || !r.operator_message.empty()) {
     line.open("labels");
     if (!r.sandbox_id.empty()) line.str("sandbox_id", r.sandbox_id);
     if (!r.original_destination.empty()) {
@@ -400,6 +400,7 @@ std::string_view format_line(const AuditRecord& r) {
     if (r.phase != Phase::unset) line.str("termination_phase", phase_name(r.phase));
     if (!r.would_deny.empty()) line.str("would_deny", r.would_deny);
     if (!r.suggestion.empty()) line.str("suggestion", r.suggestion);
+    if (!r.operator_message.empty()) line.str("operator_message", r.operator_message);
     if (r.redactions != 0) line.num("redactions", r.redactions);
     line.close();
   }

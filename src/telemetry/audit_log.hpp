@@ -87,6 +87,9 @@ struct AuditRecord {
   // labels.suggestion: on a denial, the config line that would allow it, placed where the
   // sandbox is defined (the 403 body's `suggestion`); empty when no config can.
   std::string_view suggestion;
+  // labels.operator_message: what an operator told the sandbox when answering a held
+  // destination (a denial's message).
+  std::string_view operator_message;
   // labels.original_destination: "ip:port" a transparent connection was addressed to (what
   // the sandbox dialled; recorded, never used for routing).
   std::string_view original_destination;

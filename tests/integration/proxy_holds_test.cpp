@@ -163,6 +163,15 @@ TEST_F(ProxyHolds, AHeldRequestDeniedWithAMessageTellsTheClientWhy) {
   EXPECT_NE(r->body.find("denied_by_operator"), std::string::npos) << r->body;
   EXPECT_NE(r->body.find("ask #infra before new hosts"), std::string::npos) << r->body;
   EXPECT_EQ(origin_.request_count(), 0u);
+  // The audit line says it too.
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& line : audit("SANDBOX_NETWORK_DENIED")) {
+      if (json_string(line, "labels.operator_message") == "ask #infra before new hosts") {
+        return json_string(line, "event.reason") == "denied_by_operator";
+      }
+    }
+    return false;
+  })) << daemon_->audit_text();
 }
 
 TEST_F(ProxyHolds, AllowedForTheSandboxIsAGrantItUsesAtOnceAndOnlyIt) {

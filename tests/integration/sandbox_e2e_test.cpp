@@ -21,6 +21,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -171,7 +173,12 @@ struct World {
     o.audit_to_file = true;
     o.sandboxes_dir = dir.file("sandboxes.d");
     o.admin_listen = "127.0.0.1:9090";
-    o.listeners = "transparent = [\"0.0.0.0:15001\"]\ndns = [\"0.0.0.0:15053\"]";
+    dir.write("admin.token", "e2e-admin-token-Hq4m\n");
+    ::chmod(dir.file("admin.token").c_str(), 0600);
+    o.listeners =
+        "transparent = [\"0.0.0.0:15001\"]\ndns = [\"0.0.0.0:15053\"]\n"
+        "admin_token_file = \"" +
+        dir.file("admin.token") + "\"";
     tables =
         "[limits]\npeek_timeout_ms = 300\n\n"
         "[dns]\nservers = [\"" +
@@ -206,6 +213,11 @@ struct World {
         "[[profiles.inspect.http_rules]]\n"
         "hosts = [\"inspected.test\"]\n"
         "action = \"allow\"\n\n"
+        // Names no rule allows or denies wait for an operator's answer.
+        "[profiles.asks]\n"
+        "unlisted = \"hold\"\n"
+        "allow = [\"registry.test\"]\n"
+        "allow_cidrs = [\"203.0.113.10/32\"]\n\n"
         "[profiles.other]\n"
         "allow = [\"blocked.test\"]\n"
         "allow_cidrs = [\"203.0.113.20/32\"]\n\n";
@@ -317,6 +329,68 @@ TEST_F(SandboxE2e, AllowedHostWorksOverHttpAndHttpsWithNoProxyVariables) {
 // prints the 403's body over HTTP and over HTTPS (the sandbox trusts sandgate's CA), git its
 // ERR line, pip (-vv) and npm the 403 with its reason phrase; other TCP is reset. Nothing reaches
 // the name's resolver or address, and the DNS listener's lines are the only ones.
+// Held destinations from a launched sandbox (issue 39): curl's lookup of a name no rule names
+// waits on the sandbox DNS until an operator answers with `sandgate holds`; allowed once, the
+// lookup and the connection that follows it go through (the connection is not held again);
+// denied, the lookup is refused. Control: a name the profile allows is never held.
+TEST_F(SandboxE2e, AHeldNameWaitsForTheOperatorsAnswerAtTheSandboxDns) {
+  const std::string config = world->daemon->config_path();
+  // The holds of this sandbox listed now, as `sandgate holds --json` prints them.
+  const auto pending = [&] {
+    const auto r = run_command({sandgate_binary(), "holds", "--config", config, "--json"});
+    std::vector<boost::json::object> out;
+    if (r.exit_code != 0) return out;
+    const boost::json::value listed = boost::json::parse(r.out);
+    for (const auto& h : listed.at("holds").as_array()) {
+      if (h.at("sandbox").as_string() == id("asks")) out.push_back(h.as_object());
+    }
+    return out;
+  };
+  // Answers the first hold of the sandbox once one is listed.
+  const auto answer = [&](const std::vector<std::string>& how) {
+    std::vector<boost::json::object> now;
+    for (int i = 0; i < 100 && now.empty(); ++i) {
+      now = pending();
+      if (now.empty()) std::this_thread::sleep_for(50ms);
+    }
+    if (now.empty()) return std::string("no hold was listed");
+    std::vector<std::string> argv{sandgate_binary(), "holds", "--config", config};
+    argv.insert(argv.end(), how.begin(), how.end());
+    argv.insert(argv.begin() + 5, std::to_string(now[0].at("id").as_int64()));
+    const auto r = run_command(argv);
+    return r.exit_code == 0 ? std::string(now[0].at("host").as_string()) : r.err;
+  };
+  auto sandbox = std::async(std::launch::async, [] {
+    return run_in("asks", "asks",
+                  "curl -sS -m 5 -o /dev/null -w 'allowed=%{http_code}\\n' http://registry.test/; "
+                  "curl -sS -m 20 -o /dev/null -w 'held=%{http_code}\\n' http://origin.test/; "
+                  "curl -sS -m 20 http://blocked.test/ 2>&1; echo denied=$?");
+  });
+  std::vector<std::string> allow{"allow"};
+  EXPECT_EQ(answer(allow), "origin.test");
+  std::vector<std::string> deny{"deny", "--message", "not from this sandbox"};
+  EXPECT_EQ(answer(deny), "blocked.test");
+  const auto r = sandbox.get();
+  EXPECT_NE(r.out.find("allowed=200\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("held=200\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("Could not resolve host: blocked.test"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("denied=6\n"), std::string::npos) << r.out;
+  EXPECT_EQ(audit("hold_answered").size(), 2u);
+  // Held at the DNS only (each question that waited has its line: A and AAAA, a retry): the
+  // connection after the lookup went through on the name's grant.
+  const auto held = audit("destination_held");
+  ASSERT_GE(held.size(), 2u);
+  std::set<std::string> names;
+  for (const auto& line : held) {
+    EXPECT_EQ(line.at("network").as_object().at("protocol").as_string(), "dns")
+        << boost::json::serialize(line);
+    names.insert(domain_of(line));
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"blocked.test", "origin.test"}));
+  EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "denied_by_operator").size(), 1u);
+  EXPECT_EQ(dns_queries().find("blocked.test"), std::string::npos) << dns_queries();
+}
+
 TEST_F(SandboxE2e, DeniedNameReachesTheToolAsItsOwnRefusalAndIsLoggedOnce) {
   const std::string work = world->dir.file("refused-work");
   fs::create_directories(work);
