@@ -231,17 +231,8 @@ asio::awaitable<void> serve_connect(Session& s, const http::RequestHead& head) {
   facts.authority = &host;
   facts.port = head.port;
   policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
-  if (v.decision.held) {
-    // No rule names it, and the sandbox asks first: decided again once an operator allowed it.
-    HoldQuestion question{s.sandbox, v.shown, head.port, "connect", {}, {}};
-    std::optional<policy::Decision> refusal = co_await settle_hold(s, std::move(question));
-    if (refusal) {
-      v.decision = std::move(*refusal);
-    } else {
-      facts.granted = true;
-      v = policy::decide_stream(*s.snap->policy, facts);
-    }
-  }
+  // No rule names it, and the sandbox asks first: decided again once an operator allowed it.
+  co_await settle_held_stream(s, facts, v, head.port);
   if (v.action == policy::StreamAction::refuse) {
     co_await s.deny(facts.mode, v.shown, head.port, v.decision, &host);
   } else {

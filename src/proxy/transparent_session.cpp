@@ -170,18 +170,9 @@ asio::awaitable<void> serve_transparent(tcp::socket socket, tcp::endpoint peer, 
                                        : shared.dns_memory.names_for(s.sandbox, original_ip);
   facts.dns_names = names;
   policy::StreamVerdict v = policy::decide_stream(*s.snap->policy, facts);
-  if (v.decision.held) {
-    // No rule names it, and the sandbox asks first: decided again once an operator allowed it
-    // (or its DNS question's hold did, for the name on every port).
-    HoldQuestion question{s.sandbox, v.shown, port, std::string(policy::mode_name(v.mode)), {}, {}};
-    std::optional<policy::Decision> refusal = co_await settle_hold(s, std::move(question));
-    if (refusal) {
-      v.decision = std::move(*refusal);
-    } else {
-      facts.granted = true;
-      v = policy::decide_stream(*s.snap->policy, facts);
-    }
-  }
+  // No rule names it, and the sandbox asks first: decided again once an operator allowed it
+  // (or its DNS question's hold did, for the name on every port).
+  co_await settle_held_stream(s, facts, v, port);
   if (v.sunk) {
     s.sunk = true;
     s.sunk_names = std::move(names);

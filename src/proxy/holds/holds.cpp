@@ -93,6 +93,7 @@ bool Holds::answer(std::uint64_t id, Action action, std::chrono::seconds ttl, st
     answer.outcome = action == Action::deny ? HoldOutcome::denied : HoldOutcome::allowed;
     answer.message = std::move(message);
     const auto now = std::chrono::steady_clock::now();
+    std::erase_if(grants_, [&](const auto& grant) { return grant.second && *grant.second <= now; });
     if (action == Action::allow_sandbox) {
       grants_[it->first] = ttl.count() > 0 ? std::optional(now + ttl) : std::nullopt;
     } else if (action == Action::allow_once && it->second.question.port == 0) {
@@ -161,6 +162,19 @@ asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
   refusal.rule = "holds";
   refusal.message = answer.message;
   co_return refusal;
+}
+
+asio::awaitable<void> settle_held_stream(const Session& s, policy::StreamFacts& facts,
+                                         policy::StreamVerdict& v, std::uint16_t port) {
+  if (!v.decision.held) co_return;
+  HoldQuestion question{s.sandbox, v.shown, port, std::string(policy::mode_name(v.mode)), {}, {}};
+  std::optional<policy::Decision> refusal = co_await settle_hold(s, std::move(question));
+  if (refusal) {
+    v.decision = std::move(*refusal);
+    co_return;
+  }
+  facts.granted = true;
+  v = policy::decide_stream(*s.snap->policy, facts);
 }
 
 }  // namespace sandgate::proxy

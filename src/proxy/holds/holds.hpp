@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "policy/policy.hpp"
+#include "policy/stream.hpp"
 
 namespace sandgate::proxy {
 
@@ -91,6 +92,7 @@ class Holds {
   mutable std::mutex mutex_;
   std::uint64_t next_id_ = 1;
   std::map<std::string, Hold> holds_;  // by key_of
+  // "sandbox\nhost:port" to when it ends (nullopt: never); expired ones go at the next answer.
   std::map<std::string, std::optional<std::chrono::steady_clock::time_point>> grants_;
 };
 
@@ -100,5 +102,11 @@ class Holds {
 // The wait has its audit line (event "destination_held").
 boost::asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
                                                                     HoldQuestion question);
+
+// A stream's verdict `v` over `facts` (a CONNECT, a transparent stream), when held: decided
+// again as granted once the sandbox may go there, else made the refusal settle_hold gives.
+// Unchanged when not held.
+boost::asio::awaitable<void> settle_held_stream(const Session& s, policy::StreamFacts& facts,
+                                                policy::StreamVerdict& v, std::uint16_t port);
 
 }  // namespace sandgate::proxy

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.hpp"
 #include "telemetry/audit_chain.hpp"
 #include "telemetry/audit_log.hpp"
 
@@ -18,19 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace tel = sandgate::telemetry;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sandgate-verify-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    path_ = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using sandgate::test::TempDir;
 
 // Two files of a chain as a daemon writes them: `a` (rotated away) with lines 1-6 and its
 // closing checkpoint, `b` with lines 7-12, then, at shutdown, its checkpoint. A checkpoint

@@ -14,6 +14,7 @@
 
 #include "audit/input.hpp"
 #include "audit/verify.hpp"
+#include "support/temp_dir.hpp"
 #include "telemetry/audit_log.hpp"
 
 namespace sandgate::telemetry {
@@ -22,19 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sandgate-chain-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    path_ = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using sandgate::test::TempDir;
 
 std::vector<std::string> lines_of(const fs::path& p) {
   std::ifstream in(p);

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/temp_dir.hpp"
+
 namespace sandgate::telemetry {
 namespace {
 
@@ -46,20 +48,7 @@ std::vector<std::string> read_lines(const fs::path& path) {
   return lines;
 }
 
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sandgate-audit-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    path_ = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using sandgate::test::TempDir;
 
 AuditRecord denied_record() {
   AuditRecord r;
