@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "http/client/plain_exchange.hpp"
-#include "secrets/secret_file.hpp"
+#include "proxy/admin.hpp"
 
 namespace sandgate::app {
 
@@ -137,20 +137,15 @@ int run_holds(const config::Config& cfg, std::vector<std::string> args) {
     std::cerr << "sandgate holds: answering needs listeners.admin_token_file\n";
     return 2;
   }
-  const secrets::SecretFile token =
-      secrets::read_secret_file(cfg.listeners.admin_token_file, "admin token file");
-  if (!token.ok()) {
-    std::cerr << "sandgate holds: " << token.error << "\n";
+  const proxy::AdminToken token = proxy::read_admin_token(cfg.listeners.admin_token_file);
+  if (!token.file.ok()) {
+    std::cerr << "sandgate holds: " << token.file.error << "\n";
     return 1;
-  }
-  std::string_view bearer = token.content.view();
-  while (!bearer.empty() && (bearer.back() == '\n' || bearer.back() == '\r')) {
-    bearer.remove_suffix(1);
   }
   http::PlainRequest answer_request;
   answer_request.method = "POST";
   answer_request.target = "/holds/" + args[1];
-  answer_request.fields = {{"Authorization", "Bearer " + std::string(bearer)},
+  answer_request.fields = {{"Authorization", "Bearer " + std::string(token.value())},
                            {"Content-Type", "application/json"}};
   answer_request.body = boost::json::serialize(body);
   const http::PlainAnswer answer =

@@ -82,12 +82,9 @@ boost::json::object holds_json(const Holds& holds) {
 std::string unauthorized(const bhttp::request<bhttp::string_body>& req, const Shared& shared) {
   const std::string& file = shared.current()->config->listeners.admin_token_file;
   if (file.empty()) return "write calls need listeners.admin_token_file";
-  const secrets::SecretFile token = secrets::read_secret_file(file, "admin token file");
-  if (!token.ok()) return "the admin token file cannot be read";
-  std::string_view expected = token.content.view();
-  while (!expected.empty() && (expected.back() == '\n' || expected.back() == '\r')) {
-    expected.remove_suffix(1);
-  }
+  const AdminToken token = read_admin_token(file);
+  if (!token.file.ok()) return "the admin token file cannot be read";
+  const std::string_view expected = token.value();
   const std::string_view given = req[bhttp::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
   if (expected.empty() || !given.starts_with(kBearer)) return "no Bearer token";
@@ -276,6 +273,16 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
 }
 
 }  // namespace
+
+std::string_view AdminToken::value() const {
+  std::string_view token = file.content.view();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.remove_suffix(1);
+  return token;
+}
+
+AdminToken read_admin_token(const std::string& path) {
+  return {secrets::read_secret_file(path, "admin token file")};
+}
 
 asio::awaitable<void> admin_accept_loop(tcp::acceptor& acceptor, std::shared_ptr<Shared> shared) {
   const auto ex = acceptor.get_executor();

@@ -328,22 +328,15 @@ Bytes refuse_busy(const WorkerDeps& deps, const Peer& peer, const NeedsUpstream&
 // message as its EDE text, or hold_expired).
 asio::awaitable<std::optional<Bytes>> settle_held_name(const NeedsUpstream& u, const Peer& peer,
                                                        const WorkerDeps& deps) {
-  telemetry::AuditRecord r = base_record(peer, u.sandbox);
-  r.event = "destination_held";
-  r.outcome = "unknown";
-  r.host = u.shown;
-  r.reason = policy::reason_name(policy::Reason::no_matching_rule);
-  deps.shared->audit->write(r);
-  const auto waiting = deps.shared->metrics->held_request();
+  const telemetry::AuditRecord line = base_record(peer, u.sandbox);
   HoldQuestion question{u.sandbox, u.shown, 0, "dns", {}, {}};
-  const HoldAnswer answer = co_await deps.shared->holds.wait(
-      std::move(question), deps.shared->current()->config->limits.hold_timeout);
-  if (answer.outcome == HoldOutcome::allowed) co_return std::nullopt;
-  const std::string_view reason =
-      policy::reason_name(answer.outcome == HoldOutcome::denied ? policy::Reason::denied_by_operator
-                                                                : policy::Reason::hold_expired);
-  const std::string detail = answer.message.empty() ? std::string(reason) : answer.message;
-  co_return refuse(deps, peer, u.sandbox, u.q, u.limit, u.shown, reason, "holds", detail, {});
+  const auto timeout = deps.shared->current()->config->limits.hold_timeout;
+  const std::optional<policy::Decision> refusal =
+      co_await await_answer(*deps.shared, std::move(question), line, timeout);
+  if (!refusal) co_return std::nullopt;
+  const std::string_view reason = policy::reason_name(refusal->reason);
+  const std::string detail = refusal->message.empty() ? std::string(reason) : refusal->message;
+  co_return refuse(deps, peer, u.sandbox, u.q, u.limit, u.shown, reason, refusal->rule, detail, {});
 }
 
 asio::awaitable<std::optional<Bytes>> ask_upstream(const NeedsUpstream& u, const Peer& peer,

@@ -4,32 +4,18 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/params.h>
-#include <openssl/sha.h>
 
 #include <memory>
+
+#include "common/sha256.hpp"
 
 namespace sandgate::secrets {
 
 namespace {
 
-// OpenSSL 3's one-shot SHA256() and HMAC() look their algorithm up on every call, and make and
-// free a context, which costs as much as the hashing of a short text (several of them on every
-// request signed again, every CONNECT authenticated). The algorithms are fetched once and each
-// thread keeps a context of each, reset by every init.
-constexpr std::size_t kDigest = SHA256_DIGEST_LENGTH;
-
-void digest_into(std::string_view bytes, unsigned char* out) {
-  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
-                                                                                 &EVP_MD_CTX_free);
-  if (md == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), out, nullptr) != 1) {
-    SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), out);
-  }
-}
-
-// A thread's HMAC context, its digest set once: each init then only sets the key.
+// OpenSSL 3's one-shot HMAC() looks its algorithm up on every call and makes and frees a
+// context (as SHA256() does; common/sha256.hpp): the algorithm is fetched once and each thread
+// keeps a context. A thread's HMAC context, its digest set once: each init then only sets the key.
 EVP_MAC_CTX* hmac_context() {
   static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
   const auto make = []() -> EVP_MAC_CTX* {
@@ -85,13 +71,11 @@ std::string base64url(std::string_view bytes) {
 }
 
 std::string sha256(std::string_view bytes) {
-  std::string out(kDigest, '\0');
-  digest_into(bytes, reinterpret_cast<unsigned char*>(out.data()));
-  return out;
+  const std::array<unsigned char, 32> digest = sha256_digest(bytes);
+  return std::string(digest.begin(), digest.end());
 }
 
 std::array<unsigned char, 32> hmac_sha256(std::string_view key, std::string_view text) {
-  static_assert(kDigest == 32);
   std::array<unsigned char, 32> out{};
   EVP_MAC_CTX* ctx = hmac_context();
   std::size_t size = 0;
@@ -107,11 +91,10 @@ std::array<unsigned char, 32> hmac_sha256(std::string_view key, std::string_view
 }
 
 std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[kDigest];
-  digest_into(bytes, digest);
+  const std::array<unsigned char, 32> digest = sha256_digest(bytes);
   constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(2 * sizeof digest);
+  out.reserve(2 * digest.size());
   for (const unsigned char b : digest) {
     out += kHex[b >> 4];
     out += kHex[b & 0xf];

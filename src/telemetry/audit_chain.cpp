@@ -4,7 +4,6 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/sha.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/sha256.hpp"
 #include "telemetry/audit_log.hpp"
 
 namespace sandgate::telemetry {
@@ -124,15 +124,7 @@ std::string last_line(const std::string& path) {
 }  // namespace
 
 ChainDigest chain_hash(std::string_view bytes) {
-  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  thread_local const MdCtxPtr ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  ChainDigest out{};
-  if (md == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), out.data(), nullptr) != 1) {
-    SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), out.data());
-  }
-  return out;
+  return sha256_digest(bytes);
 }
 
 namespace {

@@ -136,25 +136,20 @@ std::vector<Holds::Grant> Holds::grants(std::string_view sandbox) const {
   return out;
 }
 
-asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
-                                                             HoldQuestion question) {
-  Holds& holds = s.deps.shared->holds;
-  if (holds.granted(question.sandbox, question.host, question.port)) co_return std::nullopt;
-  {
-    telemetry::AuditRecord r = s.record(policy::EntryMode::http);
-    r.event = "destination_held";
-    r.outcome = "unknown";
-    r.protocol = question.mode;
-    r.host = question.host;
-    r.port = question.port;
-    r.method = question.method;
-    r.url_path = question.path;
-    r.reason = policy::reason_name(policy::Reason::no_matching_rule);
-    s.deps.shared->audit->write(r);
-  }
-  s.watchdog->arm(s.limits().hold_timeout + s.limits().header_timeout);
-  const auto waiting = s.deps.shared->metrics->held_request();
-  const HoldAnswer answer = co_await holds.wait(std::move(question), s.limits().hold_timeout);
+asio::awaitable<std::optional<policy::Decision>> await_answer(Shared& shared, HoldQuestion question,
+                                                              telemetry::AuditRecord line,
+                                                              std::chrono::milliseconds timeout) {
+  line.event = "destination_held";
+  line.outcome = "unknown";
+  line.protocol = question.mode;
+  line.host = question.host;
+  line.port = question.port;
+  line.method = question.method;
+  line.url_path = question.path;
+  line.reason = policy::reason_name(policy::Reason::no_matching_rule);
+  shared.audit->write(line);
+  const auto waiting = shared.metrics->held_request();
+  const HoldAnswer answer = co_await shared.holds.wait(std::move(question), timeout);
   if (answer.outcome == HoldOutcome::allowed) co_return std::nullopt;
   policy::Decision refusal;
   refusal.reason = answer.outcome == HoldOutcome::denied ? policy::Reason::denied_by_operator
@@ -162,6 +157,17 @@ asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
   refusal.rule = "holds";
   refusal.message = answer.message;
   co_return refusal;
+}
+
+asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
+                                                             HoldQuestion question) {
+  if (s.deps.shared->holds.granted(question.sandbox, question.host, question.port)) {
+    co_return std::nullopt;
+  }
+  s.watchdog->arm(s.limits().hold_timeout + s.limits().header_timeout);
+  const telemetry::AuditRecord line = s.record(policy::EntryMode::http);
+  co_return co_await await_answer(*s.deps.shared, std::move(question), line,
+                                  s.limits().hold_timeout);
 }
 
 asio::awaitable<void> settle_held_stream(const Session& s, policy::StreamFacts& facts,

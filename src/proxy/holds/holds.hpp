@@ -24,10 +24,12 @@
 
 #include "policy/policy.hpp"
 #include "policy/stream.hpp"
+#include "telemetry/audit_log.hpp"
 
 namespace sandgate::proxy {
 
 struct Session;
+struct Shared;
 
 // What the operator is asked.
 struct HoldQuestion {
@@ -95,6 +97,14 @@ class Holds {
   // "sandbox\nhost:port" to when it ends (nullopt: never); expired ones go at the next answer.
   std::map<std::string, std::optional<std::chrono::steady_clock::time_point>> grants_;
 };
+
+// Waits for the answer to `question`'s hold, up to `timeout`: first its "destination_held" audit
+// line (`line`: the caller's record of who asks; the question fills in the rest), then counted
+// in sandgate_held_requests while it waits. nullopt when allowed; else the refusal
+// (denied_by_operator with the operator's message, hold_expired), rule "holds".
+boost::asio::awaitable<std::optional<policy::Decision>> await_answer(
+    Shared& shared, HoldQuestion question, telemetry::AuditRecord line,
+    std::chrono::milliseconds timeout);
 
 // The end of a held verdict (policy::Decision::held) for `s`'s sandbox: nullopt when it may go
 // there (it holds a grant, or an operator allowed it while it waited, up to the hold timeout);
