@@ -3,7 +3,9 @@
 #include <boost/json.hpp>
 #include <iostream>
 
+#include "app/holds_command.hpp"
 #include "common/ascii.hpp"
+#include "http/client/plain_exchange.hpp"
 #include "policy/host.hpp"
 #include "policy/path.hpp"
 #include "policy/policy.hpp"
@@ -27,10 +29,48 @@ bool is_token(std::string_view s) {
   return true;
 }
 
+// The sandbox's grant covering host:port in the running daemon (GET /sandboxes/ID): "" when
+// none; *unknown says why the daemon could not be asked.
+boost::json::object find_grant(const config::Config& cfg, const std::string& admin_given,
+                               const std::string& sandbox, const std::string& host,
+                               std::uint16_t port, std::string* unknown) {
+  std::string error;
+  const std::optional<AdminAddress> admin = admin_address(cfg, admin_given, &error);
+  if (!admin || admin->port == 0) {
+    *unknown = admin ? "the admin listener's port is chosen at start: give --admin" : error;
+    return {};
+  }
+  http::PlainRequest request;
+  request.target = "/sandboxes/" + sandbox;
+  const http::PlainAnswer answer =
+      http::plain_exchange(admin->host, admin->port, std::move(request), std::chrono::seconds(3));
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(answer.body, ec);
+  const boost::json::value* granted = answer.status == 200 && !ec && parsed.is_object()
+                                          ? parsed.as_object().if_contains("granted")
+                                          : nullptr;
+  if (granted == nullptr || !granted->is_array()) {
+    *unknown =
+        answer.status == 0 ? answer.error : "the daemon answered " + std::to_string(answer.status);
+    return {};
+  }
+  // A name's grant (port 0, from its DNS question's hold) covers every port.
+  const std::string exact = host + ":" + std::to_string(port);
+  const std::string any = host + ":0";
+  for (const boost::json::value& g : granted->as_array()) {
+    const boost::json::value* d =
+        g.is_object() ? g.as_object().if_contains("destination") : nullptr;
+    if (d != nullptr && d->is_string() && (d->as_string() == exact || d->as_string() == any)) {
+      return g.as_object();
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 int run_decide(const config::Config& cfg, const std::string& sandbox, const std::string& target,
-               const DecideRequest& request) {
+               const DecideRequest& request, const std::string& admin) {
   // The daemon's own parser: what it refuses as a request target or Host (400), decide refuses.
   const auto parsed = policy::parse_target(target);
   if (!parsed) {
@@ -80,13 +120,12 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
   }
   const auto policy = cfg.build_policy(std::move(self));
   const policy::Host host = policy::normalize_host(parsed->host);
-  policy::Decision d;
+  policy::RequestFacts facts;
   if (request.given()) {
     // As the proxy fills RequestFacts (proxy/request_filter.cpp) for a request inside an
     // intercepted stream to this host and port; an http:// TARGET is plain HTTP, seen by the
     // explicit proxy without interception. Its authority is the intercepted one, so it is
     // never misdirected.
-    policy::RequestFacts facts;
     facts.sandbox = sandbox;
     facts.host = &host;
     facts.port = port;
@@ -96,13 +135,23 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
       facts.intercepted = &host;
       facts.intercepted_port = port;
     }
-    d = policy::decide_request(*policy, facts);
-  } else {
-    d = policy->decide(sandbox, host, port, policy::EntryMode::http);
+  }
+  const auto decide = [&](bool granted) {
+    facts.granted = granted;
+    return request.given() ? policy::decide_request(*policy, facts)
+                           : policy->decide(sandbox, host, port, policy::EntryMode::http, granted);
+  };
+  policy::Decision d = decide(false);
+  // Held: what an operator's grant in the running daemon makes of it.
+  boost::json::object grant;
+  std::string grants_unknown;
+  if (d.held) {
+    grant = find_grant(cfg, admin, sandbox, host.display(), port, &grants_unknown);
+    if (!grant.empty()) d = decide(true);
   }
 
   boost::json::object out;
-  out["decision"] = d.allowed ? "allow" : "deny";
+  out["decision"] = d.allowed ? "allow" : d.held ? "hold" : "deny";
   out["reason"] = policy::reason_name(d.reason);
   out["rule"] = d.rule;
   out["sandbox"] = sandbox;
@@ -125,6 +174,11 @@ int run_decide(const config::Config& cfg, const std::string& sandbox, const std:
       out["repository"] = d.git.repo;
     }
     if (d.audit) out["would_deny"] = policy::reason_name(d.reason);
+  }
+  if (!grant.empty()) out["grant"] = grant;
+  if (d.held) {
+    out["hold_timeout_ms"] = cfg.limits.hold_timeout.count();
+    if (!grants_unknown.empty()) out["grants_unknown"] = grants_unknown;
   }
   if (!d.allowed || d.audit) {
     // Placed where the sandbox is defined, as the 403 body and the audit line place it.

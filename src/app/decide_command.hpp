@@ -16,10 +16,12 @@ struct DecideRequest {
 };
 
 // `sandgate decide`: one decision as one JSON line on stdout. Returns the process exit code:
-// 0 allow, 3 deny, 2 usage error (message on stderr). With `request` given, the decision is
-// policy::decide_request's over that request, as the proxy makes it inside an intercepted
-// stream to the TARGET's host and port (plain HTTP for an http:// TARGET).
+// 0 allow, 3 deny or hold, 2 usage error (message on stderr). A held destination (`unlisted =
+// "hold"`) is looked up among the sandbox's grants in the running daemon (its admin listener,
+// or `admin` ADDRESS:PORT): allowed_by_operator when one covers it, else "decision":"hold". With
+// `request` given, the decision is policy::decide_request's over that request, as the proxy makes
+// it inside an intercepted stream to the TARGET's host and port (plain HTTP for an http:// TARGET).
 int run_decide(const config::Config& cfg, const std::string& sandbox, const std::string& target,
-               const DecideRequest& request = {});
+               const DecideRequest& request = {}, const std::string& admin = {});
 
 }  // namespace sandgate::app

@@ -1,5 +1,6 @@
 #include "app/holds_command.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <iostream>
@@ -14,20 +15,6 @@ namespace sandgate::app {
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(5);
-
-struct Admin {
-  std::string host;
-  std::uint16_t port = 0;
-};
-
-// Where the daemon's admin listener answers: its address, or loopback for a wildcard one.
-Admin admin_of(const config::Config& cfg) {
-  const config::ListenAddress& a = *cfg.listeners.admin;
-  std::string host = a.address.to_string();
-  if (host == "0.0.0.0") host = "127.0.0.1";
-  if (host == "::") host = "::1";
-  return {host, a.port};
-}
 
 int print_holds(const std::string& body, bool as_json) {
   if (as_json) {
@@ -68,31 +55,98 @@ int print_holds(const std::string& body, bool as_json) {
   return 0;
 }
 
-}  // namespace
-
-int run_holds(const config::Config& cfg, std::vector<std::string> args) {
-  // --admin HOST:PORT: the listener as bound (the config's may say port 0, or a wildcard).
-  std::optional<Admin> given;
-  for (auto it = args.begin(); it != args.end(); ++it) {
-    if (*it != "--admin" || it + 1 == args.end()) continue;
-    const std::string& text = *(it + 1);
-    const std::size_t colon = text.rfind(':');
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument("no port");
-      given = Admin{text.substr(0, colon),
-                    static_cast<std::uint16_t>(std::stoul(text.substr(colon + 1)))};
-    } catch (const std::exception&) {
-      std::cerr << "sandgate holds: --admin takes ADDRESS:PORT\n";
-      return 2;
-    }
-    args.erase(it, it + 2);
-    break;
-  }
-  if (!given && !cfg.listeners.admin) {
-    std::cerr << "sandgate holds: the config has no admin listener (listeners.admin)\n";
+// One write call with the token of listeners.admin_token_file; the exit code, having said
+// what went wrong. `what` names the call in messages ("hold 3").
+int write_call(const config::Config& cfg, const AdminAddress& admin, http::PlainRequest request,
+               const std::string& what, std::string* body) {
+  if (cfg.listeners.admin_token_file.empty()) {
+    std::cerr << "sandgate holds: answering needs listeners.admin_token_file\n";
     return 2;
   }
-  const Admin admin = given ? *given : admin_of(cfg);
+  const proxy::AdminToken token = proxy::read_admin_token(cfg.listeners.admin_token_file);
+  if (!token.file.ok()) {
+    std::cerr << "sandgate holds: " << token.file.error << "\n";
+    return 1;
+  }
+  request.fields.emplace_back("Authorization", "Bearer " + std::string(token.value()));
+  if (!request.body.empty()) request.fields.emplace_back("Content-Type", "application/json");
+  const http::PlainAnswer answer =
+      http::plain_exchange(admin.host, admin.port, std::move(request), kTimeout);
+  if (answer.status == 200) {
+    *body = answer.body;
+    return 0;
+  }
+  std::cerr << "sandgate holds: " << what << ": "
+            << (answer.status == 0 ? answer.error
+                                   : std::to_string(answer.status) + " " + answer.body);
+  if (answer.status == 0 || answer.body.empty() || answer.body.back() != '\n') std::cerr << "\n";
+  return 1;
+}
+
+int revoke(const config::Config& cfg, const AdminAddress& admin,
+           const std::vector<std::string>& args) {
+  if (args.size() < 2 || args.size() > 3) {
+    std::cerr << "sandgate holds: expected \"revoke SANDBOX [HOST:PORT]\"\n";
+    return 2;
+  }
+  http::PlainRequest request;
+  request.method = "DELETE";
+  request.target = "/sandboxes/" + args[1] + "/grants";
+  if (args.size() == 3) request.target += "/" + args[2];
+  std::string body;
+  const int code = write_call(cfg, admin, std::move(request), "sandbox " + args[1], &body);
+  if (code != 0) return code;
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(body, ec);
+  const boost::json::value* n =
+      !ec && parsed.is_object() ? parsed.as_object().if_contains("revoked") : nullptr;
+  std::cout << "sandbox " << args[1] << ": "
+            << (n != nullptr && n->is_number() ? std::to_string(n->to_number<std::uint64_t>())
+                                               : std::string("?"))
+            << " grant(s) revoked\n";
+  return 0;
+}
+
+}  // namespace
+
+std::optional<AdminAddress> admin_address(const config::Config& cfg, const std::string& given,
+                                          std::string* error) {
+  if (!given.empty()) {
+    const std::size_t colon = given.rfind(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no port");
+      return AdminAddress{given.substr(0, colon),
+                          static_cast<std::uint16_t>(std::stoul(given.substr(colon + 1)))};
+    } catch (const std::exception&) {
+      *error = "--admin takes ADDRESS:PORT";
+      return std::nullopt;
+    }
+  }
+  if (!cfg.listeners.admin) {
+    *error = "the config has no admin listener (listeners.admin)";
+    return std::nullopt;
+  }
+  const config::ListenAddress& a = *cfg.listeners.admin;
+  std::string host = a.address.to_string();
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  return AdminAddress{host, a.port};
+}
+
+int run_holds(const config::Config& cfg, std::vector<std::string> args) {
+  std::string given;
+  if (const auto it = std::find(args.begin(), args.end(), "--admin");
+      it != args.end() && it + 1 != args.end()) {
+    given = *(it + 1);
+    args.erase(it, it + 2);
+  }
+  std::string error;
+  const std::optional<AdminAddress> found = admin_address(cfg, given, &error);
+  if (!found) {
+    std::cerr << "sandgate holds: " << error << "\n";
+    return 2;
+  }
+  const AdminAddress& admin = *found;
   if (args.empty() || args[0] == "--json") {
     if (args.size() > 1) {
       std::cerr << "sandgate holds: unexpected argument \"" << args[1] << "\"\n";
@@ -110,8 +164,9 @@ int run_holds(const config::Config& cfg, std::vector<std::string> args) {
     return print_holds(answer.body, !args.empty());
   }
   const std::string& verb = args[0];
+  if (verb == "revoke") return revoke(cfg, admin, args);
   if ((verb != "allow" && verb != "deny") || args.size() < 2) {
-    std::cerr << "sandgate holds: expected \"allow ID\" or \"deny ID\"\n";
+    std::cerr << "sandgate holds: expected \"allow ID\", \"deny ID\" or \"revoke SANDBOX\"\n";
     return 2;
   }
   boost::json::object body;
@@ -133,32 +188,14 @@ int run_holds(const config::Config& cfg, std::vector<std::string> args) {
       return 2;
     }
   }
-  if (cfg.listeners.admin_token_file.empty()) {
-    std::cerr << "sandgate holds: answering needs listeners.admin_token_file\n";
-    return 2;
-  }
-  const proxy::AdminToken token = proxy::read_admin_token(cfg.listeners.admin_token_file);
-  if (!token.file.ok()) {
-    std::cerr << "sandgate holds: " << token.file.error << "\n";
-    return 1;
-  }
-  http::PlainRequest answer_request;
-  answer_request.method = "POST";
-  answer_request.target = "/holds/" + args[1];
-  answer_request.fields = {{"Authorization", "Bearer " + std::string(token.value())},
-                           {"Content-Type", "application/json"}};
-  answer_request.body = boost::json::serialize(body);
-  const http::PlainAnswer answer =
-      http::plain_exchange(admin.host, admin.port, std::move(answer_request), kTimeout);
-  if (answer.status == 200) {
-    std::cout << "hold " << args[1] << ": " << body["action"].as_string() << "\n";
-    return 0;
-  }
-  std::cerr << "sandgate holds: hold " << args[1] << ": "
-            << (answer.status == 0 ? answer.error
-                                   : std::to_string(answer.status) + " " + answer.body);
-  if (answer.status == 0 || answer.body.empty() || answer.body.back() != '\n') std::cerr << "\n";
-  return 1;
+  http::PlainRequest request;
+  request.method = "POST";
+  request.target = "/holds/" + args[1];
+  request.body = boost::json::serialize(body);
+  std::string answered;
+  const int code = write_call(cfg, admin, std::move(request), "hold " + args[1], &answered);
+  if (code == 0) std::cout << "hold " << args[1] << ": " << body["action"].as_string() << "\n";
+  return code;
 }
 
 }  // namespace sandgate::app

@@ -31,7 +31,8 @@ constexpr CommandUsage kCommands[] = {
      "                                   validate a config and what start reads, as\n"
      "                                   NAME would (exit 0 ok, 2 errors)\n"},
     {"decide",
-     "sandgate decide --config FILE --sandbox ID [--method M] [--path P] TARGET\n"
+     "sandgate decide --config FILE --sandbox ID [--method M] [--path P]\n"
+     "                [--admin ADDRESS:PORT] TARGET\n"
      "                                   print one policy decision as JSON, for a\n"
      "                                   destination or (--method, --path, or a\n"
      "                                   URL's path with them) one request\n"
@@ -40,8 +41,10 @@ constexpr CommandUsage kCommands[] = {
      "sandgate holds --config FILE [--admin ADDRESS:PORT] [--json]\n"
      "sandgate holds --config FILE allow ID [--sandbox-wide [--ttl SECONDS]]\n"
      "sandgate holds --config FILE deny ID [--message TEXT]\n"
+     "sandgate holds --config FILE revoke SANDBOX [HOST:PORT]\n"
      "                                   list the destinations a running daemon\n"
-     "                                   holds for an answer, or answer one\n"
+     "                                   holds for an answer, answer one, or end\n"
+     "                                   a sandbox's grants\n"
      "                                   (exit 0 done, 1 refused, 2 usage)\n"},
     {"ca",
      "sandgate ca init DIR [--force]     create the interception CA in DIR\n"
@@ -131,7 +134,7 @@ int main(int argc, char** argv) {
     return sandgate::app::run_check_config(file, user);
   }
   if (args[0] == "decide") {
-    std::string config_path, sandbox, target;
+    std::string config_path, sandbox, target, admin;
     sandgate::app::DecideRequest request;
     for (std::size_t i = 1; i < args.size(); ++i) {
       if (args[i] == "--config" && i + 1 < args.size()) {
@@ -142,6 +145,8 @@ int main(int argc, char** argv) {
         request.method = args[++i];
       } else if (args[i] == "--path" && i + 1 < args.size() && !request.path) {
         request.path = args[++i];
+      } else if (args[i] == "--admin" && i + 1 < args.size()) {
+        admin = args[++i];
       } else if (target.empty() && !args[i].starts_with("--")) {
         target = args[i];
       } else {
@@ -153,7 +158,7 @@ int main(int argc, char** argv) {
     }
     const auto cfg = load(config_path);
     if (!cfg) return 2;
-    return sandgate::app::run_decide(*cfg, sandbox, target, request);
+    return sandgate::app::run_decide(*cfg, sandbox, target, request, admin);
   }
   if (args[0] == "holds") {
     std::string config_path;

@@ -169,6 +169,39 @@ void answer_hold(std::string_view id_text, const std::string& body, Shared& shar
       "\n";
 }
 
+// DELETE /sandboxes/ID/grants[/HOST:PORT]: ends the sandbox's grants (all, or one), which a
+// reload keeps.
+void revoke_grants(std::string_view rest, Shared& shared,
+                   bhttp::response<bhttp::string_body>& res) {
+  const std::size_t slash = rest.find('/');
+  const std::string_view id = rest.substr(0, slash);
+  const std::string_view tail = slash == std::string_view::npos ? "" : rest.substr(slash);
+  constexpr std::string_view kOne = "/grants/";
+  const std::string_view destination =
+      tail.starts_with(kOne) ? tail.substr(kOne.size()) : std::string_view();
+  res.set(bhttp::field::content_type, "application/json");
+  if (tail != "/grants" && destination.empty()) {
+    res.result(bhttp::status::not_found);
+    res.body() = "{\"error\":\"DELETE /sandboxes/ID/grants or /sandboxes/ID/grants/HOST:PORT\"}\n";
+    return;
+  }
+  if (!shared.current()->policy->has_sandbox(id)) {
+    res.result(bhttp::status::not_found);
+    res.body() = "{\"error\":\"no such sandbox\"}\n";
+    return;
+  }
+  const std::size_t revoked = shared.holds.revoke(id, destination);
+  telemetry::AuditRecord r;
+  r.event = "grants_revoked";
+  r.outcome = "success";
+  r.sandbox_id = id;
+  r.host = destination;
+  r.rule = "holds";
+  shared.audit->write(r);
+  res.body() =
+      boost::json::serialize(boost::json::object{{"sandbox", id}, {"revoked", revoked}}) + "\n";
+}
+
 bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_body>& req,
                                             Shared& shared) {
   bhttp::response<bhttp::string_body> res{bhttp::status::ok, 11};
@@ -181,17 +214,22 @@ bhttp::response<bhttp::string_body> respond(const bhttp::request<bhttp::string_b
     res.body() = boost::json::serialize(v) + "\n";
   };
   constexpr std::string_view kHolds = "/holds/";
-  if (req.method() == bhttp::verb::post && target.starts_with(kHolds)) {
+  constexpr std::string_view kSandboxes = "/sandboxes/";
+  const bool answers = req.method() == bhttp::verb::post && target.starts_with(kHolds);
+  const bool revokes = req.method() == bhttp::verb::delete_ && target.starts_with(kSandboxes);
+  if (answers || revokes) {
     if (const std::string why = unauthorized(req, shared); !why.empty()) {
       res.result(bhttp::status::unauthorized);
       res.set(bhttp::field::www_authenticate, "Bearer");
       res.body() = why + "\n";
-    } else {
+    } else if (answers) {
       answer_hold(target.substr(kHolds.size()), req.body(), shared, res);
+    } else {
+      revoke_grants(target.substr(kSandboxes.size()), shared, res);
     }
   } else if (req.method() != bhttp::verb::get && req.method() != bhttp::verb::head) {
     res.result(bhttp::status::method_not_allowed);
-    res.body() = "only GET (and POST /holds/ID)\n";
+    res.body() = "only GET (and POST /holds/ID, DELETE /sandboxes/ID/grants)\n";
   } else if (target == "/holds") {
     json(holds_json(shared.holds));
   } else if (target == "/metrics") {

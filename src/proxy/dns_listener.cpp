@@ -323,20 +323,29 @@ Bytes refuse_busy(const WorkerDeps& deps, const Peer& peer, const NeedsUpstream&
   return dns::build_refusal(u.q, text, u.limit, dns::kEdeOther);
 }
 
-// A held name's question: waits for an operator's answer, up to the hold timeout. nullopt to
-// go on with the lookup; else the refusal to send (denied_by_operator, with the operator's
-// message as its EDE text, or hold_expired).
+// A held name's question: waits for an operator's answer, up to the hold timeout, then is
+// decided again on the config now in force. nullopt to go on with the lookup; else the refusal
+// to send (denied_by_operator, with the operator's message as its EDE text, hold_expired, or
+// what a reload's rules say).
 asio::awaitable<std::optional<Bytes>> settle_held_name(const NeedsUpstream& u, const Peer& peer,
                                                        const WorkerDeps& deps) {
   const telemetry::AuditRecord line = base_record(peer, u.sandbox);
-  HoldQuestion question{u.sandbox, u.shown, 0, "dns", {}, {}};
+  HoldQuestion question{u.sandbox, u.shown, 0, "dns", {}, {}, policy::EntryMode::dns};
   const auto timeout = deps.shared->current()->config->limits.hold_timeout;
-  const std::optional<policy::Decision> refusal =
-      co_await await_answer(*deps.shared, std::move(question), line, timeout);
-  if (!refusal) co_return std::nullopt;
-  const std::string_view reason = policy::reason_name(refusal->reason);
-  const std::string detail = refusal->message.empty() ? std::string(reason) : refusal->message;
-  co_return refuse(deps, peer, u.sandbox, u.q, u.limit, u.shown, reason, refusal->rule, detail, {});
+  HoldEnd end = co_await await_answer(*deps.shared, std::move(question), line, timeout);
+  policy::Decision d;
+  if (end.refusal) {
+    d = std::move(*end.refusal);
+  } else {
+    const auto now = deps.shared->current();
+    d = now->policy->decide(u.sandbox, policy::normalize_host(u.name), 0, policy::EntryMode::dns,
+                            end.granted);
+    if (d.held) d = hold_refusal(HoldOutcome::expired);
+  }
+  if (d.is_allowed()) co_return std::nullopt;
+  const std::string_view reason = policy::reason_name(d.reason);
+  const std::string detail = d.message.empty() ? std::string(reason) : d.message;
+  co_return refuse(deps, peer, u.sandbox, u.q, u.limit, u.shown, reason, d.rule, detail, {});
 }
 
 asio::awaitable<std::optional<Bytes>> ask_upstream(const NeedsUpstream& u, const Peer& peer,

@@ -20,9 +20,10 @@ namespace sandgate::proxy {
 
 namespace {
 
-// The policy decision over the request (policy::decide_request). A plain function, so that
-// what it builds stays out of the filter's coroutine frame.
-policy::Decision decide(const Session& s, const ProxiedRequest& r, bool granted) {
+// The policy decision over the request (policy::decide_request) by `policy`. A plain function,
+// so that what it builds stays out of the filter's coroutine frame.
+policy::Decision decide(const policy::Policy& policy, const Session& s, const ProxiedRequest& r,
+                        bool granted) {
   policy::RequestFacts facts;
   facts.granted = granted;
   facts.sandbox = s.sandbox;
@@ -44,14 +45,14 @@ policy::Decision decide(const Session& s, const ProxiedRequest& r, bool granted)
   facts.intercepted = r.intercepted;
   facts.intercepted_port = r.intercepted_port;
   facts.sunk = s.sunk;
-  return policy::decide_request(*s.snap->policy, facts);
+  return policy::decide_request(policy, facts);
 }
 
 class DecisionFilter final : public RequestFilter {
  public:
   boost::asio::awaitable<FilterResult> on_request(const Session& s,
                                                   ProxiedRequest& r) const override {
-    r.decision = decide(s, r, false);
+    r.decision = decide(*s.snap->policy, s, r, false);
     if (r.decision.held) {
       // No rule names the host, and the sandbox asks first: decided again once allowed.
       HoldQuestion question{s.sandbox,
@@ -60,8 +61,15 @@ class DecisionFilter final : public RequestFilter {
                             std::string(r.scheme),
                             std::string(r.method),
                             std::string(r.path)};
-      std::optional<policy::Decision> refusal = co_await settle_hold(s, std::move(question));
-      r.decision = refusal ? std::move(*refusal) : decide(s, r, true);
+      HoldEnd end = co_await settle_hold(s, std::move(question));
+      if (end.refusal) {
+        r.decision = std::move(*end.refusal);
+      } else {
+        // On the config now in force: a reload may have come while it waited.
+        const auto now = s.deps.shared->current();
+        r.decision = decide(*now->policy, s, r, end.granted);
+        if (r.decision.held) r.decision = hold_refusal(HoldOutcome::expired);
+      }
     }
     FilterResult out;
     out.next = r.decision.allowed;

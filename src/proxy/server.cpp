@@ -459,6 +459,9 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       }
       shared->credentials->update(loaded->credentials);
       shared->snapshot.store(next);
+      // Holds the new rules decide (or whose sandbox went) are decided again; grants of a
+      // removed sandbox end.
+      shared->holds.reconcile(*next->policy);
       shared->reloads.finish(attempt, false);
       if (!drops_sandboxes(*loaded)) {
         std::cerr << R"({"event":"reloaded"})" << std::endl;

@@ -38,18 +38,33 @@ class ProxyHolds : public ::testing::Test {
     SandgateOptions o;
     o.audit_to_file = true;
     o.listeners = "admin_token_file = \"" + dir_.file("admin.token") + "\"";
+    o.tables = tables();
+    daemon_ = std::make_unique<SandgateProcess>(o);
+  }
+
+  // The config's tables: profile `asks` holds what it does not name; sb1's own lines
+  // (`sb1_lines`), and sb2 unless left out.
+  std::string tables(const std::string& sb1_lines = {}, bool with_sb2 = true) const {
     const std::string port = std::to_string(origin_.port());
-    o.tables =
+    std::string t =
         "[limits]\nhold_timeout_ms = 4000\n\n[dns.hosts]\n\"allowed.test\" = "
         "[\"127.0.0.1\"]\n\"held.test\" = [\"127.0.0.1\"]\n\n"
         "[profiles.asks]\nunlisted = \"hold\"\nports = [" +
         port + "]\nallow = [\"allowed.test\"]\nallow_cidrs = [\"127.0.0.0/8\"]\n\n" +
-        "[sandboxes.sb1]\nprofile = \"asks\"\ntoken = \"" + kToken1 +
-        "\"\n\n[sandboxes.sb2]\nprofile = \"asks\"\ntoken = \"" + kToken2 + "\"\n";
-    daemon_ = std::make_unique<SandgateProcess>(o);
+        "[sandboxes.sb1]\nprofile = \"asks\"\ntoken = \"" + kToken1 + "\"\n" + sb1_lines + "\n";
+    if (with_sb2) t += "[sandboxes.sb2]\nprofile = \"asks\"\ntoken = \"" + kToken2 + "\"\n";
+    return t;
   }
 
   std::string held() const { return "held.test:" + std::to_string(origin_.port()); }
+
+  // sb1's grants, as /sandboxes/sb1 lists them.
+  boost::json::array grants() {
+    const auto status = admin("GET", "/sandboxes/sb1", {}, {});
+    EXPECT_TRUE(status && status->status == 200);
+    if (!status || status->status != 200) return {};
+    return boost::json::parse(status->body).at("granted").as_array();
+  }
 
   // A request sent now whose response is awaited in the background.
   std::future<std::optional<HttpResponse>> send_async(std::string bytes,
@@ -278,6 +293,139 @@ TEST_F(ProxyHolds, SandgateHoldsListsAndAnswersFromATerminal) {
       {sandgate_binary(), "holds", "--config", config, "--admin", at, "allow", id_of(pending[0])});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("404"), std::string::npos) << again.err;
+}
+
+// A reload while a request waits: a hold the new rules do not decide waits on for its answer;
+// one they now allow goes on at once; one whose sandbox the reload removed ends. Grants stay
+// through a reload until an operator revokes them.
+TEST_F(ProxyHolds, AReloadDuringAHoldKeepsItDecidesItOrEndsIt) {
+  // Kept: an unrelated change leaves the hold waiting, and its answer still counts.
+  auto kept = send_async(proxy_get(held(), "/kept", "sb1", kToken1));
+  const auto before = holds(1);
+  ASSERT_EQ(before.size(), 1u);
+  std::string error;
+  ASSERT_TRUE(daemon_->reload(
+      tables() + "[sandboxes.sb3]\nprofile = \"asks\"\ntoken = \"tok-holds-three-Kp4x\"\n", &error))
+      << error;
+  const auto after = holds(1);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(id_of(after[0]), id_of(before[0]));
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(after[0]), R"({"action": "allow_sandbox"})")->status,
+            200);
+  ASSERT_EQ(kept.get()->status, 200);
+  ASSERT_EQ(grants().size(), 1u);
+
+  // Decided: sb2 waits; a reload that allows it for sb2 lets it go well before its deadline.
+  auto waiting = send_async(proxy_get(held(), "/decided", "sb2", kToken2));
+  ASSERT_EQ(holds(1).size(), 1u);
+  const auto started = std::chrono::steady_clock::now();
+  std::string sb2_allows = tables();
+  sb2_allows += "allow = [\"held.test\"]\n";
+  ASSERT_TRUE(daemon_->reload(sb2_allows, &error)) << error;
+  const auto decided = waiting.get();
+  ASSERT_TRUE(decided);
+  EXPECT_EQ(decided->status, 200) << decided->body;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 3000ms);
+  EXPECT_TRUE(holds(0).empty());
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& line : audit("http_request")) {
+      if (json_string(line, "url.path") == "/decided") {
+        return json_string(line, "rule.name") == "sandboxes.sb2.allow:held.test";
+      }
+    }
+    return false;
+  })) << daemon_->audit_text();
+  // sb1's grant stayed through both reloads.
+  ASSERT_EQ(grants().size(), 1u);
+
+  // Ended: a reload that removes sb2 ends its hold at once (its connections close).
+  ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
+  auto removed = send_async(proxy_get(held(), "/removed", "sb2", kToken2));
+  ASSERT_EQ(holds(1).size(), 1u);
+  const auto ending = std::chrono::steady_clock::now();
+  ASSERT_TRUE(daemon_->reload(tables({}, false), &error)) << error;
+  const auto gone = removed.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - ending, 3000ms);
+  EXPECT_TRUE(!gone || gone->status != 200);
+  EXPECT_TRUE(holds(0).empty());
+  EXPECT_EQ(origin_.request_count(), 2u);
+}
+
+TEST_F(ProxyHolds, AGrantEndsWhenAnOperatorRevokesIt) {
+  auto first = send_async(proxy_get(held(), "/a", "sb1", kToken1));
+  const auto pending = holds(1);
+  ASSERT_EQ(pending.size(), 1u);
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_sandbox"})")->status,
+            200);
+  ASSERT_EQ(first.get()->status, 200);
+  ASSERT_EQ(grants().size(), 1u);
+  // Refused without the token; an unknown sandbox is not found.
+  for (const std::string& token : {std::string(), std::string("wrong"), kToken1}) {
+    const auto r = admin("DELETE", "/sandboxes/sb1/grants", {}, token);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << "token '" << token << "'";
+  }
+  EXPECT_EQ(admin("DELETE", "/sandboxes/nobody/grants")->status, 404);
+  ASSERT_EQ(grants().size(), 1u);
+  // Another destination's revocation leaves it.
+  const auto other = admin("DELETE", "/sandboxes/sb1/grants/other.test:443");
+  ASSERT_TRUE(other && other->status == 200);
+  EXPECT_EQ(boost::json::parse(other->body).at("revoked").as_int64(), 0);
+  ASSERT_EQ(grants().size(), 1u);
+  // With the token, through the CLI: gone, and the next request is held again.
+  const std::string at = "127.0.0.1:" + std::to_string(daemon_->admin_port());
+  const auto revoked = run_command({sandgate_binary(), "holds", "--config", daemon_->config_path(),
+                                    "--admin", at, "revoke", "sb1", held()});
+  ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
+  EXPECT_EQ(revoked.out, "sandbox sb1: 1 grant(s) revoked\n");
+  EXPECT_TRUE(grants().empty());
+  auto again = send_async(proxy_get(held(), "/b", "sb1", kToken1));
+  const auto held_again = holds(1);
+  ASSERT_EQ(held_again.size(), 1u);
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(held_again[0]), R"({"action": "deny"})")->status, 200);
+  EXPECT_EQ(again.get()->status, 403);
+  EXPECT_TRUE(eventually([&] { return audit("grants_revoked").size() == 2u; }))
+      << daemon_->audit_text();
+}
+
+// `sandgate decide` says "hold" for what the sandbox would hold, and allow once the running
+// daemon holds a grant for it.
+TEST_F(ProxyHolds, DecideShowsAHoldAndTheGrantThatAllowsIt) {
+  const std::string at = "127.0.0.1:" + std::to_string(daemon_->admin_port());
+  const auto decide = [&] {
+    return run_command({sandgate_binary(), "decide", "--config", daemon_->config_path(),
+                        "--sandbox", "sb1", "--admin", at, held()});
+  };
+  const auto asked = decide();
+  EXPECT_EQ(asked.exit_code, 3) << asked.err;
+  const auto hold = boost::json::parse(asked.out).as_object();
+  EXPECT_EQ(hold.at("decision").as_string(), "hold");
+  EXPECT_EQ(hold.at("reason").as_string(), "no_matching_rule");
+  EXPECT_EQ(hold.at("hold_timeout_ms").as_int64(), 4000);
+  // Control: what the profile allows is allowed, with no grant asked for.
+  const auto allowed =
+      run_command({sandgate_binary(), "decide", "--config", daemon_->config_path(), "--sandbox",
+                   "sb1", "allowed.test:" + std::to_string(origin_.port())});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
+  auto first = send_async(proxy_get(held(), "/a", "sb1", kToken1));
+  const auto pending = holds(1);
+  ASSERT_EQ(pending.size(), 1u);
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_sandbox"})")->status,
+            200);
+  ASSERT_EQ(first.get()->status, 200);
+  const auto granted = decide();
+  EXPECT_EQ(granted.exit_code, 0) << granted.err;
+  const auto allow = boost::json::parse(granted.out).as_object();
+  EXPECT_EQ(allow.at("decision").as_string(), "allow");
+  EXPECT_EQ(allow.at("reason").as_string(), "allowed_by_operator");
+  EXPECT_EQ(allow.at("grant").at("destination").as_string(), held());
+  // Without a daemon to ask, it says so and stays a hold.
+  const auto unknown = run_command({sandgate_binary(), "decide", "--config", daemon_->config_path(),
+                                    "--sandbox", "sb1", "--admin", "127.0.0.1:1", held()});
+  EXPECT_EQ(unknown.exit_code, 3);
+  const auto not_asked = boost::json::parse(unknown.out).as_object();
+  EXPECT_EQ(not_asked.at("decision").as_string(), "hold");
+  EXPECT_TRUE(not_asked.contains("grants_unknown"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "policy/host.hpp"
 #include "proxy/session.hpp"
 
 namespace sandgate::proxy {
@@ -104,16 +105,49 @@ bool Holds::answer(std::uint64_t id, Action action, std::chrono::seconds ttl, st
         grant->second = now + kNameAllowedOnce;
       }
     }
-    woken = std::move(it->second.waiters);
-    for (const auto& w : woken) w->answer = answer;
+    wake(it->second, answer);
     holds_.erase(it);
   }
-  for (const auto& w : woken) {
+  return true;
+}
+
+void Holds::wake(Hold& hold, const HoldAnswer& answer) {
+  for (const auto& w : hold.waiters) {
+    w->answer = answer;
     asio::post(w->executor, [w] {
       if (w->timer != nullptr) w->timer->cancel();
     });
   }
-  return true;
+  hold.waiters.clear();
+}
+
+std::size_t Holds::revoke(std::string_view sandbox, std::string_view destination) {
+  const std::lock_guard lock(mutex_);
+  const std::string prefix = std::string(sandbox) + '\n';
+  return std::erase_if(grants_, [&](const auto& grant) {
+    return grant.first.starts_with(prefix) &&
+           (destination.empty() ||
+            std::string_view(grant.first).substr(prefix.size()) == destination);
+  });
+}
+
+void Holds::reconcile(const policy::Policy& next) {
+  const std::lock_guard lock(mutex_);
+  std::erase_if(grants_, [&](const auto& grant) {
+    return !next.has_sandbox(std::string_view(grant.first).substr(0, grant.first.find('\n')));
+  });
+  for (auto it = holds_.begin(); it != holds_.end();) {
+    const HoldQuestion& q = it->second.question;
+    const bool decided =
+        !next.has_sandbox(q.sandbox) ||
+        !next.decide(q.sandbox, policy::normalize_host(q.host), q.port, q.entry).held;
+    if (!decided) {
+      ++it;
+      continue;
+    }
+    wake(it->second, HoldAnswer{HoldOutcome::reconsider, {}});
+    it = holds_.erase(it);
+  }
 }
 
 std::vector<Holds::Grant> Holds::grants(std::string_view sandbox) const {
@@ -136,9 +170,18 @@ std::vector<Holds::Grant> Holds::grants(std::string_view sandbox) const {
   return out;
 }
 
-asio::awaitable<std::optional<policy::Decision>> await_answer(Shared& shared, HoldQuestion question,
-                                                              telemetry::AuditRecord line,
-                                                              std::chrono::milliseconds timeout) {
+policy::Decision hold_refusal(HoldOutcome outcome, std::string message) {
+  policy::Decision refusal;
+  refusal.reason = outcome == HoldOutcome::denied ? policy::Reason::denied_by_operator
+                                                  : policy::Reason::hold_expired;
+  refusal.rule = "holds";
+  refusal.message = std::move(message);
+  return refusal;
+}
+
+asio::awaitable<HoldEnd> await_answer(Shared& shared, HoldQuestion question,
+                                      telemetry::AuditRecord line,
+                                      std::chrono::milliseconds timeout) {
   line.event = "destination_held";
   line.outcome = "unknown";
   line.protocol = question.mode;
@@ -149,20 +192,19 @@ asio::awaitable<std::optional<policy::Decision>> await_answer(Shared& shared, Ho
   line.reason = policy::reason_name(policy::Reason::no_matching_rule);
   shared.audit->write(line);
   const auto waiting = shared.metrics->held_request();
-  const HoldAnswer answer = co_await shared.holds.wait(std::move(question), timeout);
-  if (answer.outcome == HoldOutcome::allowed) co_return std::nullopt;
-  policy::Decision refusal;
-  refusal.reason = answer.outcome == HoldOutcome::denied ? policy::Reason::denied_by_operator
-                                                         : policy::Reason::hold_expired;
-  refusal.rule = "holds";
-  refusal.message = answer.message;
-  co_return refusal;
+  HoldAnswer answer = co_await shared.holds.wait(std::move(question), timeout);
+  HoldEnd end;
+  if (answer.outcome == HoldOutcome::allowed) {
+    end.granted = true;
+  } else if (answer.outcome != HoldOutcome::reconsider) {
+    end.refusal = hold_refusal(answer.outcome, std::move(answer.message));
+  }
+  co_return end;
 }
 
-asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
-                                                             HoldQuestion question) {
+asio::awaitable<HoldEnd> settle_hold(const Session& s, HoldQuestion question) {
   if (s.deps.shared->holds.granted(question.sandbox, question.host, question.port)) {
-    co_return std::nullopt;
+    co_return HoldEnd{std::nullopt, true};
   }
   s.watchdog->arm(s.limits().hold_timeout + s.limits().header_timeout);
   const telemetry::AuditRecord line = s.record(policy::EntryMode::http);
@@ -173,14 +215,16 @@ asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
 asio::awaitable<void> settle_held_stream(const Session& s, policy::StreamFacts& facts,
                                          policy::StreamVerdict& v, std::uint16_t port) {
   if (!v.decision.held) co_return;
-  HoldQuestion question{s.sandbox, v.shown, port, std::string(policy::mode_name(v.mode)), {}, {}};
-  std::optional<policy::Decision> refusal = co_await settle_hold(s, std::move(question));
-  if (refusal) {
-    v.decision = std::move(*refusal);
+  HoldQuestion question{s.sandbox, v.shown, port,  std::string(policy::mode_name(v.mode)),
+                        {},        {},      v.mode};
+  HoldEnd end = co_await settle_hold(s, std::move(question));
+  if (end.refusal) {
+    v.decision = std::move(*end.refusal);
     co_return;
   }
-  facts.granted = true;
-  v = policy::decide_stream(*s.snap->policy, facts);
+  facts.granted = end.granted;
+  v = policy::decide_stream(*s.deps.shared->current()->policy, facts);
+  if (v.decision.held) v.decision = hold_refusal(HoldOutcome::expired);
 }
 
 }  // namespace sandgate::proxy

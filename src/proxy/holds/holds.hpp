@@ -39,9 +39,13 @@ struct HoldQuestion {
   std::string mode;    // connect, http, tls, ...
   std::string method;  // an HTTP request's, when known
   std::string path;
+  // How the policy decided it (held): what a reload's rules are asked again (Holds::reconcile).
+  policy::EntryMode entry = policy::EntryMode::http;
 };
 
-enum class HoldOutcome { allowed, denied, expired };
+// reconsider: a reload removed the sandbox, or its rules now decide the destination; the
+// waiters decide again on the config now in force.
+enum class HoldOutcome { allowed, denied, expired, reconsider };
 struct HoldAnswer {
   HoldOutcome outcome = HoldOutcome::expired;
   std::string message;  // denied: the operator's message for the client (may be empty)
@@ -81,6 +85,16 @@ class Holds {
   };
   std::vector<Grant> grants(std::string_view sandbox) const;
 
+  // Ends the sandbox's grants: every one, or the one of `destination` ("host:port"). How
+  // many ended.
+  std::size_t revoke(std::string_view sandbox, std::string_view destination = {});
+
+  // After a reload to `next`: the grants of a sandbox it removed end, and every hold it
+  // removed the sandbox of, or whose destination its rules now decide (allow or deny), ends
+  // as reconsider. Other holds wait on with their deadlines, and other grants stay (an
+  // operator drops them with revoke()).
+  void reconcile(const policy::Policy& next);
+
  private:
   struct Waiter;
   struct Hold {
@@ -90,6 +104,9 @@ class Holds {
     std::vector<std::shared_ptr<Waiter>> waiters;
   };
   static std::string key_of(std::string_view sandbox, std::string_view host, std::uint16_t port);
+  // Wakes each waiter of `hold` with `answer`; called under the mutex, the wake-ups run later
+  // on the waiters' executors.
+  static void wake(Hold& hold, const HoldAnswer& answer);
 
   mutable std::mutex mutex_;
   std::uint64_t next_id_ = 1;
@@ -98,20 +115,26 @@ class Holds {
   std::map<std::string, std::optional<std::chrono::steady_clock::time_point>> grants_;
 };
 
+// How a hold ended for one waiter: the refusal to report (denied_by_operator with the
+// operator's message, hold_expired; rule "holds"), or none: decide again on the config now in
+// force (Shared::current(): a reload may have come meanwhile), `granted` when an operator
+// allowed it. A verdict decided again that is still held is refused as expired (hold_refusal).
+struct HoldEnd {
+  std::optional<policy::Decision> refusal;
+  bool granted = false;
+};
+policy::Decision hold_refusal(HoldOutcome outcome, std::string message = {});
+
 // Waits for the answer to `question`'s hold, up to `timeout`: first its "destination_held" audit
 // line (`line`: the caller's record of who asks; the question fills in the rest), then counted
-// in sandgate_held_requests while it waits. nullopt when allowed; else the refusal
-// (denied_by_operator with the operator's message, hold_expired), rule "holds".
-boost::asio::awaitable<std::optional<policy::Decision>> await_answer(
-    Shared& shared, HoldQuestion question, telemetry::AuditRecord line,
-    std::chrono::milliseconds timeout);
+// in sandgate_held_requests while it waits.
+boost::asio::awaitable<HoldEnd> await_answer(Shared& shared, HoldQuestion question,
+                                             telemetry::AuditRecord line,
+                                             std::chrono::milliseconds timeout);
 
-// The end of a held verdict (policy::Decision::held) for `s`'s sandbox: nullopt when it may go
-// there (it holds a grant, or an operator allowed it while it waited, up to the hold timeout);
-// else the refusal to report (denied_by_operator with the operator's message, hold_expired).
-// The wait has its audit line (event "destination_held").
-boost::asio::awaitable<std::optional<policy::Decision>> settle_hold(const Session& s,
-                                                                    HoldQuestion question);
+// The end of a held verdict (policy::Decision::held) for `s`'s sandbox: granted at once when it
+// holds a grant, else the wait for an operator's answer, up to the hold timeout.
+boost::asio::awaitable<HoldEnd> settle_hold(const Session& s, HoldQuestion question);
 
 // A stream's verdict `v` over `facts` (a CONNECT, a transparent stream), when held: decided
 // again as granted once the sandbox may go there, else made the refusal settle_hold gives.
