@@ -48,7 +48,8 @@ class ProxyHolds : public ::testing::Test {
     const std::string port = std::to_string(origin_.port());
     std::string t =
         "[limits]\nhold_timeout_ms = 4000\n\n[dns.hosts]\n\"allowed.test\" = "
-        "[\"127.0.0.1\"]\n\"held.test\" = [\"127.0.0.1\"]\n\n"
+        "[\"127.0.0.1\"]\n\"held.test\" = [\"127.0.0.1\"]\n\"other.test\" = "
+        "[\"127.0.0.1\"]\n\n"
         "[profiles.asks]\nunlisted = \"hold\"\nports = [" +
         port + "]\nallow = [\"allowed.test\"]\nallow_cidrs = [\"127.0.0.0/8\"]\n\n" +
         "[sandboxes.sb1]\nprofile = \"asks\"\ntoken = \"" + kToken1 + "\"\n" + sb1_lines + "\n";
@@ -338,9 +339,17 @@ TEST_F(ProxyHolds, AReloadDuringAHoldKeepsItDecidesItOrEndsIt) {
   // sb1's grant stayed through both reloads.
   ASSERT_EQ(grants().size(), 1u);
 
-  // Ended: a reload that removes sb2 ends its hold at once (its connections close).
+  // Ended: a reload that removes sb2 ends its hold at once (its connections close), and its
+  // grants with it: back again, it has none.
   ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
-  auto removed = send_async(proxy_get(held(), "/removed", "sb2", kToken2));
+  auto granted = send_async(proxy_get(held(), "/granted", "sb2", kToken2));
+  const auto to_grant = holds(1);
+  ASSERT_EQ(to_grant.size(), 1u);
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(to_grant[0]), R"({"action": "allow_sandbox"})")->status,
+            200);
+  ASSERT_EQ(granted.get()->status, 200);
+  const std::string other = "other.test:" + std::to_string(origin_.port());
+  auto removed = send_async(proxy_get(other, "/removed", "sb2", kToken2));
   ASSERT_EQ(holds(1).size(), 1u);
   const auto ending = std::chrono::steady_clock::now();
   ASSERT_TRUE(daemon_->reload(tables({}, false), &error)) << error;
@@ -348,7 +357,11 @@ TEST_F(ProxyHolds, AReloadDuringAHoldKeepsItDecidesItOrEndsIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - ending, 3000ms);
   EXPECT_TRUE(!gone || gone->status != 200);
   EXPECT_TRUE(holds(0).empty());
-  EXPECT_EQ(origin_.request_count(), 2u);
+  ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
+  const auto back = admin("GET", "/sandboxes/sb2", {}, {});
+  ASSERT_TRUE(back && back->status == 200);
+  EXPECT_TRUE(boost::json::parse(back->body).at("granted").as_array().empty()) << back->body;
+  EXPECT_EQ(origin_.request_count(), 3u);
 }
 
 TEST_F(ProxyHolds, AGrantEndsWhenAnOperatorRevokesIt) {
