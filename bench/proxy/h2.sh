@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# bench/proxy/h2.sh - intercepted HTTP/2 against the same origin directly (issue 40): h2load
+# (nghttp2-client) loads nghttpd over TLS, once directly and once the way a sandbox wired by
+# sandgate-launch reaches it: its connection redirected by nftables to sandgate's transparent
+# listener, which intercepts it (a leaf under its own CA, HTTP/2 on both legs) and forwards
+# each stream to the origin.
+#
+#   bench/proxy/h2.sh                          # build/release, 3 reps of 5 s per point
+#   bench/proxy/h2.sh --reps 5 --seconds 8 --points 1x1,10x10
+#   bench/proxy/h2.sh --bin before=/tmp/sg-old --bin after=build/release/src/app/sandgate
+#   bench/proxy/h2.sh --perf 10x10             # also: perf record sandgate at that point
+#
+# Points are CONNECTIONSxSTREAMS (h2load -c, -m); default 1x1,1x10,10x10,50x10,4x100. Each rep
+# measures every target at every point, the targets in an order that rotates with the rep. The
+# origin serves a 1 KiB file. Per target and point: requests/s, mean latency (h2load's "time
+# for request"), sandgate's CPU per request (user + system, all threads, /proc) and the
+# origin's; ratios to direct in the same rep, medians over the reps. Runs in a network
+# namespace of its own (loopback only), removed when done. Needs root, ip, nft, nghttpd, h2load,
+# openssl.
+# Exit status: 0 done, 2 setup failure.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bins=()
+reps=3
+seconds=5
+points=1x1,1x10,10x10,50x10,4x100
+perf_point=""
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bin) bins+=("$2"); shift 2 ;;
+        --reps) reps=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --points) points=$2; shift 2 ;;
+        --perf) perf_point=$2; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "h2.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+fail() { echo "h2.sh: $*" >&2; exit 2; }
+for tool in ip nft nghttpd h2load openssl setpriv; do command -v $tool >/dev/null || fail "$tool not found"; done
+[ ${#bins[@]} -gt 0 ] || bins=("sandgate=$root/build/release/src/app/sandgate")
+names=() paths=()
+for b in "${bins[@]}"; do
+    case $b in *=*) names+=("${b%%=*}") paths+=("${b#*=}") ;; *) names+=(sandgate) paths+=("$b") ;; esac
+    [ -x "${paths[-1]}" ] || fail "no binary at ${paths[-1]}"
+done
+IFS=, read -r -a point_list <<<"$points"
+
+ns=sgh2-$$
+work=$(mktemp -d /tmp/sg-h2.XXXXXX)
+cleanup() {
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+    sleep 0.3
+    ip netns del "$ns" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="10000 65000"
+
+# The origin's CA and its leaf for "localhost" (P-256, as the harness's S5/S6 origin).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=h2-bench-ca \
+    -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+    -keyout "$work/origin.key" -out "$work/origin.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$work/ext"
+openssl x509 -req -in "$work/origin.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
+    -days 2 -extfile "$work/ext" -out "$work/origin.pem" 2>/dev/null
+mkdir -p "$work/www"
+head -c 1024 /dev/zero | tr '\0' x >"$work/www/index.html"
+origin_port=18447
+ip netns exec "$ns" nghttpd -d "$work/www" "$origin_port" "$work/origin.key" "$work/origin.pem" \
+    </dev/null >"$work/nghttpd.log" 2>&1 &
+pid_origin=$!
+
+# Binary i's client runs as uid 64100+i, which the rule for it sends to its transparent
+# listener (13310+i).
+{
+    printf 'table ip sgh2 {\nchain out {\ntype nat hook output priority -100;\n'
+    for i in "${!names[@]}"; do
+        echo "meta skuid $((64100 + i)) ip daddr 127.0.0.1 tcp dport $origin_port redirect to :$((13310 + i))"
+    done
+    printf '}\n}\n'
+} | ip netns exec "$ns" nft -f -
+
+pids=() ports=($origin_port)
+for i in "${!names[@]}"; do
+    mkdir -p "$work/ca-$i"
+    "${paths[$i]}" ca init "$work/ca-$i" >/dev/null 2>&1 || fail "sandgate ca init failed"
+    cat >"$work/sandgate-$i.toml" <<EOF
+workers = 0
+sandboxes_dir = ""
+[listeners]
+explicit = ["127.0.0.1:$((13210 + i))"]
+transparent = ["127.0.0.1:$((13310 + i))"]
+[limits]
+max_connections = 20000
+max_connections_per_sandbox = 20000
+[log]
+audit = "$work/audit-$i.log"
+[dns.hosts]
+"localhost" = ["127.0.0.1"]
+[interception]
+ca_cert = "$work/ca-$i/ca.pem"
+ca_key = "$work/ca-$i/ca.key"
+upstream_ca_file = "$work/ca.pem"
+[sandboxes.bench]
+token = "bench"
+sources = ["127.0.0.1"]
+ports = [$origin_port]
+allow = ["localhost"]
+inspect = ["localhost:$origin_port"]
+allow_cidrs = ["127.0.0.1/32"]   # localhost resolves to loopback
+EOF
+    ip netns exec "$ns" "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$work/sandgate-$i.log" 2>&1 &
+    pids+=($!)
+    ports+=($((13310 + i)))
+done
+
+wait_port() {
+    for _ in $(seq 100); do
+        ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "nothing listens on 127.0.0.1:$1 ($(cat "$work"/*.log))"
+}
+for port in "${ports[@]}"; do wait_port "$port"; done
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# measure TARGET POINT SECONDS: prints "TARGET POINT requests req_per_s mean_latency_us
+# sandgate_cpu_us_per_req origin_cpu_us_per_req" (sandgate's is 0 for direct).
+measure() {
+    local name=$1 point=$2 dur=$3 uid=0 pid="" i=0
+    local c=${point%x*} m=${point#*x}
+    if [ "$name" != direct ]; then
+        for i in "${!names[@]}"; do [ "$name" = "${names[$i]}" ] && break; done
+        uid=$((64100 + i)) pid=${pids[$i]}
+    fi
+    local s0=0 s1=0 o0 o1 out
+    [ -n "$pid" ] && s0=$(cpu_ticks "$pid")
+    o0=$(cpu_ticks "$pid_origin")
+    out=$(ip netns exec "$ns" setpriv --reuid=$uid --regid=$uid --clear-groups -- \
+        h2load -c "$c" -m "$m" -t 1 -D "$dur" --warm-up-time=1 \
+        "https://localhost:$origin_port/index.html" 2>&1) || fail "$name $point: h2load failed: $out"
+    [ -n "$pid" ] && s1=$(cpu_ticks "$pid")
+    o1=$(cpu_ticks "$pid_origin")
+    local done_n rps mean
+    done_n=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
+    rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
+    mean=$(awk '/^time for request:/ { v = $6; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+                  print (u == "ms" ? v * 1000 : u == "s" ? v * 1e6 : v) }' <<<"$out")
+    [ -n "$done_n" ] && [ "$done_n" -gt 0 ] ||
+        fail "$name $point completed nothing: $(grep -E '^(requests|status codes):' <<<"$out"); sandgate's last audit lines: $(tail -n 2 "$work"/audit-*.log)"
+    awk -v n="$name" -v p="$point" -v ok="$done_n" -v r="$rps" -v l="$mean" \
+        -v s="$((s1 - s0))" -v o="$((o1 - o0))" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { printf "%s %s %d %.0f %.0f %.2f %.2f\n", n, p, ok, r, l, s * 1e6 / hz / ok, o * 1e6 / hz / ok }'
+}
+
+targets=(direct "${names[@]}")
+for t in "${targets[@]}"; do measure "$t" 1x1 1 >/dev/null; done   # each path once before the reps
+results=()
+for rep in $(seq "$reps"); do
+    for point in "${point_list[@]}"; do
+        for i in "${!targets[@]}"; do
+            t=${targets[$(((i + rep - 1) % ${#targets[@]}))]}
+            results+=("$rep $(measure "$t" "$point" "$seconds")")
+            echo "h2.sh: rep $rep: ${results[-1]}" >&2
+        done
+    done
+done
+if grep -q SANDBOX_NETWORK_DENIED "$work"/audit-*.log; then
+    fail "sandgate refused requests: $(grep -h -m3 SANDBOX_NETWORK_DENIED "$work"/audit-*.log)"
+fi
+
+if [ -n "$perf_point" ]; then
+    command -v perf >/dev/null || fail "perf not found"
+    perf record -F 999 -g -p "${pids[-1]}" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1 &
+    perf_pid=$!
+    measure "${names[-1]}" "$perf_point" "$seconds" >/dev/null
+    wait $perf_pid || true
+    perf report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -v '^#' | grep '%' | head -40
+    perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep '%' | head -12
+fi
+
+# Per target and point: medians over the reps of requests/s, mean latency, CPU per request,
+# and of each rep's ratios to direct at the same point.
+printf '%s\n' "${results[@]}" | awk '
+    { rep = $1; nm = $2; pt = $3; k = nm SUBSEP pt
+      rps[k, rep] = $5; lat[k, rep] = $6; scpu[k, rep] = $7; ocpu[k, rep] = $8
+      if (!(nm in seen)) { seen[nm] = 1; names[++n] = nm }
+      if (!(pt in pseen)) { pseen[pt] = 1; pts[++np] = pt }
+      if (rep > reps) reps = rep }
+    function median(a, k,   i, j, t, v) {
+        for (i = 1; i <= reps; i++) v[i] = a[k, i] + 0
+        for (i = 1; i <= reps; i++) for (j = i + 1; j <= reps; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+        return reps % 2 ? v[(reps + 1) / 2] : (v[reps / 2] + v[reps / 2 + 1]) / 2
+    }
+    END {
+        printf "%-10s %-7s %9s %8s %10s %8s %12s %12s %10s\n", "target", "point", "req/s", "x direct",
+               "mean us", "x direct", "sg us/req", "origin us/req", "sg/origin"
+        for (p = 1; p <= np; p++) for (i = 1; i <= n; i++) {
+            nm = names[i]; pt = pts[p]; k = nm SUBSEP pt; d = "direct" SUBSEP pt
+            for (r = 1; r <= reps; r++) {
+                rr[k, r] = rps[k, r] / rps[d, r]; lr[k, r] = lat[k, r] / lat[d, r]
+                cr[k, r] = ocpu[d, r] > 0 ? scpu[k, r] / ocpu[d, r] : 0
+            }
+            printf "%-10s %-7s %9.0f %8.2f %10.0f %8.2f %12.2f %12.2f %10.2f\n", nm, pt, median(rps, k),
+                   median(rr, k), median(lat, k), median(lr, k), median(scpu, k), median(ocpu, k),
+                   nm == "direct" ? 0 : median(cr, k)
+        }
+    }'
