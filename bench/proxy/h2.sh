@@ -9,6 +9,8 @@
 #   bench/proxy/h2.sh --reps 5 --seconds 8 --points 1x1,10x10
 #   bench/proxy/h2.sh --bin before=/tmp/sg-old --bin after=build/release/src/app/sandgate
 #   bench/proxy/h2.sh --perf 10x10             # also: perf record sandgate at that point
+#   bench/proxy/h2.sh --trace 1x1              # also: system calls and context switches per
+#                                              # request of sandgate and the origin there
 #
 # Points are CONNECTIONSxSTREAMS (h2load -c, -m); default 1x1,1x10,10x10,50x10,4x100. Each rep
 # measures every target at every point, the targets in an order that rotates with the rep. The
@@ -27,6 +29,7 @@ reps=3
 seconds=5
 points=1x1,1x10,10x10,50x10,4x100
 perf_point=""
+trace_point=""
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds=$2; shift 2 ;;
         --points) points=$2; shift 2 ;;
         --perf) perf_point=$2; shift 2 ;;
+        --trace) trace_point=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "h2.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -103,7 +107,7 @@ transparent = ["127.0.0.1:$((13310 + i))"]
 max_connections = 20000
 max_connections_per_sandbox = 20000
 [log]
-audit = "$work/audit-$i.log"
+audit = "${H2_AUDIT:-$work/audit-$i.log}"
 [dns.hosts]
 "localhost" = ["127.0.0.1"]
 [interception]
@@ -174,18 +178,53 @@ for rep in $(seq "$reps"); do
         done
     done
 done
-if grep -q SANDBOX_NETWORK_DENIED "$work"/audit-*.log; then
+if grep -qs SANDBOX_NETWORK_DENIED "$work"/audit-*.log; then
     fail "sandgate refused requests: $(grep -h -m3 SANDBOX_NETWORK_DENIED "$work"/audit-*.log)"
 fi
 
 if [ -n "$perf_point" ]; then
     command -v perf >/dev/null || fail "perf not found"
-    perf record -F 999 -g -p "${pids[-1]}" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1 &
+    # shellcheck disable=SC2086 # H2_PERF_ARGS: e.g. "-e syscalls:sys_enter_futex -g"
+    perf record ${H2_PERF_ARGS:--F 999 -g} -p "${pids[-1]}" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1 &
     perf_pid=$!
     measure "${names[-1]}" "$perf_point" "$seconds" >/dev/null
     wait $perf_pid || true
-    perf report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -v '^#' | grep '%' | head -40
-    perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep '%' | head -12
+    for sort in dso symbol; do
+        perf report -i "$work/perf.data" --no-children --sort $sort --stdio ${H2_PERF_REPORT:--g none} 2>/dev/null |
+            grep -v '^#' | grep '%' | head -30 | cut -c1-160
+    done
+fi
+
+if [ -n "$trace_point" ]; then
+    command -v strace >/dev/null || fail "strace not found"
+    switches() {
+        local v=0 t
+        for t in /proc/$1/task/*/status; do
+            v=$((v + $(awk '/ctxt_switches/ { s += $2 } END { print s }' "$t")))
+        done
+        echo $v
+    }
+    for t in direct "${names[-1]}"; do
+        sg_pid=${pids[-1]}
+        w0=$(switches "$sg_pid") x0=$(switches "$pid_origin")
+        line=$(measure "$t" "$trace_point" "$seconds")
+        w1=$(switches "$sg_pid") x1=$(switches "$pid_origin")
+        n=$(awk '{ print $3 }' <<<"$line")
+        awk -v t="$t" -v n="$n" -v s="$((w1 - w0))" -v o="$((x1 - x0))" 'BEGIN {
+            printf "%s %s: context switches per request: sandgate %.2f, origin %.2f\n", t, "'"$trace_point"'", s / n, o / n }'
+    done
+    for who in sandgate origin; do
+        [ $who = sandgate ] && tp=${pids[-1]} || tp=$pid_origin
+        timeout "$((seconds + 2))" strace -c -f -q -p "$tp" -o "$work/strace-$who.txt" &
+        st_pid=$!
+        sleep 0.5
+        line=$(measure "${names[-1]}" "$trace_point" "$seconds")
+        wait $st_pid 2>/dev/null || true
+        n=$(awk '{ print $3 }' <<<"$line")
+        echo "$who's system calls per request through ${names[-1]} at $trace_point (under strace: rates are not the figures):"
+        awk -v n="$n" '$1 ~ /^[0-9.]+$/ && NF >= 5 { printf "  %-16s %8.2f\n", $NF, $4 / n }
+                       $1 == "total" { printf "  %-16s %8.2f\n", "total", $3 / n }' "$work/strace-$who.txt" | head -14
+    done
 fi
 
 # Per target and point: medians over the reps of requests/s, mean latency, CPU per request,

@@ -84,7 +84,6 @@ std::vector<Holds::Pending> Holds::pending() const {
 }
 
 bool Holds::answer(std::uint64_t id, Action action, std::chrono::seconds ttl, std::string message) {
-  std::vector<std::shared_ptr<Waiter>> woken;
   {
     const std::lock_guard lock(mutex_);
     const auto it = std::find_if(holds_.begin(), holds_.end(),
