@@ -536,6 +536,9 @@ AuditLog::AuditLog(std::string target, std::size_t max_queued_lines, const Audit
   }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);  // -1: poll(2) ignores it
   writer_ = std::thread([this] { run(); });
+  if (pthread_getcpuclockid(writer_.native_handle(), &writer_clock_) != 0) {
+    writer_clock_ = clockid_t{};  // writer_cpu_time() then reports zero
+  }
 }
 
 AuditLog::~AuditLog() {
@@ -641,6 +644,15 @@ void AuditLog::flush_until(std::chrono::steady_clock::time_point deadline) noexc
 
 std::uint64_t AuditLog::write_failures() const noexcept {
   return failures_.load(std::memory_order_relaxed);
+}
+
+std::chrono::nanoseconds AuditLog::writer_cpu_time() const noexcept {
+  timespec t{};
+  if (!writer_.joinable() || writer_clock_ == clockid_t{} ||
+      ::clock_gettime(writer_clock_, &t) != 0) {
+    return std::chrono::nanoseconds(0);
+  }
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
 }
 
 // The writer thread: takes the whole queue at once and writes it outside the lock, so

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -206,6 +208,9 @@ class AuditLog {
   // Lines lost: dropped on a full queue, not taken by the sink (a failed or abandoned
   // write(2)), plus failed reopens.
   std::uint64_t write_failures() const noexcept;
+  // CPU time (user and system) the writer thread has used so far; zero when there is none
+  // ("off"). What the chain costs the writer, apart from the callers' formatting (bench/).
+  std::chrono::nanoseconds writer_cpu_time() const noexcept;
 
  private:
   enum class Sink { off, stdout_stream, stderr_stream, file };
@@ -258,7 +263,8 @@ class AuditLog {
   std::uint64_t enqueued_ = 0;  // lines and reopens ever accepted into the queue
   std::uint64_t written_ = 0;   // lines and reopens ever taken out of it and handled
   bool stop_ = false;
-  std::thread writer_;  // last: started after everything above is initialised
+  std::thread writer_;        // last: started after everything above is initialised
+  clockid_t writer_clock_{};  // the writer's CPU clock; 0 (CLOCK_REALTIME): unknown
 };
 
 }  // namespace sandgate::telemetry
