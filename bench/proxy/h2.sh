@@ -11,6 +11,8 @@
 #   bench/proxy/h2.sh --perf 10x10             # also: perf record sandgate at that point
 #   bench/proxy/h2.sh --trace 1x1              # also: system calls and context switches per
 #                                              # request of sandgate and the origin there
+#   bench/proxy/h2.sh --allocs 10x10           # also: sandgate's heap allocations per request
+#                                              # there (alloc_count.c preloaded, counted at exit)
 #
 # Points are CONNECTIONSxSTREAMS (h2load -c, -m); default 1x1,1x10,10x10,50x10,4x100. Each rep
 # measures every target at every point, the targets in an order that rotates with the rep. The
@@ -30,6 +32,7 @@ seconds=5
 points=1x1,1x10,10x10,50x10,4x100
 perf_point=""
 trace_point=""
+allocs_point=""
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
         --points) points=$2; shift 2 ;;
         --perf) perf_point=$2; shift 2 ;;
         --trace) trace_point=$2; shift 2 ;;
+        --allocs) allocs_point=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "h2.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -225,6 +229,28 @@ if [ -n "$trace_point" ]; then
         awk -v n="$n" '$1 ~ /^[0-9.]+$/ && NF >= 5 { printf "  %-16s %8.2f\n", $NF, $4 / n }
                        $1 == "total" { printf "  %-16s %8.2f\n", "total", $3 / n }' "$work/strace-$who.txt" | head -14
     done
+fi
+
+if [ -n "$allocs_point" ]; then
+    # The last binary again, as a daemon of its own with the shim, on the first one's listener
+    # (stopped meanwhile): once serving nothing, once under load; the difference per request.
+    gcc -O2 -shared -fPIC -o "$work/alloc_count.so" "$here/alloc_count.c" || fail "cannot build alloc_count.so"
+    kill -TERM "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+    last=$((${#names[@]} - 1))
+    counted_run() {
+        ip netns exec "$ns" env LD_PRELOAD="$work/alloc_count.so" ALLOC_COUNT_FILE="$work/allocs-$1" \
+            "${paths[$last]}" --config "$work/sandgate-$last.toml" </dev/null >"$work/alloc-daemon.log" 2>&1 &
+        pids[$last]=$!
+        wait_port $((13310 + last))
+        local n=0
+        [ "$1" = idle ] || n=$(measure "${names[$last]}" "$allocs_point" "$seconds" | awk '{ print $3 }')
+        kill -TERM "${pids[$last]}"; wait "${pids[$last]}" 2>/dev/null || true
+        echo "$n $(head -1 "$work/allocs-$1")"
+    }
+    read -r _ idle < <(counted_run idle)
+    read -r n loaded < <(counted_run loaded)
+    awk -v n="$n" -v a="$idle" -v b="$loaded" -v p="$allocs_point" 'BEGIN {
+        printf "sandgate heap allocations per request at %s: %.1f (%d requests)\n", p, (b - a) / n, n }'
 fi
 
 # Per target and point: medians over the reps of requests/s, mean latency, CPU per request,
