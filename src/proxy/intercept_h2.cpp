@@ -878,8 +878,14 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   out.fields = h2::from_h1(fields);
 
   const auto started = std::chrono::steady_clock::now();
-  ChunkBuffer chunk;
-  std::vector<std::uint8_t>& buf = chunk.bytes();
+  // The request body's buffer, which forward_h1 reads the response through too; a request
+  // that ended with its head (most) going over HTTP/2 needs none.
+  std::optional<ChunkBuffer> chunk;
+  std::vector<std::uint8_t> none;
+  const auto buffer = [&]() -> std::vector<std::uint8_t>& {
+    return chunk ? chunk->bytes() : chunk.emplace().bytes();
+  };
+  std::vector<std::uint8_t>& buf = whole.read() || ex.body_ended() ? none : buffer();
   std::size_t first = 0;
   if (whole.read()) {
     // Read whole by a filter: that is the body (and the stream's buffer, at least kChunk).
@@ -911,7 +917,8 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   if (over_h2) {
     co_await forward_h2(s, ups, ex, out, buf, first, moved, responder);
   } else {
-    co_await forward_h1(s, ups, ex, out, fields, buf, first, moved, responder);
+    co_await forward_h1(s, ups, ex, out, fields, buf.empty() ? buffer() : buf, first, moved,
+                        responder);
   }
   if (moved.tripped) {
     // A placeholder in the body, going where it may not: told as for one in a header (a 403
