@@ -15,6 +15,7 @@
 #include "common/ascii.hpp"
 #include "common/version.hpp"
 #include "proxy/descriptors.hpp"
+#include "proxy/holds/event_stream.hpp"
 #include "proxy/upstream.hpp"
 #include "secrets/encoding.hpp"
 #include "secrets/secret_file.hpp"
@@ -61,19 +62,7 @@ boost::json::object reload_json(const ReloadStatus::View& v) {
 // GET /holds: the destinations held for an answer, oldest first.
 boost::json::object holds_json(const Holds& holds) {
   boost::json::array out;
-  for (const Holds::Pending& p : holds.pending()) {
-    const auto since =
-        std::chrono::duration_cast<std::chrono::milliseconds>(p.since.time_since_epoch()).count();
-    out.push_back(boost::json::object{{"id", p.id},
-                                      {"sandbox", p.question.sandbox},
-                                      {"host", p.question.host},
-                                      {"port", p.question.port},
-                                      {"mode", p.question.mode},
-                                      {"method", p.question.method},
-                                      {"path", p.question.path},
-                                      {"since_ms", since},
-                                      {"waiting", p.waiting}});
-  }
+  for (const Holds::Pending& p : holds.pending()) out.push_back(hold_json(p));
   return boost::json::object{{"holds", std::move(out)}};
 }
 
@@ -260,7 +249,12 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
   asio::steady_timer timer(socket.get_executor(), kAdminTimeout);
   auto read = co_await (bhttp::async_read(socket, buffer, parser, use_tuple) ||
                         timer.async_wait(use_tuple));
-  if (read.index() == 0 && !std::get<0>(std::get<0>(read))) {
+  const bool stream = read.index() == 0 && !std::get<0>(std::get<0>(read)) &&
+                      parser.get().method() == bhttp::verb::get &&
+                      is_hold_events_target(parser.get().target());
+  if (stream) {
+    co_await serve_hold_events(socket, shared, std::string(parser.get().target()));
+  } else if (read.index() == 0 && !std::get<0>(std::get<0>(read))) {
     auto res = respond(parser.get(), *shared);
     timer.expires_after(kAdminTimeout);
     co_await (bhttp::async_write(socket, res, use_tuple) || timer.async_wait(use_tuple));

@@ -8,7 +8,10 @@
 //
 // Threads: workers wait on their own executors; the admin API answers from its worker. The
 // table is behind one mutex (holds are rare and short); an answer wakes each waiter on its
-// own executor, as the credential store wakes its waiters.
+// own executor, as the credential store wakes its waiters. Every hold that begins or ends is
+// also an event for the readers of GET /holds/events (HoldEvents), published under the same
+// mutex so that a new reader's first events (the holds pending then) and the changes after
+// them neither miss nor repeat one.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "policy/policy.hpp"
+#include "proxy/holds/hold_events.hpp"
 #include "policy/stream.hpp"
 #include "telemetry/audit_log.hpp"
 
@@ -31,17 +35,6 @@ namespace sandgate::proxy {
 struct Session;
 struct Shared;
 
-// What the operator is asked.
-struct HoldQuestion {
-  std::string sandbox;
-  std::string host;  // as the audit line shows it
-  std::uint16_t port = 0;
-  std::string mode;    // connect, http, tls, ...
-  std::string method;  // an HTTP request's, when known
-  std::string path;
-};
-
-enum class HoldOutcome { allowed, denied, expired };
 struct HoldAnswer {
   HoldOutcome outcome = HoldOutcome::expired;
   std::string message;  // denied: the operator's message for the client (may be empty)
@@ -61,12 +54,7 @@ class Holds {
   // Whether an operator allowed the sandbox host:port for a while (Action::allow_sandbox).
   bool granted(std::string_view sandbox, std::string_view host, std::uint16_t port) const;
 
-  struct Pending {
-    std::uint64_t id = 0;
-    HoldQuestion question;
-    std::chrono::system_clock::time_point since;
-    std::size_t waiting = 0;  // requests waiting on it
-  };
+  using Pending = PendingHold;
   std::vector<Pending> pending() const;
 
   // Answers hold `id`: its waiters go on (allowed) or are refused (denied, with `message`).
@@ -81,6 +69,13 @@ class Holds {
   };
   std::vector<Grant> grants(std::string_view sandbox) const;
 
+  // A reader of the holds of `sandbox` ("" all) that begin and end from now on, whose first
+  // events are one `held` per hold of it pending now. Its coroutine runs on `executor` and
+  // reads with events().next; it ends with events().remove.
+  std::shared_ptr<HoldEvents::Subscriber> subscribe(boost::asio::any_io_executor executor,
+                                                    std::string sandbox);
+  HoldEvents& events() { return events_; }
+
  private:
   struct Waiter;
   struct Hold {
@@ -88,7 +83,11 @@ class Holds {
     HoldQuestion question;
     std::chrono::system_clock::time_point since;
     std::vector<std::shared_ptr<Waiter>> waiters;
+    std::uint64_t held_event = 0;  // the number of its `held` event (a new reader sees it again)
   };
+  static PendingHold pending_of(const Hold& hold);
+  // Publishes that `hold` began (`outcome` none) or ended. Under mutex_.
+  void publish(Hold& hold, std::optional<HoldOutcome> outcome);
   static std::string key_of(std::string_view sandbox, std::string_view host, std::uint16_t port);
 
   mutable std::mutex mutex_;
@@ -96,6 +95,8 @@ class Holds {
   std::map<std::string, Hold> holds_;  // by key_of
   // "sandbox\nhost:port" to when it ends (nullopt: never); expired ones go at the next answer.
   std::map<std::string, std::optional<std::chrono::steady_clock::time_point>> grants_;
+  std::uint64_t next_event_ = 1;
+  HoldEvents events_;
 };
 
 // Waits for the answer to `question`'s hold, up to `timeout`: first its "destination_held" audit
