@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "http/client/plain_exchange.hpp"
-#include "proxy/admin.hpp"
+#include "secrets/secret_file.hpp"
 
 namespace sandgate::app {
 
@@ -137,7 +137,7 @@ int run_holds(const config::Config& cfg, std::vector<std::string> args) {
     std::cerr << "sandgate holds: answering needs listeners.admin_token_file\n";
     return 2;
   }
-  const proxy::AdminToken token = proxy::read_admin_token(cfg.listeners.admin_token_file);
+  const secrets::AdminToken token = secrets::read_admin_token(cfg.listeners.admin_token_file);
   if (!token.file.ok()) {
     std::cerr << "sandgate holds: " << token.file.error << "\n";
     return 1;

@@ -71,7 +71,7 @@ boost::json::object holds_json(const Holds& holds) {
 std::string unauthorized(const bhttp::request<bhttp::string_body>& req, const Shared& shared) {
   const std::string& file = shared.current()->config->listeners.admin_token_file;
   if (file.empty()) return "write calls need listeners.admin_token_file";
-  const AdminToken token = read_admin_token(file);
+  const secrets::AdminToken token = secrets::read_admin_token(file);
   if (!token.file.ok()) return "the admin token file cannot be read";
   const std::string_view expected = token.value();
   const std::string_view given = req[bhttp::field::authorization];
@@ -267,16 +267,6 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
 }
 
 }  // namespace
-
-std::string_view AdminToken::value() const {
-  std::string_view token = file.content.view();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.remove_suffix(1);
-  return token;
-}
-
-AdminToken read_admin_token(const std::string& path) {
-  return {secrets::read_secret_file(path, "admin token file")};
-}
 
 asio::awaitable<void> admin_accept_loop(tcp::acceptor& acceptor, std::shared_ptr<Shared> shared) {
   const auto ex = acceptor.get_executor();

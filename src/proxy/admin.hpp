@@ -4,18 +4,9 @@
 #include <memory>
 
 #include "proxy/runtime.hpp"
-#include "secrets/secret_file.hpp"
 
 namespace sandgate::proxy {
 
-// The admin API's write token, from listeners.admin_token_file read now (so a rotated token
-// counts at once): the daemon checks a write call against it, `sandgate holds` sends it.
-struct AdminToken {
-  secrets::SecretFile file;  // holds the bytes; file.error says why there is none
-  // The token: the file's content without its trailing line ends.
-  std::string_view value() const;
-};
-AdminToken read_admin_token(const std::string& path);
 
 // The admin listener: GET /metrics (Prometheus text), /healthz (process alive), /readyz
 // (listeners bound and config loaded), /sandboxes and /sandboxes/ID (what the daemon knows;
