@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <set>
 
 #include "launcher/admin_client.hpp"
+#include "launcher/approver.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/dropin.hpp"
 #include "launcher/environment.hpp"
@@ -25,6 +27,7 @@
 #include "launcher/status_sink.hpp"
 #include "launcher/system.hpp"
 #include "secrets/placeholder.hpp"
+#include "secrets/secret_file.hpp"
 
 extern char** environ;
 
@@ -123,7 +126,8 @@ void check_command(const Options& o, const std::vector<std::string>& env) {
 // With a timeout, the deadline's TERM and KILL go to the command's process group, the
 // cgroup's processes and everything in an owned namespace (for --netns: the command's session).
 SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o,
-                             const std::vector<std::string>& env) {
+                             const std::vector<std::string>& env,
+                             const std::function<void()>& started = {}) {
   const std::vector<std::string> argv = command_argv(o.user, o.command);
   EnterPlan plan;
   plan.netns_path = state.netns_path();
@@ -165,15 +169,43 @@ SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state
   }
   return run_session(
       argv, env,
-      [&watch, &command](pid_t pid) {
+      [&watch, &command, &started](pid_t pid) {
         command = pid;
         watch.started(pid);
+        if (started) started();
       },
       [&plan, &cgroups] {
         if (std::string error = join_cgroup(cgroups); !error.empty()) return error;
         return enter_sandbox(plan);
       },
       deadline);
+}
+
+// run --approve-with: how the approver answers the daemon. Refused (exit 2) before anything is
+// set up when the config names no admin token file or the launcher cannot read it. A launcher
+// run as root takes the file of the daemon's user (its mode is checked all the same).
+ApproverSettings approver_settings(const Settings& settings, const Options& o) {
+  const std::string& file = settings.admin_token_file;
+  if (file.empty()) {
+    throw LaunchError(2, "--approve-with answers holds on the admin API, which needs "
+                         "listeners.admin_token_file in " +
+                             settings.config_path);
+  }
+  struct stat st {};
+  const uid_t owner =
+      ::geteuid() == 0 && ::stat(file.c_str(), &st) == 0 ? st.st_uid : ::geteuid();
+  const secrets::AdminToken token = secrets::read_admin_token(file, owner);
+  if (!token.file.ok()) throw LaunchError(2, "--approve-with: " + token.file.error);
+  if (token.value().empty()) throw LaunchError(2, "--approve-with: " + file + " is empty");
+  ApproverSettings a;
+  a.command = o.approve_with;
+  a.sandbox = o.sandbox;
+  a.admin_host = settings.admin_host;
+  a.admin_port = settings.admin_port;
+  a.token = std::string(token.value());
+  a.hold_timeout = settings.hold_timeout;
+  for (char** e = environ; *e != nullptr; ++e) a.environment.emplace_back(*e);
+  return a;
 }
 
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
@@ -215,6 +247,8 @@ int run(const Options& o) {
   try {
     block_stop_signals();
     settings = load_settings(o.config_path, true);
+    std::optional<ApproverSettings> approving;
+    if (!o.approve_with.empty()) approving = approver_settings(*settings, o);
     drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
     check_command(o, command_environment(*settings));
     if (limits.any()) plan_cgroup(o.sandbox, limits);  // the host can enforce them at all
@@ -228,8 +262,14 @@ int run(const Options& o) {
     const std::vector<std::string> env = command_environment(*settings, state->id);
     std::optional<DenialSnapshot> before;
     if (o.json || !o.quiet) before = denial_snapshot(*settings, state->id, &outcome.denials_error);
-    // Stop signals are forwarded to the command; the launcher waits for it either way.
-    const SessionResult ended = run_in_sandbox(*settings, *state, o, env);
+    // Stop signals are forwarded to the command; the launcher waits for it either way. The
+    // approver starts once the command is forked (its threads must not be there at the fork
+    // that enters the sandbox) and ends with it; holds pending by then come first on its stream.
+    std::optional<Approver> approver;
+    const SessionResult ended = run_in_sandbox(*settings, *state, o, env, [&] {
+      if (approving) approver.emplace(std::move(*approving));
+    });
+    approver.reset();
     outcome.started = true;
     outcome.status = ended.status;
     if (ended.signal != 0) {
