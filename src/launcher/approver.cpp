@@ -231,15 +231,15 @@ void Approver::follow() {
     http::PlainRequest request;
     request.target = "/holds/events?sandbox=" + settings_.sandbox;
     request.fields = {{"Accept", "text/event-stream"}};
-    const http::PlainAnswer ended = stream_.run(
-        settings_.admin_host, settings_.admin_port, request, kConnectTimeout, kStreamIdle,
-        [&](std::string_view bytes) {
-          backoff = kFirstBackoff;
-          told = false;
-          for (const http::ServerEvent& e : reader.feed(bytes)) {
-            if (e.event == "held") on_held(e.data, connection);
-          }
-        });
+    const http::PlainAnswer ended =
+        stream_.run(settings_.admin_host, settings_.admin_port, request, kConnectTimeout,
+                    kStreamIdle, [&](std::string_view bytes) {
+                      backoff = kFirstBackoff;
+                      told = false;
+                      for (const http::ServerEvent& e : reader.feed(bytes)) {
+                        if (e.event == "held") on_held(e.data, connection);
+                      }
+                    });
     if (stopping_) return;
     if (!told) {
       warn("the daemon's hold stream (" + settings_.admin_host + ":" +

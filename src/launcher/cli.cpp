@@ -76,9 +76,9 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
     const bool takes_value =
         arg == "--sandbox" || arg == "--config" || (spec.command && arg == "--user") ||
         (spec.policy && (arg == "--profile" || arg == "--allow" || arg == "--netns")) ||
-        (run_only && (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" ||
-                      arg == "--pids" || arg == "--json-file" || arg == "--json-fd" ||
-                      arg == "--approve-with"));
+        (run_only &&
+         (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" || arg == "--pids" ||
+          arg == "--json-file" || arg == "--json-fd" || arg == "--approve-with"));
     if (takes_value && run_only &&
         (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" || arg == "--pids" ||
          arg == "--json-fd")) {

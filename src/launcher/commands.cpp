@@ -187,13 +187,13 @@ SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state
 ApproverSettings approver_settings(const Settings& settings, const Options& o) {
   const std::string& file = settings.admin_token_file;
   if (file.empty()) {
-    throw LaunchError(2, "--approve-with answers holds on the admin API, which needs "
-                         "listeners.admin_token_file in " +
-                             settings.config_path);
+    throw LaunchError(2,
+                      "--approve-with answers holds on the admin API, which needs "
+                      "listeners.admin_token_file in " +
+                          settings.config_path);
   }
   struct stat st {};
-  const uid_t owner =
-      ::geteuid() == 0 && ::stat(file.c_str(), &st) == 0 ? st.st_uid : ::geteuid();
+  const uid_t owner = ::geteuid() == 0 && ::stat(file.c_str(), &st) == 0 ? st.st_uid : ::geteuid();
   const secrets::AdminToken token = secrets::read_admin_token(file, owner);
   if (!token.file.ok()) throw LaunchError(2, "--approve-with: " + token.file.error);
   if (token.value().empty()) throw LaunchError(2, "--approve-with: " + file + " is empty");

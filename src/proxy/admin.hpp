@@ -7,7 +7,6 @@
 
 namespace sandgate::proxy {
 
-
 // The admin listener: GET /metrics (Prometheus text), /healthz (process alive), /readyz
 // (listeners bound and config loaded), /sandboxes and /sandboxes/ID (what the daemon knows;
 // the launcher polls this), /sandboxes/ID/denials (the sandbox's refusal counts, DenialCounts;

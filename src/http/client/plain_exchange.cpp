@@ -3,9 +3,9 @@
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -22,10 +22,8 @@ using tcp = asio::ip::tcp;
 
 constexpr std::size_t kMaxErrorBody = 4096;
 
-bhttp::request<bhttp::string_body> message_of(const tcp::endpoint& endpoint,
-                                              PlainRequest request) {
-  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(request.method), request.target,
-                                         11};
+bhttp::request<bhttp::string_body> message_of(const tcp::endpoint& endpoint, PlainRequest request) {
+  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(request.method), request.target, 11};
   req.set(bhttp::field::host, endpoint.address().to_string());
   req.set(bhttp::field::connection, "close");
   for (const auto& [name, value] : request.fields) req.set(name, value);
@@ -92,8 +90,8 @@ asio::awaitable<PlainAnswer> read_stream(PlainStream::Impl& impl, tcp::endpoint 
       parser.get().body().data = piece;
       parser.get().body().size = sizeof piece;
       stream.expires_after(answer.status == 200 ? idle : connect_timeout);
-      auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser,
-                                                asio::as_tuple(asio::use_awaitable));
+      auto [ec, n] =
+          co_await bhttp::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       const std::size_t got = sizeof piece - parser.get().body().size;
       if (answer.status == 200 && got > 0) {
         on_body(std::string_view(piece, got));
@@ -140,7 +138,9 @@ void PlainStream::stop() {
   });
 }
 
-bool PlainStream::stopped() const { return impl_->stopped; }
+bool PlainStream::stopped() const {
+  return impl_->stopped;
+}
 
 PlainAnswer plain_exchange(const std::string& host, std::uint16_t port, PlainRequest request,
                            std::chrono::milliseconds timeout, std::size_t max_body) {

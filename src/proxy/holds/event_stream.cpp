@@ -62,13 +62,12 @@ boost::json::object hold_json(const PendingHold& p) {
 
 std::string event_text(const HoldEvent& e) {
   const bool held = e.kind == HoldEvent::Kind::held;
-  const boost::json::object data =
-      held ? hold_json(e.hold)
-           : boost::json::object{{"id", e.hold.id},
-                                 {"sandbox", e.hold.question.sandbox},
-                                 {"host", e.hold.question.host},
-                                 {"port", e.hold.question.port},
-                                 {"outcome", outcome_name(e.outcome)}};
+  const boost::json::object data = held ? hold_json(e.hold)
+                                        : boost::json::object{{"id", e.hold.id},
+                                                              {"sandbox", e.hold.question.sandbox},
+                                                              {"host", e.hold.question.host},
+                                                              {"port", e.hold.question.port},
+                                                              {"outcome", outcome_name(e.outcome)}};
   // serialize() escapes every control character, so the data is one line.
   return "id: " + std::to_string(e.number) + "\nevent: " + (held ? "held" : "answered") +
          "\ndata: " + boost::json::serialize(data) + "\n\n";

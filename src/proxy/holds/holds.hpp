@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "policy/policy.hpp"
-#include "proxy/holds/hold_events.hpp"
 #include "policy/stream.hpp"
+#include "proxy/holds/hold_events.hpp"
 #include "telemetry/audit_log.hpp"
 
 namespace sandgate::proxy {

@@ -23,10 +23,11 @@ TEST(Approver, ReadsAHeldEventAsTheDaemonWritesIt) {
   EXPECT_EQ(h->port, 443);
   EXPECT_EQ(h->mode, "connect");
   EXPECT_EQ(h->since_ms, 1700000000000);
-  for (const char* bad : {"", "[]", "{}", R"({"id":0,"sandbox":"s","host":"h","port":1,"since_ms":1})",
-                          R"({"id":1,"sandbox":"s","host":"h","port":70000,"since_ms":1})",
-                          R"({"id":1,"sandbox":"s","port":1,"since_ms":1})",
-                          R"({"id":"1","sandbox":"s","host":"h","port":1,"since_ms":1})"}) {
+  for (const char* bad :
+       {"", "[]", "{}", R"({"id":0,"sandbox":"s","host":"h","port":1,"since_ms":1})",
+        R"({"id":1,"sandbox":"s","host":"h","port":70000,"since_ms":1})",
+        R"({"id":1,"sandbox":"s","port":1,"since_ms":1})",
+        R"({"id":"1","sandbox":"s","host":"h","port":1,"since_ms":1})"}) {
     EXPECT_FALSE(parse_held(bad)) << bad;
   }
 }
@@ -59,7 +60,8 @@ TEST(Approver, TheExitStatusIsTheAnswer) {
       {"ControlsMadePrintable", 1, "a\tb\x1b[31mc\xc3\xa9", {"deny", "a?b?[31mc??"}},
       {"CutAt200Bytes", 1, long_line, {"deny", std::string(kMaxMessage, 'x')}},
   };
-  for (const Row& row : rows) EXPECT_EQ(verdict_of(row.exit_code, row.out), row.verdict) << row.name;
+  for (const Row& row : rows)
+    EXPECT_EQ(verdict_of(row.exit_code, row.out), row.verdict) << row.name;
 }
 
 TEST(Approver, TheCommandHasWhatIsLeftOfTheHoldsDeadline) {

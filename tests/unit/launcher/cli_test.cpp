@@ -74,9 +74,9 @@ TEST(LauncherCli, AcceptsLimitsAndStatusOptions) {
 // --approve-with takes one shell command (run only); its contract is in `run -h`.
 TEST(LauncherCli, ApproveWithTakesAShellCommandForRun) {
   std::string error;
-  auto o = parse({"run", "--sandbox", "a", "--approve-with", "/opt/ask \"$SANDGATE_HOST\"", "--",
-                  "true"},
-                 &error);
+  auto o = parse(
+      {"run", "--sandbox", "a", "--approve-with", "/opt/ask \"$SANDGATE_HOST\"", "--", "true"},
+      &error);
   ASSERT_TRUE(o) << error;
   EXPECT_EQ(o->approve_with, "/opt/ask \"$SANDGATE_HOST\"");
   EXPECT_EQ(o->command, (std::vector<std::string>{"true"}));
