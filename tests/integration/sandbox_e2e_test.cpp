@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
 #include <cstdlib>
@@ -389,6 +390,61 @@ TEST_F(SandboxE2e, AHeldNameWaitsForTheOperatorsAnswerAtTheSandboxDns) {
   EXPECT_EQ(names, (std::set<std::string>{"blocked.test", "origin.test"}));
   EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "denied_by_operator").size(), 1u);
   EXPECT_EQ(dns_queries().find("blocked.test"), std::string::npos) << dns_queries();
+}
+
+// run --approve-with (issue 39): the launcher answers its sandbox's holds with a command's exit
+// status. The command runs outside the sandbox (the launcher's network namespace) with the hold
+// in its environment: it allows origin.test (exit 0; held at the sandbox DNS) and denies
+// blocked.test with a message (exit 1; an HTTP request held at the transparent listener), which
+// curl shows in the refusal. Refused up front when the admin token cannot be read.
+TEST_F(SandboxE2e, ApproveWithAnswersHeldDestinationsWithTheCommandsExitStatus) {
+  const std::string token = world->dir.file("admin.token");
+  const std::string calls = world->dir.file("approve-calls.log");
+  const std::string approve =
+      "echo \"$SANDGATE_HOLD_ID|$SANDGATE_SANDBOX|$SANDGATE_HOST|$SANDGATE_PORT|$SANDGATE_MODE|"
+      "$SANDGATE_METHOD|$(readlink /proc/$$/ns/net)\" >> " +
+      calls +
+      "; case \"$SANDGATE_HOST\" in origin.test) exit 0;; *) echo 'not that one'; echo more; "
+      "exit 1;; esac";
+  const std::string script =
+      "curl -sS -m 20 -o /dev/null -w 'allowed=%{http_code}\\n' http://origin.test/; "
+      "curl -sS -m 20 --resolve blocked.test:80:203.0.113.10 http://blocked.test/x; "
+      "echo; echo denied=$?";
+  // Refused before anything is set up: the token file is too open to be read.
+  ::chmod(token.c_str(), 0644);
+  const auto refused = launch({"run", "--sandbox", id("approve"), "--profile", "asks",
+                               "--approve-with", "exit 0", "--", "true"});
+  ::chmod(token.c_str(), 0600);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--approve-with: "), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("admin token file"), std::string::npos) << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+
+  const auto r = launch({"run", "--sandbox", id("approve"), "--profile", "asks", "--approve-with",
+                         approve, "--", "sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("allowed=200\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("SANDBOX_NETWORK_DENIED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not that one"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("more"), std::string::npos) << r.out;  // the first line only
+  EXPECT_NE(r.out.find("denied=0\n"), std::string::npos) << r.out;
+  // One call per hold, each with its hold in the environment, in the launcher's namespace.
+  const std::string netns = fs::read_symlink("/proc/self/ns/net").string();
+  const std::string log = read_all(calls);
+  EXPECT_NE(log.find("|" + id("approve") + "|origin.test|0|dns||" + netns + "\n"),
+            std::string::npos)
+      << log << " (netns " << netns << ")";
+  EXPECT_NE(log.find("|" + id("approve") + "|blocked.test|80|"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  const auto answered = audit("hold_answered");
+  ASSERT_EQ(answered.size(), 2u);
+  std::set<std::string> actions;
+  for (const auto& line : answered)
+    actions.insert(std::string(line.at("event").as_object().at("reason").as_string()));
+  EXPECT_EQ(actions, (std::set<std::string>{"allow_once", "deny"}));
+  const auto denied = audit("SANDBOX_NETWORK_DENIED", "denied_by_operator");
+  ASSERT_GE(denied.size(), 1u);
+  EXPECT_EQ(denied[0].at("labels").as_object().at("operator_message").as_string(), "not that one");
 }
 
 TEST_F(SandboxE2e, DeniedNameReachesTheToolAsItsOwnRefusalAndIsLoggedOnce) {

@@ -90,8 +90,9 @@ asio::awaitable<PlainAnswer> read_stream(PlainStream::Impl& impl, tcp::endpoint 
       parser.get().body().data = piece;
       parser.get().body().size = sizeof piece;
       stream.expires_after(answer.status == 200 ? idle : connect_timeout);
-      auto [ec, n] =
-          co_await bhttp::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      // read_some: back with what has come (async_read would wait for a full buffer).
+      auto [ec, n] = co_await bhttp::async_read_some(stream, buffer, parser,
+                                                     asio::as_tuple(asio::use_awaitable));
       const std::size_t got = sizeof piece - parser.get().body().size;
       if (answer.status == 200 && got > 0) {
         on_body(std::string_view(piece, got));
