@@ -40,8 +40,10 @@ constexpr CommandUsage kCommands[] = {
      "sandgate holds --config FILE [--admin ADDRESS:PORT] [--json]\n"
      "sandgate holds --config FILE allow ID [--sandbox-wide [--ttl SECONDS]]\n"
      "sandgate holds --config FILE deny ID [--message TEXT]\n"
+     "sandgate holds --config FILE watch [--sandbox ID] [--json]\n"
      "                                   list the destinations a running daemon\n"
-     "                                   holds for an answer, or answer one\n"
+     "                                   holds for an answer, answer one, or\n"
+     "                                   follow them as they begin and end\n"
      "                                   (exit 0 done, 1 refused, 2 usage)\n"},
     {"ca",
      "sandgate ca init DIR [--force]     create the interception CA in DIR\n"

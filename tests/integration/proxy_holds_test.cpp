@@ -467,5 +467,60 @@ TEST_F(ProxyHolds, TheDaemonStopsPromptlyWithAReaderOpen) {
   EXPECT_TRUE(reader.closed(1000ms));
 }
 
+// `sandgate holds watch`: a line per hold that begins or ends (a pending one first), for one
+// sandbox or, with --json, every sandbox; it ends (exit 0) when the daemon stops.
+TEST_F(ProxyHolds, SandgateHoldsWatchPrintsALinePerEventUntilTheDaemonStops) {
+  const std::string at = "127.0.0.1:" + std::to_string(daemon_->admin_port());
+  auto pending = send_async(proxy_get(held(), "/first", "sb1", kToken1));
+  const auto listed = holds(1);
+  ASSERT_EQ(listed.size(), 1u);
+  const auto watch = [&](const std::string& out, const std::string& options) {
+    return std::async(std::launch::async, [=, this] {
+      return run_command(
+          {"sh", "-c",
+           "exec " + sandgate_binary() + " holds --config " + daemon_->config_path() + " --admin " +
+               at + " watch " + options + " > " + out},
+          20s);
+    });
+  };
+  const std::string mine = dir_.file("watch-sb1.out");
+  const std::string all = dir_.file("watch-all.out");
+  auto sb1 = watch(mine, "--sandbox sb1");
+  auto json = watch(all, "--json");
+  // Subscribed once the pending hold is printed.
+  ASSERT_TRUE(eventually([&] {
+    return read_file(mine).find("held\t") != std::string::npos &&
+           read_file(all).find("\"held\"") != std::string::npos;
+  }));
+  auto other = send_async(proxy_get(held(), "/second", "sb2", kToken2));
+  const auto both = holds(2);
+  for (const auto& h : both) {
+    ASSERT_EQ(admin("POST", "/holds/" + id_of(h), R"({"action": "deny"})")->status, 200);
+  }
+  EXPECT_EQ(pending.get()->status, 403);
+  EXPECT_EQ(other.get()->status, 403);
+  ASSERT_TRUE(eventually([&] { return read_file(all).find("sb2") != std::string::npos; }));
+  ASSERT_TRUE(eventually([&] { return read_file(mine).find("answered\t") != std::string::npos; }));
+  EXPECT_EQ(daemon_->stop(), 0);
+  const auto ended = sb1.get();
+  EXPECT_EQ(ended.exit_code, 0) << ended.err;
+  EXPECT_EQ(json.get().exit_code, 0);
+  const std::string id = id_of(listed[0]);
+  EXPECT_EQ(read_file(mine), "held\t" + id + "\tsb1\t" + held() + "\thttp\tGET /first\nanswered\t" +
+                                 id + "\tsb1\t" + held() + "\tdenied\n");
+  std::istringstream lines(read_file(all));
+  std::vector<boost::json::object> events;
+  for (std::string line; std::getline(lines, line);) {
+    events.push_back(boost::json::parse(line).as_object());
+  }
+  ASSERT_EQ(events.size(), 4u) << read_file(all);
+  EXPECT_EQ(events[0].at("event").as_string(), "held");
+  EXPECT_EQ(events[0].at("path").as_string(), "/first");
+  EXPECT_EQ(events[1].at("event").as_string(), "held");
+  EXPECT_EQ(events[1].at("sandbox").as_string(), "sb2");
+  EXPECT_EQ(events[3].at("event").as_string(), "answered");
+  EXPECT_EQ(events[3].at("outcome").as_string(), "denied");
+}
+
 }  // namespace
 }  // namespace sandgate::test
