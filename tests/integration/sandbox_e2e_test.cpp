@@ -447,6 +447,35 @@ TEST_F(SandboxE2e, ApproveWithAnswersHeldDestinationsWithTheCommandsExitStatus) 
   EXPECT_EQ(denied[0].at("labels").as_object().at("operator_message").as_string(), "not that one");
 }
 
+// A command still running at the hold's deadline (limits.hold_timeout_ms, 10 s here) is
+// killed with its process group, and the hold ends as expired.
+TEST_F(SandboxE2e, ApproveWithKillsACommandStillRunningAtTheHoldsDeadline) {
+  const std::string calls = world->dir.file("approve-slow.log");
+  const std::string approve =
+      "echo started >> " + calls + "; S=61.25; sleep $S; echo late >> " + calls;
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = launch({"run", "--sandbox", id("approve-slow"), "--profile", "asks",
+                         "--approve-with", approve, "--", "sh", "-c",
+                         "curl -sS -m 30 --resolve blocked.test:80:203.0.113.10 "
+                         "http://blocked.test/slow; sleep 1; echo; "
+                         // Killed at the deadline, not when the launcher ends (the
+                         // launcher's own arguments say "sleep $S").
+                         "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 61[.]25' | "
+                         "sed 's/^/left=/'"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"reason\":\"hold_expired\""), std::string::npos) << r.out;
+  EXPECT_LT(took, 25s);
+  EXPECT_NE(r.out.find("left=0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(read_all(calls), "started\n");
+  EXPECT_TRUE(audit("hold_answered").empty());
+  // Nothing of the command is left running.
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string cmdline = read_all(entry.path().string() + "/cmdline");
+    EXPECT_EQ(cmdline.find("61.25"), std::string::npos) << entry.path();
+  }
+}
+
 TEST_F(SandboxE2e, DeniedNameReachesTheToolAsItsOwnRefusalAndIsLoggedOnce) {
   const std::string work = world->dir.file("refused-work");
   fs::create_directories(work);
