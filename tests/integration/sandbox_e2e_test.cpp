@@ -29,6 +29,7 @@
 
 #include "e2e_support.hpp"
 #include "gtest/gtest.h"
+#include "support/eventually.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
 #include "support/markdown.hpp"
@@ -67,7 +68,8 @@ struct World {
   std::unique_ptr<Background> servers;
   std::unique_ptr<Background> dnsmasq;
   std::unique_ptr<SandgateProcess> daemon;
-  std::string tables;  // the config's tables but the hostnet profile, which comes last
+  std::string tables;       // the config's tables but the hostnet profile, which comes last
+  SandgateOptions options;  // the daemon's, for a restart
 
   World() {
     requests_log = dir.file("requests.log");
@@ -102,6 +104,12 @@ struct World {
     servers.reset();
     dnsmasq.reset();
     run_command({"ip", "netns", "del", internet});
+  }
+
+  // Stops the daemon and starts it again with the same config (listeners, token, drop-ins).
+  void restart_daemon() {
+    daemon.reset();
+    daemon = std::make_unique<SandgateProcess>(options);
   }
 
   void make_certificates() {
@@ -223,6 +231,7 @@ struct World {
         "allow = [\"blocked.test\"]\n"
         "allow_cidrs = [\"203.0.113.20/32\"]\n\n";
     o.tables = tables + hostnet_profile("");
+    options = o;
     daemon = std::make_unique<SandgateProcess>(o);
   }
 };
@@ -474,6 +483,37 @@ TEST_F(SandboxE2e, ApproveWithKillsACommandStillRunningAtTheHoldsDeadline) {
     const std::string cmdline = read_all(entry.path().string() + "/cmdline");
     EXPECT_EQ(cmdline.find("61.25"), std::string::npos) << entry.path();
   }
+}
+
+// The launcher follows the daemon across a restart: the stream breaks (said once on stderr),
+// it connects again, and a name held by the new daemon is answered.
+TEST_F(SandboxE2e, ApproveWithFollowsTheDaemonAcrossARestart) {
+  const std::string calls = world->dir.file("approve-restart.log");
+  const std::string approve = "echo \"$SANDGATE_HOST\" >> " + calls + "; exit 0";
+  auto run = std::async(std::launch::async, [&] {
+    return launch({"run", "--sandbox", id("approve-restart"), "--profile", "asks", "--approve-with",
+                   approve, "--", "sh", "-c",
+                   "sleep 6; curl -sS -m 20 -o /dev/null -w 'after=%{http_code}\\n' "
+                   "http://origin.test/"});
+  });
+  // Restarted once the daemon runs the sandbox (its drop-in stays for the new one).
+  ASSERT_TRUE(eventually(
+      [&] {
+        return run_command(
+                   {"curl", "-sf", "http://127.0.0.1:9090/sandboxes/" + id("approve-restart")})
+                   .exit_code == 0;
+      },
+      20s, 100ms));
+  std::this_thread::sleep_for(500ms);  // the approver starts with the command, right after
+  world->restart_daemon();
+  const auto r = run.get();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("after=200\n"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(read_all(calls), "origin.test\n");
+  const std::string said = "--approve-with: the daemon's hold stream";
+  const std::size_t first = r.err.find(said);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(said, first + 1), std::string::npos) << "said more than once: " << r.err;
 }
 
 TEST_F(SandboxE2e, DeniedNameReachesTheToolAsItsOwnRefusalAndIsLoggedOnce) {
