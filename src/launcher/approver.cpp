@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,9 @@
 #include <iostream>
 
 #include "http/client/event_stream.hpp"
+#include "secrets/secret_file.hpp"
+
+extern char** environ;
 
 namespace sandgate::launcher {
 
@@ -191,6 +195,31 @@ std::chrono::milliseconds time_left(std::int64_t since_ms, std::int64_t now,
                                     std::chrono::milliseconds hold_timeout) {
   const std::int64_t left = since_ms + hold_timeout.count() - now;
   return std::chrono::milliseconds(std::clamp<std::int64_t>(left, 0, hold_timeout.count()));
+}
+
+ApproverSettings approver_settings(const Settings& settings, const std::string& command,
+                                   const std::string& sandbox) {
+  const std::string& file = settings.admin_token_file;
+  if (file.empty()) {
+    throw LaunchError(2,
+                      "--approve-with answers holds on the admin API, which needs "
+                      "listeners.admin_token_file in " +
+                          settings.config_path);
+  }
+  struct stat st {};
+  const uid_t owner = ::geteuid() == 0 && ::stat(file.c_str(), &st) == 0 ? st.st_uid : ::geteuid();
+  const secrets::AdminToken token = secrets::read_admin_token(file, owner);
+  if (!token.file.ok()) throw LaunchError(2, "--approve-with: " + token.file.error);
+  if (token.value().empty()) throw LaunchError(2, "--approve-with: " + file + " is empty");
+  ApproverSettings a;
+  a.command = command;
+  a.sandbox = sandbox;
+  a.admin_host = settings.admin_host;
+  a.admin_port = settings.admin_port;
+  a.token = std::string(token.value());
+  a.hold_timeout = settings.hold_timeout;
+  for (char** e = environ; *e != nullptr; ++e) a.environment.emplace_back(*e);
+  return a;
 }
 
 Approver::Approver(ApproverSettings settings) : settings_(std::move(settings)) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "http/client/plain_exchange.hpp"
+#include "launcher/sandbox.hpp"
 
 namespace sandgate::launcher {
 
@@ -71,6 +72,14 @@ struct ApproverSettings {
   std::chrono::milliseconds hold_timeout{10'000};
   std::vector<std::string> environment;  // the launcher's own
 };
+
+// How `run --approve-with command` answers for `sandbox`: the admin listener and its token
+// (read now), the hold timeout, the launcher's environment. Throws LaunchError (exit 2, before
+// anything is set up) when the config names no listeners.admin_token_file or the launcher
+// cannot read it. A launcher run as root takes the file of the daemon's user (its mode is
+// checked all the same).
+ApproverSettings approver_settings(const Settings& settings, const std::string& command,
+                                   const std::string& sandbox);
 
 class Approver {
  public:

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +26,6 @@
 #include "launcher/status_sink.hpp"
 #include "launcher/system.hpp"
 #include "secrets/placeholder.hpp"
-#include "secrets/secret_file.hpp"
 
 extern char** environ;
 
@@ -181,33 +179,6 @@ SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state
       deadline);
 }
 
-// run --approve-with: how the approver answers the daemon. Refused (exit 2) before anything is
-// set up when the config names no admin token file or the launcher cannot read it. A launcher
-// run as root takes the file of the daemon's user (its mode is checked all the same).
-ApproverSettings approver_settings(const Settings& settings, const Options& o) {
-  const std::string& file = settings.admin_token_file;
-  if (file.empty()) {
-    throw LaunchError(2,
-                      "--approve-with answers holds on the admin API, which needs "
-                      "listeners.admin_token_file in " +
-                          settings.config_path);
-  }
-  struct stat st {};
-  const uid_t owner = ::geteuid() == 0 && ::stat(file.c_str(), &st) == 0 ? st.st_uid : ::geteuid();
-  const secrets::AdminToken token = secrets::read_admin_token(file, owner);
-  if (!token.file.ok()) throw LaunchError(2, "--approve-with: " + token.file.error);
-  if (token.value().empty()) throw LaunchError(2, "--approve-with: " + file + " is empty");
-  ApproverSettings a;
-  a.command = o.approve_with;
-  a.sandbox = o.sandbox;
-  a.admin_host = settings.admin_host;
-  a.admin_port = settings.admin_port;
-  a.token = std::string(token.value());
-  a.hold_timeout = settings.hold_timeout;
-  for (char** e = environ; *e != nullptr; ++e) a.environment.emplace_back(*e);
-  return a;
-}
-
 int report_teardown(const std::string& id, const std::vector<std::string>& errors) {
   for (const std::string& e : errors) {
     warn("teardown of sandbox \"" + id + "\": " + e + "; run `sandgate-launch gc` to retry");
@@ -248,7 +219,9 @@ int run(const Options& o) {
     block_stop_signals();
     settings = load_settings(o.config_path, true);
     std::optional<ApproverSettings> approving;
-    if (!o.approve_with.empty()) approving = approver_settings(*settings, o);
+    if (!o.approve_with.empty()) {
+      approving = approver_settings(*settings, o.approve_with, o.sandbox);
+    }
     drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
     check_command(o, command_environment(*settings));
     if (limits.any()) plan_cgroup(o.sandbox, limits);  // the host can enforce them at all

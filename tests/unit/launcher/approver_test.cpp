@@ -3,7 +3,11 @@
 #include "launcher/approver.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -69,6 +73,51 @@ TEST(Approver, TheCommandHasWhatIsLeftOfTheHoldsDeadline) {
   EXPECT_EQ(time_left(1000, 4000, 5000ms), 2000ms);
   EXPECT_EQ(time_left(1000, 7000, 5000ms), 0ms);
   EXPECT_EQ(time_left(9000, 1000, 5000ms), 5000ms);  // a clock behind the daemon's: capped
+}
+
+// --approve-with refuses to start (exit 2, one line) without a token it can send; control: a
+// 0600 file gives its token without the line end.
+TEST(Approver, RefusesToStartWithoutAReadableAdminToken) {
+  char dir_template[] = "/tmp/approver-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const auto write = [&](const std::string& name, const std::string& text, mode_t mode) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+    return path;
+  };
+  Settings settings;
+  settings.config_path = "/etc/sandgate/sandgate.toml";
+  settings.admin_host = "127.0.0.1";
+  settings.admin_port = 9090;
+  const auto refusal = [&](const std::string& file) -> std::string {
+    settings.admin_token_file = file;
+    try {
+      approver_settings(settings, "exit 0", "sb1");
+    } catch (const LaunchError& e) {
+      EXPECT_EQ(e.exit_code(), 2) << e.what();
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal(""),
+            "--approve-with answers holds on the admin API, which needs "
+            "listeners.admin_token_file in /etc/sandgate/sandgate.toml");
+  EXPECT_NE(refusal(dir + "/missing").find("--approve-with: " + dir + "/missing"),
+            std::string::npos);
+  EXPECT_NE(refusal(write("open", "tok\n", 0644)).find("--approve-with: "), std::string::npos);
+  EXPECT_EQ(refusal(write("empty", "\n", 0600)),
+            "--approve-with: " + dir + "/empty: admin token file is empty");
+  EXPECT_EQ(refusal(write("blank", "\r\n\n", 0600)), "--approve-with: " + dir + "/blank is empty");
+  settings.admin_token_file = write("good", "tok-123\n", 0600);
+  const ApproverSettings a = approver_settings(settings, "exit 0", "sb1");
+  EXPECT_EQ(a.token, "tok-123");
+  EXPECT_EQ(a.command, "exit 0");
+  EXPECT_EQ(a.sandbox, "sb1");
+  EXPECT_EQ(a.admin_port, 9090);
+  for (const char* f : {"open", "empty", "blank", "good"}) ::unlink((dir + "/" + f).c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace
