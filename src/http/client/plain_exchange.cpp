@@ -139,10 +139,6 @@ void PlainStream::stop() {
   });
 }
 
-bool PlainStream::stopped() const {
-  return impl_->stopped;
-}
-
 PlainAnswer plain_exchange(const std::string& host, std::uint16_t port, PlainRequest request,
                            std::chrono::milliseconds timeout, std::size_t max_body) {
   boost::system::error_code ec;

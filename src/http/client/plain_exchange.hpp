@@ -52,7 +52,6 @@ class PlainStream {
                   const std::function<void(std::string_view)>& on_body);
   // Ends the run under way (and makes every later one end at once).
   void stop();
-  bool stopped() const;
 
   struct Impl;  // the io_context and the stream under way (plain_exchange.cpp)
 
