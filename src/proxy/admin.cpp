@@ -253,7 +253,8 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
                       parser.get().method() == bhttp::verb::get &&
                       is_hold_events_target(parser.get().target());
   if (stream) {
-    co_await serve_hold_events(socket, shared, std::string(parser.get().target()));
+    std::string target(parser.get().target());
+    co_await serve_hold_events(socket, shared, std::move(target));
   } else if (read.index() == 0 && !std::get<0>(std::get<0>(read))) {
     auto res = respond(parser.get(), *shared);
     timer.expires_after(kAdminTimeout);

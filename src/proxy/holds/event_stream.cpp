@@ -94,8 +94,8 @@ asio::awaitable<void> serve_hold_events(tcp::socket& socket, std::shared_ptr<Sha
   }
   HoldEvents& events = shared->holds.events();
   // Subscribed before the head goes out: a reader that has the head misses no later hold.
-  const auto subscriber =
-      shared->holds.subscribe(co_await asio::this_coro::executor, std::move(*sandbox));
+  const auto executor = co_await asio::this_coro::executor;
+  const auto subscriber = shared->holds.subscribe(executor, std::move(*sandbox));
   struct Leave {
     HoldEvents& events;
     const std::shared_ptr<HoldEvents::Subscriber>& subscriber;
