@@ -76,6 +76,13 @@ class EventReader {
     }
   }
   bool closed(std::chrono::milliseconds timeout = 3000ms) { return client_.wait_closed(timeout); }
+  // Whether a keep-alive comment comes within `timeout` (what came before it is dropped).
+  bool keep_alive(std::chrono::milliseconds timeout) {
+    constexpr std::string_view kKeepAlive = ": keep-alive\n\n";
+    if (!fill_until(kKeepAlive, timeout)) return false;
+    buffer_.erase(0, buffer_.find(kKeepAlive) + kKeepAlive.size());
+    return true;
+  }
 
  private:
   bool fill_until(std::string_view mark, std::chrono::steady_clock::duration left) {
@@ -520,6 +527,22 @@ TEST_F(ProxyHolds, SandgateHoldsWatchPrintsALinePerEventUntilTheDaemonStops) {
   EXPECT_EQ(events[1].at("sandbox").as_string(), "sb2");
   EXPECT_EQ(events[3].at("event").as_string(), "answered");
   EXPECT_EQ(events[3].at("outcome").as_string(), "denied");
+}
+
+// An idle stream gets a keep-alive comment every 15 s (idle proxies and clients keep it), and
+// goes on serving events after it.
+TEST_F(ProxyHolds, AnIdleStreamGetsAKeepAliveAndGoesOn) {
+  EventReader reader(daemon_->admin_port(), "?sandbox=sb1");
+  ASSERT_NE(reader.head().find(" 200 "), std::string::npos);
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(reader.keep_alive(17000ms));
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 14000ms);
+  auto request = send_async(proxy_get(held(), "/later", "sb1", kToken1));
+  const auto e = reader.next();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->name, "held");
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(e->data), R"({"action": "allow_once"})")->status, 200);
+  EXPECT_EQ(request.get()->status, 200);
 }
 
 }  // namespace
