@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <boost/json.hpp>
+#include <functional>
 #include <iostream>
 
 #include "http/client/event_stream.hpp"
@@ -45,12 +46,12 @@ struct CommandRun {
 };
 
 // Runs `/bin/sh -c command` in a process group of its own, with stdin /dev/null and stdout
-// read here, until it exits, `deadline` passes or `stop` is set (then its whole group is
-// killed). The launcher is multithreaded: everything the child uses is made before the fork,
-// and the child makes only async-signal-safe calls until the exec.
+// read here, until it exits, `deadline` passes or `give_up` says so (asked every 50 ms; then
+// its whole group is killed). The launcher is multithreaded: everything the child uses is made
+// before the fork, and the child makes only async-signal-safe calls until the exec.
 CommandRun run_command_line(const std::string& command, const std::vector<std::string>& env,
                             std::chrono::steady_clock::time_point deadline,
-                            const std::atomic<bool>& stop) {
+                            const std::function<bool()>& give_up) {
   CommandRun run;
   std::array<char*, 4> argv{const_cast<char*>("sh"), const_cast<char*>("-c"),
                             const_cast<char*>(command.c_str()), nullptr};
@@ -87,7 +88,7 @@ CommandRun run_command_line(const std::string& command, const std::vector<std::s
   int status = 0;
   for (;;) {
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
-    if (stop || std::chrono::steady_clock::now() >= deadline) {
+    if (give_up() || std::chrono::steady_clock::now() >= deadline) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
       break;
@@ -255,6 +256,7 @@ void Approver::follow() {
       const std::lock_guard lock(mutex_);
       connection = ++connection_;
       jobs_.clear();  // holds of an earlier stream come again on this one, if still pending
+      ended_.clear();
     }
     http::EventStreamReader reader;
     http::PlainRequest request;
@@ -267,6 +269,7 @@ void Approver::follow() {
                       told = false;
                       for (const http::ServerEvent& e : reader.feed(bytes)) {
                         if (e.event == "held") on_held(e.data, connection);
+                        if (e.event == "answered") on_answered(e.data);
                       }
                     });
     if (stopping_) return;
@@ -296,6 +299,20 @@ void Approver::on_held(std::string_view data, std::uint64_t connection) {
   changed_.notify_one();
 }
 
+// A hold ended (answered by someone else, expired, or by this launcher): its command, if one
+// runs, is stopped; if it waits its turn, it is not asked.
+void Approver::on_answered(std::string_view data) {
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(data, ec);
+  const boost::json::value* id =
+      !ec && parsed.is_object() ? parsed.as_object().if_contains("id") : nullptr;
+  if (id == nullptr || !id->is_int64() || id->as_int64() <= 0) return;
+  const auto hold = static_cast<std::uint64_t>(id->as_int64());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(jobs_, [&](const Job& j) { return j.hold.id == hold; });
+  if (running_.contains(hold)) ended_.insert(hold);
+}
+
 void Approver::work() {
   for (;;) {
     Job job;
@@ -308,18 +325,30 @@ void Approver::work() {
     }
     const auto left = time_left(job.hold.since_ms, now_ms(), settings_.hold_timeout);
     if (left.count() == 0) continue;  // expired while it waited its turn
-    const CommandRun ran =
-        run_command_line(settings_.command, hold_environment(settings_.environment, job.hold),
-                         std::chrono::steady_clock::now() + left, stopping_);
-    if (stopping_) return;
-    if (!ran.error.empty()) warn("hold " + std::to_string(job.hold.id) + ": " + ran.error);
     {
-      // A hold's id names it only on the stream it came from (the daemon may have restarted
-      // since); one still pending has come again on the new stream.
       const std::lock_guard lock(mutex_);
       if (job.connection != connection_) continue;
+      running_.insert(job.hold.id);
     }
-    answer(job.hold, verdict_of(ran.exit_code, ran.out));
+    // Moot once the hold ended otherwise (an operator answered it, it expired) or its stream
+    // broke: a hold's id names it only on the stream it came from (the daemon may have
+    // restarted since), and one still pending comes again on the new stream.
+    const auto moot = [&] {
+      const std::lock_guard lock(mutex_);
+      return stopping_ || job.connection != connection_ || ended_.contains(job.hold.id);
+    };
+    const CommandRun ran =
+        run_command_line(settings_.command, hold_environment(settings_.environment, job.hold),
+                         std::chrono::steady_clock::now() + left, moot);
+    const bool gone = moot();
+    {
+      const std::lock_guard lock(mutex_);
+      running_.erase(job.hold.id);
+      ended_.erase(job.hold.id);
+    }
+    if (stopping_) return;
+    if (!ran.error.empty()) warn("hold " + std::to_string(job.hold.id) + ": " + ran.error);
+    if (!gone) answer(job.hold, verdict_of(ran.exit_code, ran.out));
   }
 }
 

@@ -11,6 +11,7 @@
 //
 // Threads: one follows the stream (reconnecting with backoff when it breaks), kConcurrent run
 // commands and post answers; the destructor ends them all (commands still running are killed).
+// A command whose hold ends otherwise meanwhile (an operator answered it first) is killed too.
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -99,6 +101,7 @@ class Approver {
 
   void follow();
   void on_held(std::string_view data, std::uint64_t connection);
+  void on_answered(std::string_view data);
   void work();
   void answer(const HeldDestination& hold, const HoldVerdict& verdict);
   void warn(const std::string& message);
@@ -109,7 +112,9 @@ class Approver {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Job> jobs_;
-  std::uint64_t connection_ = 0;  // the stream's connections so far
+  std::uint64_t connection_ = 0;     // the stream's connections so far
+  std::set<std::uint64_t> running_;  // holds of this connection whose command runs
+  std::set<std::uint64_t> ended_;    // ... of them, those that ended meanwhile
   std::vector<std::thread> workers_;
   std::thread follower_;
 };

@@ -485,6 +485,41 @@ TEST_F(SandboxE2e, ApproveWithKillsACommandStillRunningAtTheHoldsDeadline) {
   }
 }
 
+// An operator who answers first wins: the command still deciding is killed, and the launcher
+// answers nothing (one hold_answered line, the operator's).
+TEST_F(SandboxE2e, ApproveWithStopsTheCommandWhenAnOperatorAnswersFirst) {
+  const std::string calls = world->dir.file("approve-first.log");
+  const std::string approve = "echo started >> " + calls + "; S=62.5; sleep $S; exit 0";
+  auto run = std::async(std::launch::async, [&] {
+    return launch({"run", "--sandbox", id("approve-first"), "--profile", "asks", "--approve-with",
+                   approve, "--", "sh", "-c",
+                   "curl -sS -m 30 --resolve blocked.test:80:203.0.113.10 "
+                   "http://blocked.test/first; sleep 1; echo; "
+                   "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 62[.]5' | "
+                   "sed 's/^/left=/'"});
+  });
+  ASSERT_TRUE(eventually([&] { return read_all(calls) == "started\n"; }, 20s, 50ms));
+  const std::string config = world->daemon->config_path();
+  const auto listed = run_command({sandgate_binary(), "holds", "--config", config, "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const boost::json::value holds = boost::json::parse(listed.out);
+  std::string hold;
+  for (const auto& h : holds.at("holds").as_array()) {
+    if (h.at("sandbox").as_string() == id("approve-first")) {
+      hold = std::to_string(h.at("id").as_int64());
+    }
+  }
+  ASSERT_FALSE(hold.empty()) << listed.out;
+  const auto denied = run_command({sandgate_binary(), "holds", "--config", config, "deny", hold,
+                                   "--message", "operator first"});
+  EXPECT_EQ(denied.exit_code, 0) << denied.err;
+  const auto r = run.get();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("operator first"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("left=0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(audit("hold_answered").size(), 1u);
+}
+
 // The launcher follows the daemon across a restart: the stream breaks (said once on stderr),
 // it connects again, and a name held by the new daemon is answered.
 TEST_F(SandboxE2e, ApproveWithFollowsTheDaemonAcrossARestart) {
