@@ -7,14 +7,17 @@
 #include <optional>
 #include <stdexcept>
 
+#include "http/client/event_stream.hpp"
 #include "http/client/plain_exchange.hpp"
-#include "proxy/admin.hpp"
+#include "secrets/secret_file.hpp"
 
 namespace sandgate::app {
 
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(5);
+// The daemon writes a keep-alive every 15 s: a stream silent for three is broken.
+constexpr auto kWatchIdle = std::chrono::seconds(45);
 
 int print_holds(const std::string& body, bool as_json) {
   if (as_json) {
@@ -63,7 +66,7 @@ int write_call(const config::Config& cfg, const AdminAddress& admin, http::Plain
     std::cerr << "sandgate holds: answering needs listeners.admin_token_file\n";
     return 2;
   }
-  const proxy::AdminToken token = proxy::read_admin_token(cfg.listeners.admin_token_file);
+  const secrets::AdminToken token = secrets::read_admin_token(cfg.listeners.admin_token_file);
   if (!token.file.ok()) {
     std::cerr << "sandgate holds: " << token.file.error << "\n";
     return 1;
@@ -107,6 +110,70 @@ int revoke(const config::Config& cfg, const AdminAddress& admin,
   return 0;
 }
 
+// One line for an event of GET /holds/events: tab-separated (held: id, sandbox, destination,
+// mode, request; answered: id, sandbox, destination, outcome), or its data as JSON with the
+// event's name added.
+std::string watch_line(const http::ServerEvent& e, bool as_json) {
+  boost::system::error_code ec;
+  boost::json::value parsed = boost::json::parse(e.data, ec);
+  if (ec || !parsed.is_object()) return {};
+  boost::json::object& o = parsed.as_object();
+  if (as_json) {
+    boost::json::object line{{"event", e.event}};
+    for (const auto& [key, value] : o) line[key] = value;
+    return boost::json::serialize(line);
+  }
+  const auto text = [&](std::string_view key) {
+    const boost::json::value* f = o.if_contains(key);
+    return f != nullptr && f->is_string() ? std::string(f->as_string()) : std::string();
+  };
+  const auto number = [&](std::string_view key) {
+    const boost::json::value* f = o.if_contains(key);
+    return f != nullptr && f->is_int64() ? std::to_string(f->as_int64()) : std::string("?");
+  };
+  std::string line = e.event + "\t" + number("id") + "\t" + text("sandbox") + "\t" + text("host") +
+                     ":" + number("port") + "\t";
+  if (e.event == "answered") return line + text("outcome");
+  return line + text("mode") + "\t" +
+         (text("method").empty() ? "-" : text("method") + " " + text("path"));
+}
+
+// `holds watch [--sandbox ID] [--json]`: one line per event until the daemon ends the stream
+// (exit 0) or it breaks (1); SIGINT ends it as usual.
+int watch_holds(const AdminAddress& admin, const std::vector<std::string>& args) {
+  std::string query;
+  bool as_json = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      as_json = true;
+    } else if (args[i] == "--sandbox" && i + 1 < args.size() && query.empty()) {
+      query = "?sandbox=" + args[++i];
+    } else {
+      std::cerr << "sandgate holds watch: unexpected argument \"" << args[i] << "\"\n";
+      return 2;
+    }
+  }
+  http::PlainRequest request;
+  request.target = "/holds/events" + query;
+  http::EventStreamReader reader;
+  http::PlainStream stream;
+  const http::PlainAnswer ended = stream.run(
+      admin.host, admin.port, request, kTimeout, kWatchIdle, [&](std::string_view bytes) {
+        for (const http::ServerEvent& e : reader.feed(bytes)) {
+          if (const std::string line = watch_line(e, as_json); !line.empty()) {
+            std::cout << line << std::endl;  // at once, for a reader at the other end of a pipe
+          }
+        }
+      });
+  if (ended.status == 200 && ended.error.empty()) return 0;
+  std::cerr << "sandgate holds watch: " << admin.host << ":" << admin.port << ": "
+            << (ended.status != 200 && ended.status != 0
+                    ? "status " + std::to_string(ended.status) + " " + ended.body
+                    : ended.error)
+            << "\n";
+  return 1;
+}
+
 }  // namespace
 
 std::optional<AdminAddress> admin_address(const config::Config& cfg, const std::string& given,
@@ -147,6 +214,7 @@ int run_holds(const config::Config& cfg, std::vector<std::string> args) {
     return 2;
   }
   const AdminAddress& admin = *found;
+  if (!args.empty() && args[0] == "watch") return watch_holds(admin, args);
   if (args.empty() || args[0] == "--json") {
     if (args.size() > 1) {
       std::cerr << "sandgate holds: unexpected argument \"" << args[1] << "\"\n";

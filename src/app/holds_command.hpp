@@ -16,6 +16,7 @@ namespace sandgate::app {
 //   holds allow ID [--sandbox-wide [--ttl SECONDS]]
 //   holds deny ID [--message TEXT]
 //   holds revoke SANDBOX [HOST:PORT]         end the sandbox's grants (all, or one)
+//   holds watch [--sandbox ID] [--json]      one line per hold that begins or ends
 // --admin ADDRESS:PORT names the listener when the config's is not where it answers (port 0).
 // Returns the exit code: 0 done, 1 the daemon refused or was not reached, 2 usage.
 int run_holds(const config::Config& cfg, std::vector<std::string> args);

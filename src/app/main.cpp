@@ -42,9 +42,11 @@ constexpr CommandUsage kCommands[] = {
      "sandgate holds --config FILE allow ID [--sandbox-wide [--ttl SECONDS]]\n"
      "sandgate holds --config FILE deny ID [--message TEXT]\n"
      "sandgate holds --config FILE revoke SANDBOX [HOST:PORT]\n"
+     "sandgate holds --config FILE watch [--sandbox ID] [--json]\n"
      "                                   list the destinations a running daemon\n"
-     "                                   holds for an answer, answer one, or end\n"
-     "                                   a sandbox's grants\n"
+     "                                   holds for an answer, answer one, end a\n"
+     "                                   sandbox's grants, or follow the holds\n"
+     "                                   as they begin and end\n"
      "                                   (exit 0 done, 1 refused, 2 usage)\n"},
     {"ca",
      "sandgate ca init DIR [--force]     create the interception CA in DIR\n"

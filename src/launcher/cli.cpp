@@ -76,8 +76,9 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
     const bool takes_value =
         arg == "--sandbox" || arg == "--config" || (spec.command && arg == "--user") ||
         (spec.policy && (arg == "--profile" || arg == "--allow" || arg == "--netns")) ||
-        (run_only && (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" ||
-                      arg == "--pids" || arg == "--json-file" || arg == "--json-fd"));
+        (run_only &&
+         (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" || arg == "--pids" ||
+          arg == "--json-file" || arg == "--json-fd" || arg == "--approve-with"));
     if (takes_value && run_only &&
         (arg == "--timeout" || arg == "--kill-after" || arg == "--memory" || arg == "--pids" ||
          arg == "--json-fd")) {
@@ -119,6 +120,7 @@ std::optional<Options> parse_args(const std::vector<std::string_view>& args, std
       if (arg == "--allow") options.allow.push_back(*v);
       if (arg == "--netns") options.netns_path = *v;
       if (arg == "--user") options.user = *v;
+      if (arg == "--approve-with") options.approve_with = *v;
       if (arg == "--json-file") {
         options.json_file = *v;
         options.json = true;
@@ -153,7 +155,13 @@ constexpr std::pair<std::string_view, std::string_view> kUsage[] = {
     {"run",
      "  run  --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH] [--user USER]\n"
      "       [--share-run] [--timeout DURATION [--kill-after DURATION]] [--memory BYTES]\n"
-     "       [--pids N] [--json | --json-file PATH | --json-fd N] [--quiet] -- CMD ARGS...\n"},
+     "       [--pids N] [--json | --json-file PATH | --json-fd N] [--quiet]\n"
+     "       [--approve-with SHELL-COMMAND] -- CMD ARGS...\n"
+     "       --approve-with: each destination held for the sandbox runs SHELL-COMMAND (sh -c,\n"
+     "       outside the sandbox, SANDGATE_HOLD_ID SANDGATE_SANDBOX SANDGATE_HOST SANDGATE_PORT\n"
+     "       SANDGATE_MODE SANDGATE_METHOD SANDGATE_PATH set); its exit status answers: 0 allow\n"
+     "       once, 3 allow for the sandbox's life, other (or killed at the hold's deadline)\n"
+     "       deny, with its first stdout line as the message. Needs listeners.admin_token_file.\n"},
     {"up", "  up   --sandbox ID [--profile NAME] [--allow PATTERN]... [--netns PATH]\n"},
     {"exec", "  exec --sandbox ID [--user USER] [--share-run] [--quiet] -- CMD ARGS...\n"},
     {"down", "  down --sandbox ID\n"},

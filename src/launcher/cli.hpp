@@ -34,6 +34,9 @@ struct Options {
   std::optional<std::uint64_t> pids;                        // --pids: tasks in the sandbox's cgroup
   std::string json_file;                                    // --json-file: the status object here
   int json_fd = -1;  // --json-fd: here (-1 with json: stdout, when no json_file either)
+  // --approve-with: answers the sandbox's held destinations with this shell command's exit
+  // status while the command runs (approver.hpp).
+  std::string approve_with;
 
   static constexpr std::chrono::milliseconds kDefaultKillAfter{5000};
   static constexpr std::uint64_t kMinMemory = 1024 * 1024;

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "launcher/admin_client.hpp"
+#include "launcher/approver.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/dropin.hpp"
 #include "launcher/environment.hpp"
@@ -123,7 +124,8 @@ void check_command(const Options& o, const std::vector<std::string>& env) {
 // With a timeout, the deadline's TERM and KILL go to the command's process group, the
 // cgroup's processes and everything in an owned namespace (for --netns: the command's session).
 SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state, const Options& o,
-                             const std::vector<std::string>& env) {
+                             const std::vector<std::string>& env,
+                             const std::function<void()>& started = {}) {
   const std::vector<std::string> argv = command_argv(o.user, o.command);
   EnterPlan plan;
   plan.netns_path = state.netns_path();
@@ -165,9 +167,10 @@ SessionResult run_in_sandbox(const Settings& settings, const SandboxState& state
   }
   return run_session(
       argv, env,
-      [&watch, &command](pid_t pid) {
+      [&watch, &command, &started](pid_t pid) {
         command = pid;
         watch.started(pid);
+        if (started) started();
       },
       [&plan, &cgroups] {
         if (std::string error = join_cgroup(cgroups); !error.empty()) return error;
@@ -215,6 +218,10 @@ int run(const Options& o) {
   try {
     block_stop_signals();
     settings = load_settings(o.config_path, true);
+    std::optional<ApproverSettings> approving;
+    if (!o.approve_with.empty()) {
+      approving = approver_settings(*settings, o.approve_with, o.sandbox);
+    }
     drop_privileges_argv(o.user);  // an unknown user fails before anything is set up
     check_command(o, command_environment(*settings));
     if (limits.any()) plan_cgroup(o.sandbox, limits);  // the host can enforce them at all
@@ -228,8 +235,14 @@ int run(const Options& o) {
     const std::vector<std::string> env = command_environment(*settings, state->id);
     std::optional<DenialSnapshot> before;
     if (o.json || !o.quiet) before = denial_snapshot(*settings, state->id, &outcome.denials_error);
-    // Stop signals are forwarded to the command; the launcher waits for it either way.
-    const SessionResult ended = run_in_sandbox(*settings, *state, o, env);
+    // Stop signals are forwarded to the command; the launcher waits for it either way. The
+    // approver starts once the command is forked (its threads must not be there at the fork
+    // that enters the sandbox) and ends with it; holds pending by then come first on its stream.
+    std::optional<Approver> approver;
+    const SessionResult ended = run_in_sandbox(*settings, *state, o, env, [&] {
+      if (approving) approver.emplace(std::move(*approving));
+    });
+    approver.reset();
     outcome.started = true;
     outcome.status = ended.status;
     if (ended.signal != 0) {

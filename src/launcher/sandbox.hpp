@@ -43,7 +43,9 @@ struct Settings {
   std::uint16_t dns_port = 0;
   std::string admin_host;  // IP literal to connect to
   std::uint16_t admin_port = 0;
-  std::set<std::string> profiles;     // profile names in the config
+  std::string admin_token_file;               // listeners.admin_token_file ("" none)
+  std::chrono::milliseconds hold_timeout{0};  // limits.hold_timeout_ms
+  std::set<std::string> profiles;             // profile names in the config
   std::set<std::string> defined_ids;  // sandbox ids the config (and its drop-ins) already define
 };
 

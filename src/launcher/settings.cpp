@@ -40,6 +40,8 @@ Settings settings_from_config(const config::Config& config, bool for_create) {
   // Programs in the sandbox must trust the leaves sandgate mints for inspected hosts.
   s.interception_ca = config.interception.ca_cert;
   s.ready_timeout = config.launcher.ready_timeout;
+  s.admin_token_file = config.listeners.admin_token_file;
+  s.hold_timeout = config.limits.hold_timeout;
   for (const config::Sandbox& sb : config.sandboxes) s.defined_ids.insert(sb.spec.id);
   for (std::string& name : config.profile_names()) s.profiles.insert(std::move(name));
   if (config.listeners.admin) {

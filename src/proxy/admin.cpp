@@ -15,6 +15,7 @@
 #include "common/ascii.hpp"
 #include "common/version.hpp"
 #include "proxy/descriptors.hpp"
+#include "proxy/holds/event_stream.hpp"
 #include "proxy/upstream.hpp"
 #include "secrets/encoding.hpp"
 #include "secrets/secret_file.hpp"
@@ -61,19 +62,7 @@ boost::json::object reload_json(const ReloadStatus::View& v) {
 // GET /holds: the destinations held for an answer, oldest first.
 boost::json::object holds_json(const Holds& holds) {
   boost::json::array out;
-  for (const Holds::Pending& p : holds.pending()) {
-    const auto since =
-        std::chrono::duration_cast<std::chrono::milliseconds>(p.since.time_since_epoch()).count();
-    out.push_back(boost::json::object{{"id", p.id},
-                                      {"sandbox", p.question.sandbox},
-                                      {"host", p.question.host},
-                                      {"port", p.question.port},
-                                      {"mode", p.question.mode},
-                                      {"method", p.question.method},
-                                      {"path", p.question.path},
-                                      {"since_ms", since},
-                                      {"waiting", p.waiting}});
-  }
+  for (const Holds::Pending& p : holds.pending()) out.push_back(hold_json(p));
   return boost::json::object{{"holds", std::move(out)}};
 }
 
@@ -82,7 +71,7 @@ boost::json::object holds_json(const Holds& holds) {
 std::string unauthorized(const bhttp::request<bhttp::string_body>& req, const Shared& shared) {
   const std::string& file = shared.current()->config->listeners.admin_token_file;
   if (file.empty()) return "write calls need listeners.admin_token_file";
-  const AdminToken token = read_admin_token(file);
+  const secrets::AdminToken token = secrets::read_admin_token(file);
   if (!token.file.ok()) return "the admin token file cannot be read";
   const std::string_view expected = token.value();
   const std::string_view given = req[bhttp::field::authorization];
@@ -298,7 +287,13 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
   asio::steady_timer timer(socket.get_executor(), kAdminTimeout);
   auto read = co_await (bhttp::async_read(socket, buffer, parser, use_tuple) ||
                         timer.async_wait(use_tuple));
-  if (read.index() == 0 && !std::get<0>(std::get<0>(read))) {
+  const bool stream = read.index() == 0 && !std::get<0>(std::get<0>(read)) &&
+                      parser.get().method() == bhttp::verb::get &&
+                      is_hold_events_target(parser.get().target());
+  if (stream) {
+    std::string target(parser.get().target());
+    co_await serve_hold_events(socket, shared, std::move(target));
+  } else if (read.index() == 0 && !std::get<0>(std::get<0>(read))) {
     auto res = respond(parser.get(), *shared);
     timer.expires_after(kAdminTimeout);
     co_await (bhttp::async_write(socket, res, use_tuple) || timer.async_wait(use_tuple));
@@ -311,16 +306,6 @@ asio::awaitable<void> serve_admin(tcp::socket socket, std::shared_ptr<Shared> sh
 }
 
 }  // namespace
-
-std::string_view AdminToken::value() const {
-  std::string_view token = file.content.view();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.remove_suffix(1);
-  return token;
-}
-
-AdminToken read_admin_token(const std::string& path) {
-  return {secrets::read_secret_file(path, "admin token file")};
-}
 
 asio::awaitable<void> admin_accept_loop(tcp::acceptor& acceptor, std::shared_ptr<Shared> shared) {
   const auto ex = acceptor.get_executor();

@@ -579,6 +579,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   };
+  // The readers of GET /holds/events are not sessions: ended now, on their own worker.
+  shared->holds.events().close_all();
   on_each_worker([](Worker& w) {
     boost::system::error_code ignored;
     for (auto& a : w.acceptors) a.acceptor->close(ignored);

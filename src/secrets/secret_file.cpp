@@ -159,4 +159,14 @@ std::vector<std::string> check_credential(const CredentialSpec& spec, uid_t owne
   return problems;
 }
 
+std::string_view AdminToken::value() const {
+  std::string_view token = file.content.view();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.remove_suffix(1);
+  return token;
+}
+
+AdminToken read_admin_token(const std::string& path, uid_t owner) {
+  return {read_secret_file(path, "admin token file", owner)};
+}
+
 }  // namespace sandgate::secrets

@@ -35,6 +35,16 @@ struct SecretFile {
 SecretFile read_secret_file(const std::string& path, std::string_view what,
                             uid_t owner = ::geteuid());
 
+// The admin API's write token (listeners.admin_token_file), read at each use so that a rotated
+// token counts at once: the daemon checks a write call against it; `sandgate holds` and
+// `sandgate-launch run --approve-with` send it.
+struct AdminToken {
+  SecretFile file;  // holds the bytes; file.error says why there is none
+  // The token: the file's content without its trailing line ends.
+  std::string_view value() const;
+};
+AdminToken read_admin_token(const std::string& path, uid_t owner = ::geteuid());
+
 // What --check-config reports for one credential: every secret file unreadable, too open, or
 // empty, and a github_app private key that OpenSSL cannot parse as an unencrypted PEM RSA
 // private key. Empty when all is well.

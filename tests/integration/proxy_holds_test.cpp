@@ -3,6 +3,7 @@
 // operator's answer on the admin API: allowed once, allowed for the sandbox (a runtime grant
 // /sandboxes/ID shows), denied with a message the client reads, or expired with a refusal of
 // its own. Two sandboxes hold the same host apart; a write call without the token is refused.
+// GET /holds/events streams the same holds as Server-Sent Events (held, then answered).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -10,7 +11,9 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "support/eventually.hpp"
 #include "support/http_origin.hpp"
@@ -29,6 +32,72 @@ using namespace std::chrono_literals;
 const std::string kToken1 = "tok-holds-one-Qw8e";
 const std::string kToken2 = "tok-holds-two-Lz3r";
 const std::string kAdminToken = "admin-holds-token-Vb7n";
+
+// One event of GET /holds/events.
+struct StreamEvent {
+  std::string id;
+  std::string name;
+  boost::json::object data;
+};
+
+// A reader of GET /holds/events (`query`: "" or "?sandbox=ID") over a raw socket, with a
+// framing parser of the test's own.
+class EventReader {
+ public:
+  EventReader(std::uint16_t port, const std::string& query) : client_(port) {
+    client_.send("GET /holds/events" + query +
+                 " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n");
+  }
+  // The response head once it has come ("" on timeout): the reader is subscribed by then.
+  std::string head(std::chrono::milliseconds timeout = 3000ms) {
+    if (!fill_until("\r\n\r\n", timeout)) return {};
+    const std::size_t end = buffer_.find("\r\n\r\n") + 4;
+    std::string out = buffer_.substr(0, end);
+    buffer_.erase(0, end);
+    return out;
+  }
+  // The next event (comments skipped), or nullopt when none comes within `timeout`.
+  std::optional<StreamEvent> next(std::chrono::milliseconds timeout = 5000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (!fill_until("\n\n", deadline - std::chrono::steady_clock::now())) return std::nullopt;
+      const std::size_t end = buffer_.find("\n\n");
+      const std::string block = buffer_.substr(0, end);
+      buffer_.erase(0, end + 2);
+      if (block.starts_with(":")) continue;
+      StreamEvent e;
+      std::istringstream lines(block);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.starts_with("id: ")) e.id = line.substr(4);
+        if (line.starts_with("event: ")) e.name = line.substr(7);
+        if (line.starts_with("data: ")) e.data = boost::json::parse(line.substr(6)).as_object();
+      }
+      return e;
+    }
+  }
+  bool closed(std::chrono::milliseconds timeout = 3000ms) { return client_.wait_closed(timeout); }
+  // Whether a keep-alive comment comes within `timeout` (what came before it is dropped).
+  bool keep_alive(std::chrono::milliseconds timeout) {
+    constexpr std::string_view kKeepAlive = ": keep-alive\n\n";
+    if (!fill_until(kKeepAlive, timeout)) return false;
+    buffer_.erase(0, buffer_.find(kKeepAlive) + kKeepAlive.size());
+    return true;
+  }
+
+ private:
+  bool fill_until(std::string_view mark, std::chrono::steady_clock::duration left) {
+    const auto deadline = std::chrono::steady_clock::now() + left;
+    while (buffer_.find(mark) == std::string::npos) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return false;
+      buffer_ += client_.read_some(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) + 1ms, 5ms);
+    }
+    return true;
+  }
+  RawClient client_;
+  std::string buffer_;
+};
 
 class ProxyHolds : public ::testing::Test {
  protected:
@@ -439,6 +508,202 @@ TEST_F(ProxyHolds, DecideShowsAHoldAndTheGrantThatAllowsIt) {
   const auto not_asked = boost::json::parse(unknown.out).as_object();
   EXPECT_EQ(not_asked.at("decision").as_string(), "hold");
   EXPECT_TRUE(not_asked.contains("grants_unknown"));
+}
+
+// GET /holds/events: a `held` event (the same object GET /holds lists) when a CONNECT waits,
+// then `answered` once an operator allowed it. Control: a host the profile allows makes none.
+TEST_F(ProxyHolds, TheEventStreamTellsWhenAHoldBeginsAndHowItEnds) {
+  EventReader reader(daemon_->admin_port(), "");
+  const std::string head = reader.head();
+  ASSERT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
+  EXPECT_NE(head.find("Content-Type: text/event-stream"), std::string::npos) << head;
+  {
+    RawClient c(daemon_->explicit_port());
+    c.send(proxy_connect("allowed.test:" + std::to_string(origin_.port()), "sb1", kToken1));
+    ASSERT_EQ(c.read_response(3000ms, ResponseTo::connect)->status, 200);
+  }
+  auto tunnel = send_async(proxy_connect(held(), "sb1", kToken1), ResponseTo::connect);
+  const auto held_event = reader.next();
+  ASSERT_TRUE(held_event);
+  EXPECT_EQ(held_event->name, "held");
+  EXPECT_FALSE(held_event->id.empty());
+  EXPECT_EQ(held_event->data.at("sandbox").as_string(), "sb1");
+  EXPECT_EQ(held_event->data.at("host").as_string(), "held.test");
+  EXPECT_EQ(held_event->data.at("port").as_int64(), origin_.port());
+  EXPECT_EQ(held_event->data.at("mode").as_string(), "connect");
+  const auto listed = holds(1);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(boost::json::value(held_event->data), listed[0]);
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(listed[0]), R"({"action": "allow_once"})")->status,
+            200);
+  const auto answered = reader.next();
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->name, "answered");
+  EXPECT_EQ(answered->data.at("id"), listed[0].at("id"));
+  EXPECT_EQ(answered->data.at("sandbox").as_string(), "sb1");
+  EXPECT_EQ(answered->data.at("host").as_string(), "held.test");
+  EXPECT_EQ(answered->data.at("outcome").as_string(), "allowed");
+  EXPECT_EQ(tunnel.get()->status, 200);
+  EXPECT_FALSE(reader.next(500ms)) << "the allowed host made an event";
+}
+
+// ?sandbox=ID shows that sandbox's holds only (a reader of every sandbox sees both); a query
+// that is not one sandbox is refused.
+TEST_F(ProxyHolds, TheSandboxFilterHidesAnotherSandboxesHolds) {
+  for (const std::string bad : {"?sandbox=", "?other=1", "?sandbox=sb1&x=2", "?sandbox=a%20b"}) {
+    const auto r = admin("GET", "/holds/events" + bad, {}, {});
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(r->status, 400) << bad;
+  }
+  EventReader everything(daemon_->admin_port(), "");
+  EventReader theirs(daemon_->admin_port(), "?sandbox=sb2");
+  ASSERT_NE(everything.head().find(" 200 "), std::string::npos);
+  ASSERT_NE(theirs.head().find(" 200 "), std::string::npos);
+  auto mine = send_async(proxy_get(held(), "/mine", "sb1", kToken1));
+  const auto seen = everything.next();
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->data.at("sandbox").as_string(), "sb1");
+  auto other = send_async(proxy_get(held(), "/theirs", "sb2", kToken2));
+  const auto first = theirs.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->name, "held");
+  EXPECT_EQ(first->data.at("sandbox").as_string(), "sb2");
+  EXPECT_EQ(first->data.at("path").as_string(), "/theirs");
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(seen->data), R"({"action": "deny"})")->status, 200);
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(first->data), R"({"action": "deny"})")->status, 200);
+  const auto ended = theirs.next();
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->name, "answered");
+  EXPECT_EQ(ended->data.at("sandbox").as_string(), "sb2");
+  EXPECT_EQ(ended->data.at("outcome").as_string(), "denied");
+  EXPECT_FALSE(theirs.next(300ms)) << "sb1's answer reached the sb2 reader";
+  EXPECT_EQ(mine.get()->status, 403);
+  EXPECT_EQ(other.get()->status, 403);
+}
+
+// A hold pending when a reader comes is its first event; unanswered, it ends as expired.
+TEST_F(ProxyHolds, AHoldPendingAtSubscribeComesFirstAndEndsAsExpired) {
+  auto waiting = send_async(proxy_get(held(), "/slow", "sb1", kToken1));
+  const auto listed = holds(1);
+  ASSERT_EQ(listed.size(), 1u);
+  EventReader reader(daemon_->admin_port(), "?sandbox=sb1");
+  ASSERT_NE(reader.head().find(" 200 "), std::string::npos);
+  const auto first = reader.next(1000ms);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->name, "held");
+  EXPECT_EQ(first->data.at("id"), listed[0].at("id"));
+  EXPECT_EQ(first->data.at("path").as_string(), "/slow");
+  const auto expired = reader.next(6000ms);
+  ASSERT_TRUE(expired);
+  EXPECT_EQ(expired->name, "answered");
+  EXPECT_EQ(expired->data.at("id"), listed[0].at("id"));
+  EXPECT_EQ(expired->data.at("outcome").as_string(), "expired");
+  EXPECT_EQ(waiting.get()->status, 403);
+}
+
+// Readers are bounded: the 33rd is served and the oldest is closed to make room for it; the
+// others (the second oldest among them) go on reading.
+TEST_F(ProxyHolds, TheThirtyThirdReaderIsServedAndTheOldestClosed) {
+  std::vector<std::unique_ptr<EventReader>> readers;
+  for (int i = 0; i < 32; ++i) {
+    readers.push_back(std::make_unique<EventReader>(daemon_->admin_port(), ""));
+    ASSERT_NE(readers.back()->head().find(" 200 "), std::string::npos) << "reader " << i;
+  }
+  EXPECT_FALSE(readers[0]->closed(200ms)) << "32 readers fit";
+  EventReader newcomer(daemon_->admin_port(), "");
+  ASSERT_NE(newcomer.head().find(" 200 "), std::string::npos);
+  EXPECT_TRUE(readers[0]->closed(3000ms)) << "the oldest reader was not closed";
+  EXPECT_FALSE(readers[1]->closed(200ms));
+  auto request = send_async(proxy_get(held(), "/n", "sb1", kToken1));
+  for (EventReader* r : {&newcomer, readers[1].get(), readers[31].get()}) {
+    const auto e = r->next();
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->name, "held");
+  }
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(holds(1)[0]), R"({"action": "deny"})")->status, 200);
+  EXPECT_EQ(request.get()->status, 403);
+}
+
+// A reader is no session the daemon waits for: SIGTERM stops it at once, and the reader sees
+// its stream end.
+TEST_F(ProxyHolds, TheDaemonStopsPromptlyWithAReaderOpen) {
+  EventReader reader(daemon_->admin_port(), "");
+  ASSERT_NE(reader.head().find(" 200 "), std::string::npos);
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon_->stop(5000ms), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 2000ms);
+  EXPECT_TRUE(reader.closed(1000ms));
+}
+
+// `sandgate holds watch`: a line per hold that begins or ends (a pending one first), for one
+// sandbox or, with --json, every sandbox; it ends (exit 0) when the daemon stops.
+TEST_F(ProxyHolds, SandgateHoldsWatchPrintsALinePerEventUntilTheDaemonStops) {
+  const std::string at = "127.0.0.1:" + std::to_string(daemon_->admin_port());
+  auto pending = send_async(proxy_get(held(), "/first", "sb1", kToken1));
+  const auto listed = holds(1);
+  ASSERT_EQ(listed.size(), 1u);
+  const auto watch = [&](const std::string& out, const std::string& options) {
+    return std::async(std::launch::async, [=, this] {
+      return run_command(
+          {"sh", "-c",
+           "exec " + sandgate_binary() + " holds --config " + daemon_->config_path() + " --admin " +
+               at + " watch " + options + " > " + out},
+          20s);
+    });
+  };
+  const std::string mine = dir_.file("watch-sb1.out");
+  const std::string all = dir_.file("watch-all.out");
+  auto sb1 = watch(mine, "--sandbox sb1");
+  auto json = watch(all, "--json");
+  // Subscribed once the pending hold is printed.
+  ASSERT_TRUE(eventually([&] {
+    return read_file(mine).find("held\t") != std::string::npos &&
+           read_file(all).find("\"held\"") != std::string::npos;
+  }));
+  auto other = send_async(proxy_get(held(), "/second", "sb2", kToken2));
+  const auto both = holds(2);
+  for (const auto& h : both) {
+    ASSERT_EQ(admin("POST", "/holds/" + id_of(h), R"({"action": "deny"})")->status, 200);
+  }
+  EXPECT_EQ(pending.get()->status, 403);
+  EXPECT_EQ(other.get()->status, 403);
+  ASSERT_TRUE(eventually([&] { return read_file(all).find("sb2") != std::string::npos; }));
+  ASSERT_TRUE(eventually([&] { return read_file(mine).find("answered\t") != std::string::npos; }));
+  EXPECT_EQ(daemon_->stop(), 0);
+  const auto ended = sb1.get();
+  EXPECT_EQ(ended.exit_code, 0) << ended.err;
+  EXPECT_EQ(json.get().exit_code, 0);
+  const std::string id = id_of(listed[0]);
+  EXPECT_EQ(read_file(mine), "held\t" + id + "\tsb1\t" + held() + "\thttp\tGET /first\nanswered\t" +
+                                 id + "\tsb1\t" + held() + "\tdenied\n");
+  std::istringstream lines(read_file(all));
+  std::vector<boost::json::object> events;
+  for (std::string line; std::getline(lines, line);) {
+    events.push_back(boost::json::parse(line).as_object());
+  }
+  ASSERT_EQ(events.size(), 4u) << read_file(all);
+  EXPECT_EQ(events[0].at("event").as_string(), "held");
+  EXPECT_EQ(events[0].at("path").as_string(), "/first");
+  EXPECT_EQ(events[1].at("event").as_string(), "held");
+  EXPECT_EQ(events[1].at("sandbox").as_string(), "sb2");
+  EXPECT_EQ(events[3].at("event").as_string(), "answered");
+  EXPECT_EQ(events[3].at("outcome").as_string(), "denied");
+}
+
+// An idle stream gets a keep-alive comment every 15 s (idle proxies and clients keep it), and
+// goes on serving events after it.
+TEST_F(ProxyHolds, AnIdleStreamGetsAKeepAliveAndGoesOn) {
+  EventReader reader(daemon_->admin_port(), "?sandbox=sb1");
+  ASSERT_NE(reader.head().find(" 200 "), std::string::npos);
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(reader.keep_alive(17000ms));
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 14000ms);
+  auto request = send_async(proxy_get(held(), "/later", "sb1", kToken1));
+  const auto e = reader.next();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->name, "held");
+  ASSERT_EQ(admin("POST", "/holds/" + id_of(e->data), R"({"action": "allow_once"})")->status, 200);
+  EXPECT_EQ(request.get()->status, 200);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 
 #include "e2e_support.hpp"
 #include "gtest/gtest.h"
+#include "support/eventually.hpp"
 #include "support/http_origin.hpp"
 #include "support/json_helpers.hpp"
 #include "support/markdown.hpp"
@@ -66,7 +68,8 @@ struct World {
   std::unique_ptr<Background> servers;
   std::unique_ptr<Background> dnsmasq;
   std::unique_ptr<SandgateProcess> daemon;
-  std::string tables;  // the config's tables but the hostnet profile, which comes last
+  std::string tables;       // the config's tables but the hostnet profile, which comes last
+  SandgateOptions options;  // the daemon's, for a restart
 
   World() {
     requests_log = dir.file("requests.log");
@@ -101,6 +104,12 @@ struct World {
     servers.reset();
     dnsmasq.reset();
     run_command({"ip", "netns", "del", internet});
+  }
+
+  // Stops the daemon and starts it again with the same config (listeners, token, drop-ins).
+  void restart_daemon() {
+    daemon.reset();
+    daemon = std::make_unique<SandgateProcess>(options);
   }
 
   void make_certificates() {
@@ -222,6 +231,7 @@ struct World {
         "allow = [\"blocked.test\"]\n"
         "allow_cidrs = [\"203.0.113.20/32\"]\n\n";
     o.tables = tables + hostnet_profile("");
+    options = o;
     daemon = std::make_unique<SandgateProcess>(o);
   }
 };
@@ -389,6 +399,156 @@ TEST_F(SandboxE2e, AHeldNameWaitsForTheOperatorsAnswerAtTheSandboxDns) {
   EXPECT_EQ(names, (std::set<std::string>{"blocked.test", "origin.test"}));
   EXPECT_GE(audit("SANDBOX_NETWORK_DENIED", "denied_by_operator").size(), 1u);
   EXPECT_EQ(dns_queries().find("blocked.test"), std::string::npos) << dns_queries();
+}
+
+// run --approve-with (issue 39): the launcher answers its sandbox's holds with a command's exit
+// status. The command runs outside the sandbox (the launcher's network namespace) with the hold
+// in its environment: it allows origin.test (exit 0; held at the sandbox DNS) and denies
+// blocked.test with a message (exit 1; an HTTP request held at the transparent listener), which
+// curl shows in the refusal. Refused up front when the admin token cannot be read.
+TEST_F(SandboxE2e, ApproveWithAnswersHeldDestinationsWithTheCommandsExitStatus) {
+  const std::string token = world->dir.file("admin.token");
+  const std::string calls = world->dir.file("approve-calls.log");
+  const std::string approve =
+      "echo \"$SANDGATE_HOLD_ID|$SANDGATE_SANDBOX|$SANDGATE_HOST|$SANDGATE_PORT|$SANDGATE_MODE|"
+      "$SANDGATE_METHOD|$(readlink /proc/$$/ns/net)\" >> " +
+      calls +
+      "; case \"$SANDGATE_HOST\" in origin.test) exit 0;; *) echo 'not that one'; echo more; "
+      "exit 1;; esac";
+  const std::string script =
+      "curl -sS -m 20 -o /dev/null -w 'allowed=%{http_code}\\n' http://origin.test/; "
+      "curl -sS -m 20 --resolve blocked.test:80:203.0.113.10 http://blocked.test/x; "
+      "echo; echo denied=$?";
+  // Refused before anything is set up: the token file is too open to be read.
+  ::chmod(token.c_str(), 0644);
+  const auto refused = launch({"run", "--sandbox", id("approve"), "--profile", "asks",
+                               "--approve-with", "exit 0", "--", "true"});
+  ::chmod(token.c_str(), 0600);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--approve-with: "), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("admin token file"), std::string::npos) << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+
+  const auto r = launch({"run", "--sandbox", id("approve"), "--profile", "asks", "--approve-with",
+                         approve, "--", "sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("allowed=200\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("SANDBOX_NETWORK_DENIED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not that one"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("more"), std::string::npos) << r.out;  // the first line only
+  EXPECT_NE(r.out.find("denied=0\n"), std::string::npos) << r.out;
+  // One call per hold, each with its hold in the environment, in the launcher's namespace.
+  const std::string netns = fs::read_symlink("/proc/self/ns/net").string();
+  const std::string log = read_all(calls);
+  EXPECT_NE(log.find("|" + id("approve") + "|origin.test|0|dns||" + netns + "\n"),
+            std::string::npos)
+      << log << " (netns " << netns << ")";
+  EXPECT_NE(log.find("|" + id("approve") + "|blocked.test|80|"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  const auto answered = audit("hold_answered");
+  ASSERT_EQ(answered.size(), 2u);
+  std::set<std::string> actions;
+  for (const auto& line : answered)
+    actions.insert(std::string(line.at("event").as_object().at("reason").as_string()));
+  EXPECT_EQ(actions, (std::set<std::string>{"allow_once", "deny"}));
+  const auto denied = audit("SANDBOX_NETWORK_DENIED", "denied_by_operator");
+  ASSERT_GE(denied.size(), 1u);
+  EXPECT_EQ(denied[0].at("labels").as_object().at("operator_message").as_string(), "not that one");
+}
+
+// A command still running at the hold's deadline (limits.hold_timeout_ms, 10 s here) is
+// killed with its process group, and the hold ends as expired.
+TEST_F(SandboxE2e, ApproveWithKillsACommandStillRunningAtTheHoldsDeadline) {
+  const std::string calls = world->dir.file("approve-slow.log");
+  const std::string approve =
+      "echo started >> " + calls + "; S=61.25; sleep $S; echo late >> " + calls;
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = launch({"run", "--sandbox", id("approve-slow"), "--profile", "asks",
+                         "--approve-with", approve, "--", "sh", "-c",
+                         "curl -sS -m 30 --resolve blocked.test:80:203.0.113.10 "
+                         "http://blocked.test/slow; sleep 1; echo; "
+                         // Killed at the deadline, not when the launcher ends (the
+                         // launcher's own arguments say "sleep $S").
+                         "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 61[.]25' | "
+                         "sed 's/^/left=/'"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"reason\":\"hold_expired\""), std::string::npos) << r.out;
+  EXPECT_LT(took, 25s);
+  EXPECT_NE(r.out.find("left=0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(read_all(calls), "started\n");
+  EXPECT_TRUE(audit("hold_answered").empty());
+  // Nothing of the command is left running.
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string cmdline = read_all(entry.path().string() + "/cmdline");
+    EXPECT_EQ(cmdline.find("61.25"), std::string::npos) << entry.path();
+  }
+}
+
+// An operator who answers first wins: the command still deciding is killed, and the launcher
+// answers nothing (one hold_answered line, the operator's).
+TEST_F(SandboxE2e, ApproveWithStopsTheCommandWhenAnOperatorAnswersFirst) {
+  const std::string calls = world->dir.file("approve-first.log");
+  const std::string approve = "echo started >> " + calls + "; S=62.5; sleep $S; exit 0";
+  auto run = std::async(std::launch::async, [&] {
+    return launch({"run", "--sandbox", id("approve-first"), "--profile", "asks", "--approve-with",
+                   approve, "--", "sh", "-c",
+                   "curl -sS -m 30 --resolve blocked.test:80:203.0.113.10 "
+                   "http://blocked.test/first; sleep 1; echo; "
+                   "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 62[.]5' | "
+                   "sed 's/^/left=/'"});
+  });
+  ASSERT_TRUE(eventually([&] { return read_all(calls) == "started\n"; }, 20s, 50ms));
+  const std::string config = world->daemon->config_path();
+  const auto listed = run_command({sandgate_binary(), "holds", "--config", config, "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const boost::json::value holds = boost::json::parse(listed.out);
+  std::string hold;
+  for (const auto& h : holds.at("holds").as_array()) {
+    if (h.at("sandbox").as_string() == id("approve-first")) {
+      hold = std::to_string(h.at("id").as_int64());
+    }
+  }
+  ASSERT_FALSE(hold.empty()) << listed.out;
+  const auto denied = run_command({sandgate_binary(), "holds", "--config", config, "deny", hold,
+                                   "--message", "operator first"});
+  EXPECT_EQ(denied.exit_code, 0) << denied.err;
+  const auto r = run.get();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("operator first"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("left=0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(audit("hold_answered").size(), 1u);
+}
+
+// The launcher follows the daemon across a restart: the stream breaks (said once on stderr),
+// it connects again, and a name held by the new daemon is answered.
+TEST_F(SandboxE2e, ApproveWithFollowsTheDaemonAcrossARestart) {
+  const std::string calls = world->dir.file("approve-restart.log");
+  const std::string approve = "echo \"$SANDGATE_HOST\" >> " + calls + "; exit 0";
+  auto run = std::async(std::launch::async, [&] {
+    return launch({"run", "--sandbox", id("approve-restart"), "--profile", "asks", "--approve-with",
+                   approve, "--", "sh", "-c",
+                   "sleep 6; curl -sS -m 20 -o /dev/null -w 'after=%{http_code}\\n' "
+                   "http://origin.test/"});
+  });
+  // Restarted once the daemon runs the sandbox (its drop-in stays for the new one).
+  ASSERT_TRUE(eventually(
+      [&] {
+        return run_command(
+                   {"curl", "-sf", "http://127.0.0.1:9090/sandboxes/" + id("approve-restart")})
+                   .exit_code == 0;
+      },
+      20s, 100ms));
+  std::this_thread::sleep_for(500ms);  // the approver starts with the command, right after
+  world->restart_daemon();
+  const auto r = run.get();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("after=200\n"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(read_all(calls), "origin.test\n");
+  const std::string said = "--approve-with: the daemon's hold stream";
+  const std::size_t first = r.err.find(said);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(said, first + 1), std::string::npos) << "said more than once: " << r.err;
 }
 
 TEST_F(SandboxE2e, DeniedNameReachesTheToolAsItsOwnRefusalAndIsLoggedOnce) {

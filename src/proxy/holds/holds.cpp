@@ -41,12 +41,13 @@ asio::awaitable<HoldAnswer> Holds::wait(HoldQuestion question, std::chrono::mill
   {
     const std::lock_guard lock(mutex_);
     auto [it, added] = holds_.try_emplace(key);
+    it->second.waiters.push_back(waiter);
     if (added) {
       it->second.id = next_id_++;
       it->second.question = std::move(question);
       it->second.since = std::chrono::system_clock::now();
+      publish(it->second, std::nullopt);
     }
-    it->second.waiters.push_back(waiter);
   }
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   waiter->timer = nullptr;
@@ -56,7 +57,10 @@ asio::awaitable<HoldAnswer> Holds::wait(HoldQuestion question, std::chrono::mill
   if (const auto it = holds_.find(key); it != holds_.end()) {
     auto& waiters = it->second.waiters;
     waiters.erase(std::remove(waiters.begin(), waiters.end(), waiter), waiters.end());
-    if (waiters.empty()) holds_.erase(it);
+    if (waiters.empty()) {
+      publish(it->second, HoldOutcome::expired);
+      holds_.erase(it);
+    }
   }
   co_return HoldAnswer{};
 }
@@ -76,37 +80,34 @@ bool Holds::granted(std::string_view sandbox, std::string_view host, std::uint16
 std::vector<Holds::Pending> Holds::pending() const {
   const std::lock_guard lock(mutex_);
   std::vector<Pending> out;
-  for (const auto& [key, hold] : holds_) {
-    out.push_back({hold.id, hold.question, hold.since, hold.waiters.size()});
-  }
+  for (const auto& [key, hold] : holds_) out.push_back(pending_of(hold));
   std::sort(out.begin(), out.end(), [](const Pending& a, const Pending& b) { return a.id < b.id; });
   return out;
 }
 
 bool Holds::answer(std::uint64_t id, Action action, std::chrono::seconds ttl, std::string message) {
-  {
-    const std::lock_guard lock(mutex_);
-    const auto it = std::find_if(holds_.begin(), holds_.end(),
-                                 [&](const auto& entry) { return entry.second.id == id; });
-    if (it == holds_.end()) return false;
-    HoldAnswer answer;
-    answer.outcome = action == Action::deny ? HoldOutcome::denied : HoldOutcome::allowed;
-    answer.message = std::move(message);
-    const auto now = std::chrono::steady_clock::now();
-    std::erase_if(grants_, [&](const auto& grant) { return grant.second && *grant.second <= now; });
-    if (action == Action::allow_sandbox) {
-      grants_[it->first] = ttl.count() > 0 ? std::optional(now + ttl) : std::nullopt;
-    } else if (action == Action::allow_once && it->second.question.port == 0) {
-      // A name allowed once (its DNS question): the connections that follow the lookup are
-      // the "once", so the name stays open for them a little while.
-      const auto [grant, added] = grants_.try_emplace(it->first, now + kNameAllowedOnce);
-      if (!added && grant->second && *grant->second < now + kNameAllowedOnce) {
-        grant->second = now + kNameAllowedOnce;
-      }
+  const std::lock_guard lock(mutex_);
+  const auto it = std::find_if(holds_.begin(), holds_.end(),
+                               [&](const auto& entry) { return entry.second.id == id; });
+  if (it == holds_.end()) return false;
+  HoldAnswer answer;
+  answer.outcome = action == Action::deny ? HoldOutcome::denied : HoldOutcome::allowed;
+  answer.message = std::move(message);
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(grants_, [&](const auto& grant) { return grant.second && *grant.second <= now; });
+  if (action == Action::allow_sandbox) {
+    grants_[it->first] = ttl.count() > 0 ? std::optional(now + ttl) : std::nullopt;
+  } else if (action == Action::allow_once && it->second.question.port == 0) {
+    // A name allowed once (its DNS question): the connections that follow the lookup are
+    // the "once", so the name stays open for them a little while.
+    const auto [grant, added] = grants_.try_emplace(it->first, now + kNameAllowedOnce);
+    if (!added && grant->second && *grant->second < now + kNameAllowedOnce) {
+      grant->second = now + kNameAllowedOnce;
     }
-    wake(it->second, answer);
-    holds_.erase(it);
   }
+  publish(it->second, answer.outcome);
+  wake(it->second, answer);
+  holds_.erase(it);
   return true;
 }
 
@@ -144,9 +145,42 @@ void Holds::reconcile(const policy::Policy& next) {
       ++it;
       continue;
     }
-    wake(it->second, HoldAnswer{HoldOutcome::reconsider, {}});
+    publish(it->second, HoldOutcome::reconsidered);
+    wake(it->second, HoldAnswer{HoldOutcome::reconsidered, {}});
     it = holds_.erase(it);
   }
+}
+
+PendingHold Holds::pending_of(const Hold& hold) {
+  return {hold.id, hold.question, hold.since, hold.waiters.size()};
+}
+
+void Holds::publish(Hold& hold, std::optional<HoldOutcome> outcome) {
+  HoldEvent event;
+  event.number = next_event_++;
+  event.hold = pending_of(hold);
+  if (outcome) {
+    event.kind = HoldEvent::Kind::answered;
+    event.outcome = *outcome;
+  } else {
+    hold.held_event = event.number;
+  }
+  events_.publish(event);
+}
+
+std::shared_ptr<HoldEvents::Subscriber> Holds::subscribe(asio::any_io_executor executor,
+                                                         std::string sandbox) {
+  // Under the table's mutex, so that no hold begins or ends between the list and the reader's
+  // place among the subscribers.
+  const std::lock_guard lock(mutex_);
+  std::vector<HoldEvent> first;
+  for (const auto& [key, hold] : holds_) {
+    if (!sandbox.empty() && hold.question.sandbox != sandbox) continue;
+    first.push_back({HoldEvent::Kind::held, hold.held_event, pending_of(hold), {}});
+  }
+  std::sort(first.begin(), first.end(),
+            [](const HoldEvent& a, const HoldEvent& b) { return a.number < b.number; });
+  return events_.add(std::move(executor), std::move(sandbox), std::move(first));
 }
 
 std::vector<Holds::Grant> Holds::grants(std::string_view sandbox) const {
@@ -195,7 +229,7 @@ asio::awaitable<HoldEnd> await_answer(Shared& shared, HoldQuestion question,
   HoldEnd end;
   if (answer.outcome == HoldOutcome::allowed) {
     end.granted = true;
-  } else if (answer.outcome != HoldOutcome::reconsider) {
+  } else if (answer.outcome != HoldOutcome::reconsidered) {
     end.refusal = hold_refusal(answer.outcome, std::move(answer.message));
   }
   co_return end;

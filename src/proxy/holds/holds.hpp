@@ -8,7 +8,10 @@
 //
 // Threads: workers wait on their own executors; the admin API answers from its worker. The
 // table is behind one mutex (holds are rare and short); an answer wakes each waiter on its
-// own executor, as the credential store wakes its waiters.
+// own executor, as the credential store wakes its waiters. Every hold that begins or ends is
+// also an event for the readers of GET /holds/events (HoldEvents), published under the same
+// mutex so that a new reader's first events (the holds pending then) and the changes after
+// them neither miss nor repeat one.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -24,6 +27,7 @@
 
 #include "policy/policy.hpp"
 #include "policy/stream.hpp"
+#include "proxy/holds/hold_events.hpp"
 #include "telemetry/audit_log.hpp"
 
 namespace sandgate::proxy {
@@ -31,21 +35,6 @@ namespace sandgate::proxy {
 struct Session;
 struct Shared;
 
-// What the operator is asked.
-struct HoldQuestion {
-  std::string sandbox;
-  std::string host;  // as the audit line shows it
-  std::uint16_t port = 0;
-  std::string mode;    // connect, http, tls, ...
-  std::string method;  // an HTTP request's, when known
-  std::string path;
-  // How the policy decided it (held): what a reload's rules are asked again (Holds::reconcile).
-  policy::EntryMode entry = policy::EntryMode::http;
-};
-
-// reconsider: a reload removed the sandbox, or its rules now decide the destination; the
-// waiters decide again on the config now in force.
-enum class HoldOutcome { allowed, denied, expired, reconsider };
 struct HoldAnswer {
   HoldOutcome outcome = HoldOutcome::expired;
   std::string message;  // denied: the operator's message for the client (may be empty)
@@ -65,12 +54,7 @@ class Holds {
   // Whether an operator allowed the sandbox host:port for a while (Action::allow_sandbox).
   bool granted(std::string_view sandbox, std::string_view host, std::uint16_t port) const;
 
-  struct Pending {
-    std::uint64_t id = 0;
-    HoldQuestion question;
-    std::chrono::system_clock::time_point since;
-    std::size_t waiting = 0;  // requests waiting on it
-  };
+  using Pending = PendingHold;
   std::vector<Pending> pending() const;
 
   // Answers hold `id`: its waiters go on (allowed) or are refused (denied, with `message`).
@@ -91,9 +75,16 @@ class Holds {
 
   // After a reload to `next`: the grants of a sandbox it removed end, and every hold it
   // removed the sandbox of, or whose destination its rules now decide (allow or deny), ends
-  // as reconsider. Other holds wait on with their deadlines, and other grants stay (an
+  // as reconsidered. Other holds wait on with their deadlines, and other grants stay (an
   // operator drops them with revoke()).
   void reconcile(const policy::Policy& next);
+
+  // A reader of the holds of `sandbox` ("" all) that begin and end from now on, whose first
+  // events are one `held` per hold of it pending now. Its coroutine runs on `executor` and
+  // reads with events().next; it ends with events().remove.
+  std::shared_ptr<HoldEvents::Subscriber> subscribe(boost::asio::any_io_executor executor,
+                                                    std::string sandbox);
+  HoldEvents& events() { return events_; }
 
  private:
   struct Waiter;
@@ -102,7 +93,11 @@ class Holds {
     HoldQuestion question;
     std::chrono::system_clock::time_point since;
     std::vector<std::shared_ptr<Waiter>> waiters;
+    std::uint64_t held_event = 0;  // the number of its `held` event (a new reader sees it again)
   };
+  static PendingHold pending_of(const Hold& hold);
+  // Publishes that `hold` began (`outcome` none) or ended. Under mutex_.
+  void publish(Hold& hold, std::optional<HoldOutcome> outcome);
   static std::string key_of(std::string_view sandbox, std::string_view host, std::uint16_t port);
   // Wakes each waiter of `hold` with `answer`; called under the mutex, the wake-ups run later
   // on the waiters' executors.
@@ -113,6 +108,8 @@ class Holds {
   std::map<std::string, Hold> holds_;  // by key_of
   // "sandbox\nhost:port" to when it ends (nullopt: never); expired ones go at the next answer.
   std::map<std::string, std::optional<std::chrono::steady_clock::time_point>> grants_;
+  std::uint64_t next_event_ = 1;
+  HoldEvents events_;
 };
 
 // How a hold ended for one waiter: the refusal to report (denied_by_operator with the

@@ -71,6 +71,24 @@ TEST(LauncherCli, AcceptsLimitsAndStatusOptions) {
   EXPECT_EQ(o->json_file, "/tmp/s.json");
 }
 
+// --approve-with takes one shell command (run only); its contract is in `run -h`.
+TEST(LauncherCli, ApproveWithTakesAShellCommandForRun) {
+  std::string error;
+  auto o = parse(
+      {"run", "--sandbox", "a", "--approve-with", "/opt/ask \"$SANDGATE_HOST\"", "--", "true"},
+      &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->approve_with, "/opt/ask \"$SANDGATE_HOST\"");
+  EXPECT_EQ(o->command, (std::vector<std::string>{"true"}));
+  o = parse({"run", "--sandbox", "a", "--", "true"}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->approve_with, "");
+  const std::string run = usage_text("run");
+  EXPECT_NE(run.find("[--approve-with SHELL-COMMAND]"), std::string::npos) << run;
+  EXPECT_NE(run.find("0 allow\n       once, 3 allow for the sandbox's life"), std::string::npos)
+      << run;
+}
+
 // `COMMAND -h` (or --help) asks for that command's usage, even without its required options;
 // after `--` it is the command's own argument. `env` needs --sandbox.
 TEST(LauncherCli, PerCommandHelpAndEnv) {
@@ -137,6 +155,10 @@ TEST(LauncherCli, Rejects) {
        "--json-fd needs a descriptor from 3 to 1024 the caller opened"},
       {{"run", "--sandbox", "a", "--json-fd", "3", "--json-file", "/f", "--", "x"},
        "--json-file and --json-fd exclude each other"},
+      {{"run", "--sandbox", "a", "--approve-with"}, "--approve-with needs a value"},
+      {{"run", "--sandbox", "a", "--approve-with", "", "--", "x"}, "--approve-with needs a value"},
+      {{"exec", "--sandbox", "a", "--approve-with", "true", "--", "x"},
+       "unknown option --approve-with for exec"},
   };
   for (const Row& row : rows) {
     std::string error;
