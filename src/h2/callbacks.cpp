@@ -3,6 +3,7 @@
 // nghttp2_session_mem_recv / mem_send only, on the connection's executor.
 #include "h2/callbacks.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "h2/core.hpp"
@@ -267,6 +268,21 @@ nghttp2_nv make_nv(std::string_view name, std::string_view value) {
   return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
                     reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
                     value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+void add_sendable_nv(std::vector<nghttp2_nv>& nva, const Fields& fields,
+                     std::vector<std::string>& lowered) {
+  lowered.reserve(fields.size());  // never reallocated below: the views into it stay valid
+  for (const Field& f : fields) {
+    if (!sendable(f.name, f.value)) continue;
+    if (std::none_of(f.name.begin(), f.name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+      nva.push_back(make_nv(f.name, f.value));
+      continue;
+    }
+    std::string& name = lowered.emplace_back(f.name);
+    for (char& c : name) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    nva.push_back(make_nv(name, f.value));
+  }
 }
 
 }  // namespace sandgate::h2::detail

@@ -37,5 +37,10 @@ struct Callbacks {
 // that submits them (nghttp2 copies them there).
 std::vector<nghttp2_nv> to_nva(const Fields& fields);
 nghttp2_nv make_nv(std::string_view name, std::string_view value);
+// Appends to `nva` what of `fields` may go out (sendable_fields' rule), a field whose name is
+// already lowercase (nearly all) without a copy; the others lowercased into `lowered`, which
+// must outlive the submission.
+void add_sendable_nv(std::vector<nghttp2_nv>& nva, const Fields& fields,
+                     std::vector<std::string>& lowered);
 
 }  // namespace sandgate::h2::detail

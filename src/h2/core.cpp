@@ -297,8 +297,8 @@ error_code Core::submit_response(StreamState& s, int status, const Fields& field
   std::vector<nghttp2_nv> nva;
   nva.reserve(fields.size() + 1);
   nva.push_back(make_nv(":status", status_text));
-  const Fields sendable = sendable_fields(fields);
-  for (const Field& f : sendable) nva.push_back(make_nv(f.name, f.value));
+  std::vector<std::string> lowered;
+  add_sendable_nv(nva, fields, lowered);
   nghttp2_data_provider provider{};
   provider.source.ptr = &s;
   provider.read_callback = &Callbacks::read_data;
@@ -333,16 +333,16 @@ asio::awaitable<std::pair<error_code, std::shared_ptr<StreamState>>> Core::submi
   }
   std::string authority = head.authority;
   if (authority.empty()) authority = find_field_ascii(head.fields, "host");
-  const Fields fields = sendable_fields(head.fields);
   std::vector<nghttp2_nv> nva;
-  nva.reserve(fields.size() + 4);
+  nva.reserve(head.fields.size() + 4);
   nva.push_back(make_nv(":method", head.method));
   if (head.method != "CONNECT") {
     nva.push_back(make_nv(":scheme", head.scheme));
     nva.push_back(make_nv(":path", head.path));
   }
   nva.push_back(make_nv(":authority", authority));
-  for (const Field& f : fields) nva.push_back(make_nv(f.name, f.value));
+  std::vector<std::string> lowered;
+  add_sendable_nv(nva, head.fields, lowered);
 
   auto s = std::make_shared<StreamState>(*this, ex_);
   nghttp2_data_provider provider{};

@@ -6,6 +6,7 @@ namespace sandgate::h2 {
 
 Fields from_h1(const boost::beast::http::fields& fields) {
   Fields all;
+  all.reserve(static_cast<std::size_t>(std::distance(fields.begin(), fields.end())));
   bool length = false;
   for (const auto& f : fields) {
     // A repeated Content-Length (Beast's parser accepts only equal values) is sent once: an
@@ -14,9 +15,9 @@ Fields from_h1(const boost::beast::http::fields& fields) {
       if (length) continue;
       length = true;
     }
-    all.push_back({std::string(f.name_string()), std::string(f.value())});
+    add_sendable(all, f.name_string(), f.value());
   }
-  return sendable_fields(all);
+  return all;
 }
 
 void to_h1(const Fields& fields, boost::beast::http::fields& out) {

@@ -21,21 +21,25 @@ std::string_view find_field_ascii(const Fields& fields, std::string_view name) {
   return {};
 }
 
-Fields sendable_fields(const Fields& fields) {
+bool sendable(std::string_view name, std::string_view value) {
   static constexpr std::string_view kNotSent[] = {
       "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"};
+  if (std::ranges::any_of(kNotSent, [&](std::string_view n) { return iequals_ascii(name, n); })) {
+    return false;
+  }
+  return !iequals_ascii(name, "te") || iequals_ascii(value, "trailers");
+}
+
+void add_sendable(Fields& out, std::string_view name, std::string_view value) {
+  if (!sendable(name, value)) return;
+  Field& f = out.emplace_back(std::string(name), std::string(value));
+  for (char& c : f.name) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+Fields sendable_fields(const Fields& fields) {
   Fields out;
   out.reserve(fields.size());
-  for (const Field& f : fields) {
-    if (std::ranges::any_of(kNotSent,
-                            [&](std::string_view n) { return iequals_ascii(f.name, n); })) {
-      continue;
-    }
-    if (iequals_ascii(f.name, "te") && !iequals_ascii(f.value, "trailers")) continue;
-    Field lower{f.name, f.value};
-    for (char& c : lower.name) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-    out.push_back(std::move(lower));
-  }
+  for (const Field& f : fields) add_sendable(out, f.name, f.value);
   return out;
 }
 

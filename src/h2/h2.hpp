@@ -86,6 +86,11 @@ std::string_view find_field_ascii(const Fields& fields, std::string_view name);
 // 9113 section 8.2.2), te unless it is "trailers", and host (it becomes :authority). Every
 // head and trailer section the codec sends goes through it.
 Fields sendable_fields(const Fields& fields);
+// Whether a field goes out at all (sendable_fields' rule, names in any case).
+bool sendable(std::string_view name, std::string_view value);
+// Appends name: value to `out` as sendable_fields would keep it (lowercased), unless it drops
+// it. What sendable_fields does field by field, for a caller that builds the fields anew.
+void add_sendable(Fields& out, std::string_view name, std::string_view value);
 
 // A request head: the four pseudo-headers and the regular fields in arrival order.
 struct RequestHead {

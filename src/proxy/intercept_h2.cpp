@@ -873,9 +873,9 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     co_await s.deny(policy::EntryMode::http, shown, port, result.decision, &host, {}, &responder);
     co_return;
   }
-  h2::RequestHead out = head;
-  out.path = forwarded_target(s, host, port, head.path);
-  out.fields = h2::from_h1(fields);
+  // The head that goes on, its fields as the filters left them (never a copy of the client's).
+  const h2::RequestHead out{head.method, head.scheme, head.authority,
+                            forwarded_target(s, host, port, head.path), h2::from_h1(fields)};
 
   const auto started = std::chrono::steady_clock::now();
   // The request body's buffer, which forward_h1 reads the response through too; a request
