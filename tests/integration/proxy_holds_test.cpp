@@ -128,6 +128,31 @@ class ProxyHolds : public ::testing::Test {
 
   std::string held() const { return "held.test:" + std::to_string(origin_.port()); }
 
+  // A GET of `path` from `sandbox` that is held, allowed for the sandbox by the operator, and
+  // then answered 200: the sandbox holds a grant for held().
+  void grant_held(const std::string& path, const std::string& sandbox, const std::string& token) {
+    auto request = send_async(proxy_get(held(), path, sandbox, token));
+    const auto pending = holds(1);
+    ASSERT_EQ(pending.size(), 1u);
+    const auto answered =
+        admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_sandbox"})");
+    ASSERT_TRUE(answered && answered->status == 200);
+    const auto r = request.get();
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "");
+  }
+
+  // Whether the audit log has an `event` line whose `key` is `value` and whose `then` is
+  // `expected` (the first line with that key value decides).
+  bool audit_says(std::string_view event, const std::string& key, std::string_view value,
+                  const std::string& then, std::string_view expected) {
+    return eventually([&] {
+      for (const auto& line : audit(event)) {
+        if (json_string(line, key) == value) return json_string(line, then) == expected;
+      }
+      return false;
+    });
+  }
+
   // sb1's grants, as /sandboxes/sb1 lists them.
   boost::json::array grants() {
     const auto status = admin("GET", "/sandboxes/sb1", {}, {});
@@ -249,24 +274,13 @@ TEST_F(ProxyHolds, AHeldRequestDeniedWithAMessageTellsTheClientWhy) {
   EXPECT_NE(r->body.find("ask #infra before new hosts"), std::string::npos) << r->body;
   EXPECT_EQ(origin_.request_count(), 0u);
   // The audit line says it too.
-  EXPECT_TRUE(eventually([&] {
-    for (const auto& line : audit("SANDBOX_NETWORK_DENIED")) {
-      if (json_string(line, "labels.operator_message") == "ask #infra before new hosts") {
-        return json_string(line, "event.reason") == "denied_by_operator";
-      }
-    }
-    return false;
-  })) << daemon_->audit_text();
+  EXPECT_TRUE(audit_says("SANDBOX_NETWORK_DENIED", "labels.operator_message",
+                         "ask #infra before new hosts", "event.reason", "denied_by_operator"))
+      << daemon_->audit_text();
 }
 
 TEST_F(ProxyHolds, AllowedForTheSandboxIsAGrantItUsesAtOnceAndOnlyIt) {
-  auto first = send_async(proxy_get(held(), "/a", "sb1", kToken1));
-  const auto pending = holds(1);
-  ASSERT_EQ(pending.size(), 1u);
-  ASSERT_EQ(admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_sandbox"})")->status,
-            200);
-  const auto r = first.get();
-  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "");
+  grant_held("/a", "sb1", kToken1);
   // Granted: the next request goes at once, no hold.
   RawClient c(daemon_->explicit_port());
   c.send(proxy_get(held(), "/b", "sb1", kToken1));
@@ -397,26 +411,16 @@ TEST_F(ProxyHolds, AReloadDuringAHoldKeepsItDecidesItOrEndsIt) {
   EXPECT_EQ(decided->status, 200) << decided->body;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 3000ms);
   EXPECT_TRUE(holds(0).empty());
-  EXPECT_TRUE(eventually([&] {
-    for (const auto& line : audit("http_request")) {
-      if (json_string(line, "url.path") == "/decided") {
-        return json_string(line, "rule.name") == "sandboxes.sb2.allow:held.test";
-      }
-    }
-    return false;
-  })) << daemon_->audit_text();
+  EXPECT_TRUE(audit_says("http_request", "url.path", "/decided", "rule.name",
+                         "sandboxes.sb2.allow:held.test"))
+      << daemon_->audit_text();
   // sb1's grant stayed through both reloads.
   ASSERT_EQ(grants().size(), 1u);
 
   // Ended: a reload that removes sb2 ends its hold at once (its connections close), and its
   // grants with it: back again, it has none.
   ASSERT_TRUE(daemon_->reload(tables(), &error)) << error;
-  auto granted = send_async(proxy_get(held(), "/granted", "sb2", kToken2));
-  const auto to_grant = holds(1);
-  ASSERT_EQ(to_grant.size(), 1u);
-  ASSERT_EQ(admin("POST", "/holds/" + id_of(to_grant[0]), R"({"action": "allow_sandbox"})")->status,
-            200);
-  ASSERT_EQ(granted.get()->status, 200);
+  grant_held("/granted", "sb2", kToken2);
   const std::string other = "other.test:" + std::to_string(origin_.port());
   auto removed = send_async(proxy_get(other, "/removed", "sb2", kToken2));
   ASSERT_EQ(holds(1).size(), 1u);
@@ -434,12 +438,7 @@ TEST_F(ProxyHolds, AReloadDuringAHoldKeepsItDecidesItOrEndsIt) {
 }
 
 TEST_F(ProxyHolds, AGrantEndsWhenAnOperatorRevokesIt) {
-  auto first = send_async(proxy_get(held(), "/a", "sb1", kToken1));
-  const auto pending = holds(1);
-  ASSERT_EQ(pending.size(), 1u);
-  ASSERT_EQ(admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_sandbox"})")->status,
-            200);
-  ASSERT_EQ(first.get()->status, 200);
+  grant_held("/a", "sb1", kToken1);
   ASSERT_EQ(grants().size(), 1u);
   // Refused without the token; an unknown sandbox is not found.
   for (const std::string& token : {std::string(), std::string("wrong"), kToken1}) {
@@ -489,12 +488,7 @@ TEST_F(ProxyHolds, DecideShowsAHoldAndTheGrantThatAllowsIt) {
       run_command({sandgate_binary(), "decide", "--config", daemon_->config_path(), "--sandbox",
                    "sb1", "allowed.test:" + std::to_string(origin_.port())});
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
-  auto first = send_async(proxy_get(held(), "/a", "sb1", kToken1));
-  const auto pending = holds(1);
-  ASSERT_EQ(pending.size(), 1u);
-  ASSERT_EQ(admin("POST", "/holds/" + id_of(pending[0]), R"({"action": "allow_sandbox"})")->status,
-            200);
-  ASSERT_EQ(first.get()->status, 200);
+  grant_held("/a", "sb1", kToken1);
   const auto granted = decide();
   EXPECT_EQ(granted.exit_code, 0) << granted.err;
   const auto allow = boost::json::parse(granted.out).as_object();
