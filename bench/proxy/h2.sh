@@ -51,26 +51,12 @@ done
 
 fail() { echo "h2.sh: $*" >&2; exit 2; }
 for tool in ip nft nghttpd h2load openssl setpriv; do command -v $tool >/dev/null || fail "$tool not found"; done
-[ ${#bins[@]} -gt 0 ] || bins=("sandgate=$root/build/release/src/app/sandgate")
-names=() paths=()
-for b in "${bins[@]}"; do
-    case $b in *=*) names+=("${b%%=*}") paths+=("${b#*=}") ;; *) names+=(sandgate) paths+=("$b") ;; esac
-    [ -x "${paths[-1]}" ] || fail "no binary at ${paths[-1]}"
-done
+# shellcheck source=netns_lib.sh
+. "$here/netns_lib.sh"
+binaries_of "$root" "${bins[@]}"
 IFS=, read -r -a point_list <<<"$points"
 
-ns=sgh2-$$
-work=$(mktemp -d /tmp/sg-h2.XXXXXX)
-cleanup() {
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-    sleep 0.3
-    ip netns del "$ns" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$ns"
-ip -n "$ns" link set lo up
-ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="10000 65000"
+enter_netns sgh2
 
 # The origin's CA and its leaf for "localhost" (P-256, as the harness's S5/S6 origin).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=h2-bench-ca \
@@ -131,13 +117,6 @@ EOF
     ports+=($((13310 + i)))
 done
 
-wait_port() {
-    for _ in $(seq 100); do
-        ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    fail "nothing listens on 127.0.0.1:$1 ($(cat "$work"/*.log))"
-}
 for port in "${ports[@]}"; do wait_port "$port"; done
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

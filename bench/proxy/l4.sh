@@ -52,29 +52,13 @@ done
 
 fail() { echo "l4.sh: $*" >&2; exit 2; }
 for tool in ip nft haproxy nginx; do command -v $tool >/dev/null || fail "$tool not found"; done
-[ ${#bins[@]} -gt 0 ] || bins=("sandgate=$root/build/release/src/app/sandgate")
-names=() paths=()
-for b in "${bins[@]}"; do
-    case $b in *=*) names+=("${b%%=*}") paths+=("${b#*=}") ;; *) names+=(sandgate) paths+=("$b") ;; esac
-    [ -x "${paths[-1]}" ] || fail "no binary at ${paths[-1]}"
-done
-[ "$(printf '%s\n' "${names[@]}" | sort -u | wc -l)" = ${#names[@]} ] || fail "two --bin have one name"
+# shellcheck source=netns_lib.sh
+. "$here/netns_lib.sh"
+binaries_of "$root" "${bins[@]}"
 [ -f "$run/nginx/nginx.conf" ] && [ -x "$run/bin/tunnelbench" ] ||
     fail "no harness run in $run (run bench/proxy/run.sh once, or set PEERS_RUN_DIR)"
 
-ns=sgl4-$$
-work=$(mktemp -d /tmp/sg-l4.XXXXXX)
-cleanup() {
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-    sleep 0.3
-    ip netns del "$ns" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$ns"
-ip -n "$ns" link set lo up
-# Client sockets reuse TIME_WAIT ports: a rep opens tens of thousands of connections.
-ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="10000 65000"
+enter_netns sgl4
 # Binary i's transparent client runs as uid 64000+i, which the rule for it sends to its
 # listener (13300+i); its explicit listener is 13200+i.
 {
@@ -134,13 +118,6 @@ pids+=($!)
 ports+=($((13200 + i)) $((13300 + i)))
 done
 
-wait_port() {
-    for _ in $(seq 100); do
-        ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    fail "nothing listens on 127.0.0.1:$1 ($(cat "$work"/*.log))"
-}
 for port in "${ports[@]}"; do wait_port $port; done
 for pid in $pid_haproxy "${pids[@]}"; do
     kill -0 "$pid" 2>/dev/null || fail "a target did not start ($(cat "$work"/*.log))"
