@@ -32,7 +32,7 @@ bool sendable(std::string_view name, std::string_view value) {
 
 void add_sendable(Fields& out, std::string_view name, std::string_view value) {
   if (!sendable(name, value)) return;
-  Field& f = out.emplace_back(std::string(name), std::string(value));
+  Field& f = out.emplace_back(Field{std::string(name), std::string(value)});
   for (char& c : f.name) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
