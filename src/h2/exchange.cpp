@@ -82,6 +82,10 @@ boost::asio::awaitable<error_code> ClientExchange::read_response_head() {
   return detail::read_response_head(*s_);
 }
 
+Fields ClientExchange::take_response_fields() {
+  return std::move(s_->response.fields);
+}
+
 const ResponseHead& ClientExchange::response() const {
   return s_->response;
 }

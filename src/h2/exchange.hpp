@@ -91,6 +91,9 @@ class ClientExchange : public Exchange {
   // Waits for the final response head (1xx interim responses are skipped).
   boost::asio::awaitable<error_code> read_response_head();
   const ResponseHead& response() const;  // after read_response_head succeeded
+  // The response head's fields, moved out for whoever passes them on (response().fields is
+  // empty after).
+  Fields take_response_fields();
 };
 
 }  // namespace sandgate::h2

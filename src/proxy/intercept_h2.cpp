@@ -507,7 +507,7 @@ asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::Clie
     co_return;
   }
   moved.status = up.response().status;
-  h2::Fields fields = redacted(up.response().fields, moved.redact);
+  h2::Fields fields = redacted(up.take_response_fields(), moved.redact);
   const bool has_body = ex.request().method != "HEAD" && moved.status != 204 && moved.status != 304;
   if (!scrub_head(moved, fields, has_body)) {
     up.reset();  // answered once pump_request is done too (forward_h2)
