@@ -193,11 +193,7 @@ std::optional<AdminAddress> admin_address(const config::Config& cfg, const std::
     *error = "the config has no admin listener (listeners.admin)";
     return std::nullopt;
   }
-  const config::ListenAddress& a = *cfg.listeners.admin;
-  std::string host = a.address.to_string();
-  if (host == "0.0.0.0") host = "127.0.0.1";
-  if (host == "::") host = "::1";
-  return AdminAddress{host, a.port};
+  return AdminAddress{cfg.listeners.admin->dial_host(), cfg.listeners.admin->port};
 }
 
 int run_holds(const config::Config& cfg, std::vector<std::string> args) {

@@ -117,6 +117,11 @@ void load_drop_ins(const fs::path& dir, const toml::source_region* key_where, Lo
 
 }  // namespace
 
+std::string ListenAddress::dial_host() const {
+  const bool any = address.is_v4() ? address.v4_value() == 0 : address == policy::IpAddress::v6({});
+  return any ? (address.is_v4() ? "127.0.0.1" : "::1") : address.to_string();
+}
+
 namespace detail {
 
 void check_placeholder_env(const Config& config, const SandboxList& sandboxes, ErrorSink& sink) {

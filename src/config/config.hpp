@@ -27,6 +27,9 @@ struct ListenAddress {
   policy::IpAddress address;
   std::uint16_t port = 0;
   std::string text;  // as written, for messages
+  // What a client on this host dials to reach the listener: its address, or loopback (of the
+  // same family) for a wildcard one.
+  std::string dial_host() const;
 };
 
 struct Listeners {

@@ -45,11 +45,8 @@ Settings settings_from_config(const config::Config& config, bool for_create) {
   for (const config::Sandbox& sb : config.sandboxes) s.defined_ids.insert(sb.spec.id);
   for (std::string& name : config.profile_names()) s.profiles.insert(std::move(name));
   if (config.listeners.admin) {
-    const auto& admin = *config.listeners.admin;
-    const bool any = admin.address.is_v4() ? admin.address.v4_value() == 0
-                                           : admin.address == policy::IpAddress::v6({});
-    s.admin_host = any ? (admin.address.is_v4() ? "127.0.0.1" : "::1") : admin.address.to_string();
-    s.admin_port = admin.port;
+    s.admin_host = config.listeners.admin->dial_host();
+    s.admin_port = config.listeners.admin->port;
   }
   if (!for_create) return s;
   s.transparent_port = wildcard_port(config.listeners.transparent, "transparent", config.path);
