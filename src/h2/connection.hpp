@@ -140,6 +140,7 @@ class ServerConnection {
                      });
     };
     const error_code ec = co_await detail::pump(stream_, core_);
+    if (on_ended_) on_ended_();
     while (handlers_ > 0) co_await handlers_done_.wait();
     core_.on_request = nullptr;
     co_return ec;
@@ -151,6 +152,10 @@ class ServerConnection {
   void on_refused(std::function<void(const RequestHead&, int status)> f) {
     core_.on_refused = std::move(f);
   }
+
+  // Called once the connection is over and before run() waits for the handlers: for what
+  // they wait on that is not this connection's (another connection's streams to reset).
+  void on_ended(std::function<void()> f) { on_ended_ = std::move(f); }
 
   // GOAWAY: no new stream, the open ones finish, then run() returns.
   void shutdown() { core_.shutdown(); }
@@ -191,6 +196,7 @@ class ServerConnection {
   Stream& stream_;
   detail::Core core_;
   detail::Signal handlers_done_;
+  std::function<void()> on_ended_;
   std::size_t handlers_ = 0;
   std::size_t handler_exceptions_ = 0;
 };
@@ -230,6 +236,9 @@ class ClientConnection {
   }
   bool goaway_received() const { return core_.goaway_received(); }
   bool ended() const { return core_.ended(); }
+  // The streams open now, and how many may be at once (the peer's limit, or ours if lower).
+  std::size_t open_streams() const { return core_.open_client_streams(); }
+  std::uint32_t stream_limit() const { return core_.client_stream_limit(); }
 
  private:
   Stream& stream_;

@@ -190,6 +190,10 @@ class Core {
   // The error code of the GOAWAY that ended it (0 when none).
   std::uint32_t goaway_code() const { return error_code_; }
   nghttp2_session* session() { return session_; }
+  // Client: the streams open now, and how many may be at once (the peer's
+  // SETTINGS_MAX_CONCURRENT_STREAMS, or ours if lower).
+  std::size_t open_client_streams() const { return streams_.size(); }
+  std::uint32_t client_stream_limit() const;
 
  private:
   friend struct StreamState;
@@ -203,9 +207,6 @@ class Core {
   void fail_connection(std::uint32_t code, std::string_view cause);
   // A GOAWAY went out: one nghttp2 sent for a connection error of its own is named by code.
   void goaway_sent(std::uint32_t code);
-  std::size_t open_client_streams() const { return streams_.size(); }
-  std::uint32_t client_stream_limit() const;
-
   asio::any_io_executor ex_;
   Role role_;
   Settings settings_;

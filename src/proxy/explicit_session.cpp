@@ -13,7 +13,7 @@
 #include "proxy/send_now.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
-#include "proxy/upstream_pool.hpp"
+#include "proxy/upstreams/pool.hpp"
 
 namespace sandgate::proxy {
 

@@ -28,7 +28,7 @@
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
 #include "proxy/upstream.hpp"
-#include "proxy/upstream_pool.hpp"
+#include "proxy/upstreams/pool.hpp"
 #include "secrets/redactor.hpp"
 #include "secrets/response_scrubber.hpp"
 #include "secrets/tripwire.hpp"

@@ -34,7 +34,8 @@
 #include "proxy/request_filter.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
-#include "proxy/upstream_pool.hpp"
+#include "proxy/upstreams/pool.hpp"
+#include "proxy/upstreams/shared_h2.hpp"
 #include "secrets/redactor.hpp"
 #include "secrets/response_scrubber.hpp"
 #include "secrets/tripwire.hpp"
@@ -172,9 +173,11 @@ struct Upstreams {
   }
 
   Session& s;
-  // ALPN chose h2: every stream goes over this one connection.
-  TrackedPtr h2_conn;
-  std::unique_ptr<h2::ClientConnection<UpstreamStream>> h2_client;
+  // The destination speaks HTTP/2: the streams go over the sandbox's connections to it
+  // (shared_h2.hpp); those in flight there are listed, to be reset when the client's
+  // connection ends (what its deadline or abort cannot reach otherwise).
+  std::unique_ptr<SharedH2Registry::Share> h2;
+  std::vector<h2::ClientExchange*> h2_streams;
   // Else HTTP/1.1 connections not in use right now (kept alive by their destination).
   std::vector<TrackedPtr> idle;
   std::size_t h1_busy = 0;     // streams using (or dialling) an HTTP/1.1 connection
@@ -559,12 +562,37 @@ h2::Fields chunk_trailers(const bhttp::response<bhttp::buffer_body>& res,
   return trailers;
 }
 
-// h2 to h2.
-asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange& ex,
-                                 const h2::RequestHead& head, std::vector<std::uint8_t>& buf,
-                                 std::size_t first, Moved& moved, StreamResponder& responder) {
+// The sandbox's HTTP/2 connection to the destination for one more stream: the first with
+// room; else, after a dial in progress, what it brought; else one more, dialled here, while
+// fewer are open than client connections use them; else the least busy (the stream waits for
+// a slot there). Null when none is usable and none could be had (the destination is down, or
+// answered ALPN with HTTP/1.1: that connection is left in `h1` when given).
+asio::awaitable<std::shared_ptr<SharedH2>> h2_connection(Session& s, SharedH2Registry::Share& share,
+                                                         TrackedPtr* h1 = nullptr) {
+  H2Origin& origin = share.origin();
+  for (;;) {
+    if (auto room = origin.with_room()) co_return room;
+    if (origin.dialling()) {
+      co_await origin.dial_ended();
+      continue;
+    }
+    if (!origin.may_dial()) co_return origin.least_busy();
+    const SharedH2Registry::Share::Dialing dialing(share);
+    TrackedPtr up = co_await connect_upstream(s, *s.intercepted, s.intercepted_port, true, nullptr);
+    if (up && alpn_is_h2(up->conn->tls->stream.native_handle())) co_return share.add(up->release());
+    if (h1 != nullptr) *h1 = std::move(up);
+    co_return origin.least_busy();
+  }
+}
+
+// h2 to h2, over `conn` (h2_connection).
+asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, std::shared_ptr<SharedH2> conn,
+                                 h2::ServerExchange& ex, const h2::RequestHead& head,
+                                 std::vector<std::uint8_t>& buf, std::size_t first, Moved& moved,
+                                 StreamResponder& responder) {
   using namespace asio::experimental::awaitable_operators;
-  auto opened = co_await ups.h2_client->request(head, first == 0);
+  const SharedH2Registry::Lease lease(*ups.h2, std::move(conn));
+  auto opened = co_await lease.client().request(head, first == 0);
   if (!opened) {
     // The upstream connection is going away (GOAWAY, closed): the client may retry.
     s.request_method = ex.request().method;
@@ -576,6 +604,12 @@ asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, h2::ServerExchange&
     co_return;
   }
   h2::ClientExchange& up = *opened;
+  ups.h2_streams.push_back(&up);
+  struct Unlist {
+    Upstreams& ups;
+    h2::ClientExchange* up;
+    ~Unlist() { std::erase(ups.h2_streams, up); }
+  } unlist{ups, &up};
   moved.last_sent = std::chrono::steady_clock::now();
   if (first == 0) {
     co_await pump_response(s, ex, up, moved);
@@ -913,9 +947,10 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     if (request.resign_chunks) body.resign(std::move(request.resign_chunks));
     if (!body.idle()) moved.body = &body;
   }
-  const bool over_h2 = ups.h2_client != nullptr && !ups.h2_client->ended();
+  std::shared_ptr<SharedH2> over_h2;
+  if (ups.h2) over_h2 = co_await h2_connection(s, *ups.h2);
   if (over_h2) {
-    co_await forward_h2(s, ups, ex, out, buf, first, moved, responder);
+    co_await forward_h2(s, ups, std::move(over_h2), ex, out, buf, first, moved, responder);
   } else {
     co_await forward_h1(s, ups, ex, out, fields, buf.empty() ? buffer() : buf, first, moved,
                         responder);
@@ -1036,28 +1071,24 @@ asio::awaitable<void> linger(Session& s) {
 asio::awaitable<void> serve_h2(Session& s) {
   Upstreams ups(s);
   const policy::Host host = *s.intercepted;
-  // The destination's protocol is learnt once, before the first stream, from ALPN with it:
-  // every request on this connection must address it anyway (421 otherwise). An idle
-  // HTTP/1.1 connection in the worker's pool proves nothing (an HTTP/1.1 client left it) and
-  // is used only once ALPN has said the destination speaks only HTTP/1.1.
+  // The destination's protocol is learnt once, before the first stream: from the sandbox's
+  // HTTP/2 connections to it on this worker (shared_h2.hpp), else from ALPN with it: every
+  // request on this connection must address it anyway (421 otherwise). An idle HTTP/1.1
+  // connection in the worker's pool proves nothing (an HTTP/1.1 client left it) and is used
+  // only once ALPN has said the destination speaks only HTTP/1.1.
   // (Quietly: a failure is reported by the first stream, which dials again over HTTP/1.1.)
   // A stream to the DNS sink is never dialled: its requests are only refused.
-  if (!s.sunk) ups.h2_conn = co_await connect_upstream(s, host, s.intercepted_port, true, nullptr);
-  bool client_running = false;
-  asio::steady_timer client_done(s.client.get_executor(),
-                                 std::chrono::steady_clock::time_point::max());
-  if (ups.h2_conn && alpn_is_h2(ups.h2_conn->conn->tls->stream.native_handle())) {
-    ups.h2_client =
-        std::make_unique<h2::ClientConnection<UpstreamStream>>(ups.h2_conn->conn->tls->stream);
-    client_running = true;
-    asio::co_spawn(s.client.get_executor(), ups.h2_client->run(),
-                   [&](std::exception_ptr, h2::error_code) {
-                     client_running = false;
-                     client_done.cancel();
-                   });
-  } else if (ups.h2_conn) {
-    ups.h2_conn->conn->idle = true;
-    ups.idle.push_back(std::move(ups.h2_conn));
+  if (!s.sunk) {
+    ups.h2 = s.deps.h2_upstreams->share(s, upstream_authority(s, host, s.intercepted_port));
+    TrackedPtr h1;
+    if (ups.h2 && !ups.h2->origin().least_busy()) {
+      const std::shared_ptr<SharedH2> first = co_await h2_connection(s, *ups.h2, &h1);
+      if (!first) ups.h2.reset();
+    }
+    if (h1) {
+      h1->conn->idle = true;
+      ups.idle.push_back(std::move(h1));
+    }
   }
   s.watchdog->arm(s.limits().idle_timeout);
   h2::ServerConnection<ClientStream> conn(s.tls->stream);
@@ -1066,13 +1097,13 @@ asio::awaitable<void> serve_h2(Session& s) {
   };
   conn.on_refused(
       [&s](const h2::RequestHead& head, int status) { record_refused(s, head, status); });
+  // The client is gone (or its deadline passed): its streams on the shared connections are
+  // reset, which ends the handlers waiting on them.
+  conn.on_ended([&ups] {
+    for (h2::ClientExchange* up : std::vector(ups.h2_streams)) up->reset();
+  });
   co_await conn.run(handler);
-  if (ups.h2_client) {
-    ups.h2_client->shutdown();
-    ups.h2_client->abort();
-    // Its coroutine refers to it: wait for it to see the closed transport and end.
-    if (client_running) co_await client_done.async_wait(use_tuple);
-  }
+  ups.h2.reset();
   // HTTP/1.1 connections idle between responses outlive the client connection.
   for (TrackedPtr& idle : ups.idle) s.deps.upstreams->put(s, idle->release());
   ups.idle.clear();

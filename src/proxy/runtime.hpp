@@ -185,12 +185,14 @@ struct SessionRegistry {
 // Per worker thread: the shared state plus what must not cross threads. The worker owns the
 // resolver and the registry and outlives every session it runs.
 class UpstreamPool;
+class SharedH2Registry;
 
 struct WorkerDeps {
   std::shared_ptr<Shared> shared;
   dns::Resolver* resolver = nullptr;
   SessionRegistry* sessions = nullptr;
-  UpstreamPool* upstreams = nullptr;  // idle upstream connections of intercepted streams
+  UpstreamPool* upstreams = nullptr;         // idle upstream connections of intercepted streams
+  SharedH2Registry* h2_upstreams = nullptr;  // upstream HTTP/2 connections, shared per sandbox
 };
 
 // Builds a snapshot (hashes the tokens, compiles the policy with sandgate's own endpoints, the

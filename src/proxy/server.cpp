@@ -36,7 +36,8 @@
 #include "proxy/interception.hpp"
 #include "proxy/service_notify.hpp"
 #include "proxy/session.hpp"
-#include "proxy/upstream_pool.hpp"
+#include "proxy/upstreams/pool.hpp"
+#include "proxy/upstreams/shared_h2.hpp"
 #include "secrets/store.hpp"
 
 namespace sandgate::proxy {
@@ -118,13 +119,15 @@ std::string endpoint_text(const tcp::endpoint& ep) {
 
 // Every second, closes the worker's idle upstream connections whose keep-alive ended (the
 // pool itself looks only when a connection comes back). Ends with the worker's io_context.
-asio::awaitable<void> expire_upstreams(UpstreamPool* pool) {
+asio::awaitable<void> expire_upstreams(UpstreamPool* pool, SharedH2Registry* h2,
+                                       std::shared_ptr<Shared> shared) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     timer.expires_after(std::chrono::seconds(1));
     auto [ec] = co_await timer.async_wait(use_tuple);
     if (ec) co_return;
     pool->expire();
+    h2->expire(shared->current().get());
   }
 }
 
@@ -390,7 +393,9 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       auto resolver =
           std::make_unique<dns::Resolver>(w.ioc->get_executor(), resolver_options(*cfg));
       auto upstreams = std::make_unique<UpstreamPool>(shared->metrics.get());
-      const WorkerDeps deps{shared, resolver.get(), &w.sessions, upstreams.get()};
+      auto h2_upstreams = std::make_unique<SharedH2Registry>(shared->metrics.get());
+      const WorkerDeps deps{shared, resolver.get(), &w.sessions, upstreams.get(),
+                            h2_upstreams.get()};
       for (auto& listener : w.acceptors) {
         asio::co_spawn(*w.ioc, accept_loop(*listener.acceptor, listener.serve, deps),
                        asio::detached);
@@ -402,7 +407,8 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
         asio::co_spawn(*w.ioc, dns_tcp_accept_loop(*acceptor, deps), asio::detached);
       }
       if (w.admin) asio::co_spawn(*w.ioc, admin_accept_loop(*w.admin, shared), asio::detached);
-      asio::co_spawn(*w.ioc, expire_upstreams(upstreams.get()), asio::detached);
+      asio::co_spawn(*w.ioc, expire_upstreams(upstreams.get(), h2_upstreams.get(), shared),
+                     asio::detached);
       // Runs until the main thread calls stop(), even when no acceptor is left.
       auto work = asio::make_work_guard(*w.ioc);
       w.ioc->run();
@@ -410,6 +416,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       // services its timers use. Sessions were closed and have unwound by now.
       work.reset();
       upstreams->close_all();  // its sockets before the io_context; the pool after it
+      h2_upstreams->close_all();
       resolver.reset();
       w.acceptors.clear();
       w.dns_udp.clear();
@@ -417,6 +424,7 @@ int run_server(std::shared_ptr<const config::Config> cfg) {
       w.admin.reset();
       w.ioc.reset();
       upstreams.reset();
+      h2_upstreams.reset();
     });
   }
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);

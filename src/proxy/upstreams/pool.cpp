@@ -1,4 +1,4 @@
-#include "proxy/upstream_pool.hpp"
+#include "proxy/upstreams/pool.hpp"
 
 #include "proxy/session.hpp"
 #include "telemetry/metrics.hpp"
