@@ -566,17 +566,20 @@ h2::Fields chunk_trailers(const bhttp::response<bhttp::buffer_body>& res,
 // room; else, after a dial in progress, what it brought; else one more, dialled here, while
 // fewer are open than client connections use them; else the least busy (the stream waits for
 // a slot there). Null when none is usable and none could be had (the destination is down, or
-// answered ALPN with HTTP/1.1: that connection is left in `h1` when given).
+// answered ALPN with HTTP/1.1: that connection is left in `h1` when given). A stream that
+// waited for another's dial does not dial again: a destination that is down costs one failed
+// dial per wave of streams, not one after another.
 asio::awaitable<std::shared_ptr<SharedH2>> h2_connection(Session& s, SharedH2Registry::Share& share,
                                                          TrackedPtr* h1 = nullptr) {
   H2Origin& origin = share.origin();
-  for (;;) {
+  for (bool waited = false;;) {
     if (auto room = origin.with_room()) co_return room;
     if (origin.dialling()) {
       co_await origin.dial_ended();
+      waited = true;
       continue;
     }
-    if (!origin.may_dial()) co_return origin.least_busy();
+    if (waited || !origin.may_dial()) co_return origin.least_busy();
     const SharedH2Registry::Share::Dialing dialing(share);
     TrackedPtr up = co_await connect_upstream(s, *s.intercepted, s.intercepted_port, true, nullptr);
     if (up && alpn_is_h2(up->conn->tls->stream.native_handle())) co_return share.add(up->release());
