@@ -562,16 +562,17 @@ h2::Fields chunk_trailers(const bhttp::response<bhttp::buffer_body>& res,
   return trailers;
 }
 
-// The sandbox's HTTP/2 connection to the destination for one more stream: the first with
-// room; else, after a dial in progress, what it brought; else one more, dialled here, while
-// fewer are open than client connections use them; else the least busy (the stream waits for
-// a slot there). Null when none is usable and none could be had (the destination is down, or
-// answered ALPN with HTTP/1.1: that connection is left in `h1` when given). A stream that
-// waited for another's dial does not dial again: a destination that is down costs one failed
-// dial per wave of streams, not one after another.
+// The sandbox's HTTP/2 connection to the destination for one more stream: the one the client
+// connection's last stream took, or the least busy, with room; else, after a dial in progress, what
+// it brought; else one more, dialled here, while fewer are open than client connections use them;
+// else the least busy (the stream waits for a slot there). Null when none is usable and none could
+// be had (the destination is down, or answered ALPN with HTTP/1.1: that connection is left in `h1`
+// when given). A stream that waited for another's dial does not dial again: a destination that is
+// down costs one failed dial per wave of streams, not one after another.
 asio::awaitable<std::shared_ptr<SharedH2>> h2_connection(Session& s, SharedH2Registry::Share& share,
                                                          TrackedPtr* h1 = nullptr) {
   H2Origin& origin = share.origin();
+  if (auto last = share.last_with_room()) co_return last;
   for (bool waited = false;;) {
     if (auto room = origin.with_room()) co_return room;
     if (origin.dialling()) {

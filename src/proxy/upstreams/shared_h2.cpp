@@ -46,10 +46,11 @@ void SharedH2::close() {
 }
 
 std::shared_ptr<SharedH2> H2Origin::with_room() const {
+  std::shared_ptr<SharedH2> best;
   for (const auto& c : conns_) {
-    if (c->has_room()) return c;
+    if (c->has_room() && (!best || c->streams < best->streams)) best = c;
   }
-  return nullptr;
+  return best;
 }
 
 std::shared_ptr<SharedH2> H2Origin::least_busy() const {
@@ -99,9 +100,15 @@ SharedH2Registry::Share::Dialing::~Dialing() {
   if (origin_->dial_ended_) origin_->dial_ended_->cancel();
 }
 
-SharedH2Registry::Lease::Lease(const Share& share, std::shared_ptr<SharedH2> conn)
+std::shared_ptr<SharedH2> SharedH2Registry::Share::last_with_room() const {
+  std::shared_ptr<SharedH2> last = last_.lock();
+  return last && last->has_room() ? last : nullptr;
+}
+
+SharedH2Registry::Lease::Lease(Share& share, std::shared_ptr<SharedH2> conn)
     : registry_(share.registry_), origin_(share.origin_), conn_(std::move(conn)) {
   ++conn_->streams;
+  share.last_ = conn_;
 }
 
 SharedH2Registry::Lease::~Lease() {

@@ -6,10 +6,11 @@
 // rather than per client connection, and its streams are spread over as few connections as
 // its SETTINGS_MAX_CONCURRENT_STREAMS allows.
 //
-// - A stream takes the first connection with room for it; when every one is full, a new one
-//   is dialled, but never more connections than client connections use them (so one sandbox
-//   holds no more upstream connections than before sharing: THREATS 31); past that, the
-//   stream waits for a slot on the least busy one.
+// - A stream takes the connection its client connection's last stream took, while it has
+//   room; else the least busy with room; when every one is full, a new one is dialled, but never
+//   more connections than client connections use them (so one sandbox holds no more upstream
+//   connections than before sharing: THREATS 31); past that, the stream waits for a slot on the
+//   least busy one.
 // - When the last client connection leaves, one connection is kept idle for [limits]
 //   upstream_keepalive_ms (within max_idle_upstream_connections, counted with the worker's
 //   HTTP/1.1 pool in sandgate_upstream_pool_connections); the rest close.
@@ -72,7 +73,7 @@ class SharedH2Registry;
 // The connections of one sandbox to one destination on one config snapshot.
 class H2Origin {
  public:
-  // The first usable connection with room for one more stream, or null.
+  // The usable connection with room for one more stream that has the fewest, or null.
   std::shared_ptr<SharedH2> with_room() const;
   // The usable connection with the fewest streams, or null.
   std::shared_ptr<SharedH2> least_busy() const;
@@ -111,6 +112,10 @@ class SharedH2Registry {
     Share(const Share&) = delete;
     Share& operator=(const Share&) = delete;
     H2Origin& origin() const { return *origin_; }
+    // The connection this client connection's last stream went over, while it has room: its
+    // next stream goes there too, so that what one read from the destination brings is for
+    // few client connections (each then gets fuller writes).
+    std::shared_ptr<SharedH2> last_with_room() const;
     // Adds `conn` (TLS done, ALPN chose h2) to the connections and starts it; null when the
     // registry is closed (the worker is stopping).
     std::shared_ptr<SharedH2> add(std::unique_ptr<UpstreamConn> conn);
@@ -131,13 +136,14 @@ class SharedH2Registry {
     friend class Lease;
     SharedH2Registry& registry_;
     std::shared_ptr<H2Origin> origin_;
+    std::weak_ptr<SharedH2> last_;
   };
 
   // A stream's use of one connection: counted in its streams while it lives; a connection
   // past what its users need is closed once its last stream is done.
   class Lease {
    public:
-    Lease(const Share& share, std::shared_ptr<SharedH2> conn);
+    Lease(Share& share, std::shared_ptr<SharedH2> conn);
     ~Lease();
     Lease(Lease&&) = delete;
     Lease& operator=(Lease&&) = delete;
