@@ -236,8 +236,7 @@ class ClientConnection {
   }
   bool goaway_received() const { return core_.goaway_received(); }
   bool ended() const { return core_.ended(); }
-  // The streams open now, and how many may be at once (the peer's limit, or ours if lower).
-  std::size_t open_streams() const { return core_.open_client_streams(); }
+  // How many streams may be open at once (the peer's limit, or ours if lower).
   std::uint32_t stream_limit() const { return core_.client_stream_limit(); }
 
  private:

@@ -59,6 +59,15 @@ asio::awaitable<bool> Signal::wait() {
   co_return cs.cancelled() == asio::cancellation_type::none;
 }
 
+asio::awaitable<Signal::Woke> Signal::wait_until(std::chrono::steady_clock::time_point deadline) {
+  timer_.expires_at(deadline);  // nobody else waits on it: nothing is cancelled
+  auto [ec] = co_await timer_.async_wait(use_tuple);
+  timer_.expires_at(std::chrono::steady_clock::time_point::max());
+  const asio::cancellation_state cs = co_await asio::this_coro::cancellation_state;
+  if (cs.cancelled() != asio::cancellation_type::none) co_return Woke::cancelled;
+  co_return ec ? Woke::notified : Woke::deadline;
+}
+
 bool RateLimit::take() {
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - last_).count();
@@ -465,6 +474,17 @@ asio::awaitable<error_code> read_response_head(StreamState& s) {
     if (s.closed) co_return stream_error(s);
     const bool woke = co_await s.readable.wait();
     if (!woke) co_return error_code(asio::error::operation_aborted);
+  }
+}
+
+asio::awaitable<error_code> read_response_head(StreamState& s,
+                                               std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    if (s.head_complete) co_return error_code{};
+    if (s.closed) co_return stream_error(s);
+    const Signal::Woke woke = co_await s.readable.wait_until(deadline);
+    if (woke == Signal::Woke::cancelled) co_return error_code(asio::error::operation_aborted);
+    if (woke == Signal::Woke::deadline) co_return error_code(asio::error::timed_out);
   }
 }
 

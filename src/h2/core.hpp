@@ -36,6 +36,11 @@ class Signal {
       : timer_(ex, std::chrono::steady_clock::time_point::max()) {}
   // False when the waiting coroutine itself was cancelled (an `||` it is part of was decided).
   asio::awaitable<bool> wait();
+  // As wait(), for a signal with one waiter at most, which gives up at `deadline`: what a
+  // timer raced against wait() in an `||` would do, without the group's frames and
+  // cancellation slots.
+  enum class Woke { notified, cancelled, deadline };
+  asio::awaitable<Woke> wait_until(std::chrono::steady_clock::time_point deadline);
   void notify() { timer_.cancel(); }
 
  private:
@@ -190,9 +195,8 @@ class Core {
   // The error code of the GOAWAY that ended it (0 when none).
   std::uint32_t goaway_code() const { return error_code_; }
   nghttp2_session* session() { return session_; }
-  // Client: the streams open now, and how many may be at once (the peer's
-  // SETTINGS_MAX_CONCURRENT_STREAMS, or ours if lower).
-  std::size_t open_client_streams() const { return streams_.size(); }
+  // Client: how many streams may be open at once (the peer's SETTINGS_MAX_CONCURRENT_STREAMS,
+  // or ours if lower).
   std::uint32_t client_stream_limit() const;
 
  private:
@@ -207,6 +211,8 @@ class Core {
   void fail_connection(std::uint32_t code, std::string_view cause);
   // A GOAWAY went out: one nghttp2 sent for a connection error of its own is named by code.
   void goaway_sent(std::uint32_t code);
+  std::size_t open_client_streams() const { return streams_.size(); }
+
   asio::any_io_executor ex_;
   Role role_;
   Settings settings_;
@@ -238,5 +244,7 @@ asio::awaitable<error_code> send_data(StreamState& s, std::span<const std::uint8
                                       bool end_stream);
 asio::awaitable<error_code> send_trailers(StreamState& s, const Fields& fields);
 asio::awaitable<error_code> read_response_head(StreamState& s);
+asio::awaitable<error_code> read_response_head(StreamState& s,
+                                               std::chrono::steady_clock::time_point deadline);
 
 }  // namespace sandgate::h2::detail

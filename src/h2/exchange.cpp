@@ -82,6 +82,11 @@ boost::asio::awaitable<error_code> ClientExchange::read_response_head() {
   return detail::read_response_head(*s_);
 }
 
+boost::asio::awaitable<error_code> ClientExchange::read_response_head(
+    std::chrono::steady_clock::time_point deadline) {
+  return detail::read_response_head(*s_, deadline);
+}
+
 Fields ClientExchange::take_response_fields() {
   return std::move(s_->response.fields);
 }

@@ -10,6 +10,7 @@
 // cancelled (e.g. the losing side of an `||` with a timer).
 
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -90,6 +91,9 @@ class ClientExchange : public Exchange {
   }
   // Waits for the final response head (1xx interim responses are skipped).
   boost::asio::awaitable<error_code> read_response_head();
+  // ... giving up at `deadline` with asio::error::timed_out (the stream stays open).
+  boost::asio::awaitable<error_code> read_response_head(
+      std::chrono::steady_clock::time_point deadline);
   const ResponseHead& response() const;  // after read_response_head succeeded
   // The response head's fields, moved out for whoever passes them on (response().fields is
   // empty after).

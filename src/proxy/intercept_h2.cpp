@@ -487,23 +487,31 @@ asio::awaitable<void> refuse_undecodable(Session& s, h2::ServerExchange& ex, Mov
                   telemetry::Phase::headers, &responder, {}, telemetry::Ended::upstream_close);
 }
 
-// The upstream stream's response to the client: head, body, trailers.
+// The upstream stream's response to the client: head, body, trailers. `uploading`: the
+// request's body is still being sent (pump_request runs beside).
 asio::awaitable<void> pump_response(Session& s, h2::ServerExchange& ex, h2::ClientExchange& up,
-                                    Moved& moved) {
+                                    Moved& moved, bool uploading) {
   // The head is awaited under a deadline of the stream's own, as the HTTP/1.1 bridge's is. A
   // failure is answered by head_failed once pump_request is done too: resetting the upstream
   // stream here ends a pump_request still sending to it (one waiting for the client's next
   // bytes waits on, and the answer with it).
   using namespace asio::experimental::awaitable_operators;
   s.watchdog->arm(owed_head_deadline(s));
-  const auto head = co_await (up.read_response_head() || head_deadline(s, moved));
-  if (head.index() == 1) {
-    moved.head_failure = asio::error::timed_out;
-  } else if (const h2::error_code ec = std::get<0>(head)) {
+  h2::error_code head_ec;
+  if (uploading) {
+    // The deadline moves with each piece of the body sent (head_deadline).
+    const auto head = co_await (up.read_response_head() || head_deadline(s, moved));
+    head_ec = head.index() == 1 ? h2::error_code(asio::error::timed_out) : std::get<0>(head);
+  } else {
+    // The request was sent whole: a fixed deadline, kept by the stream's own wake-up.
+    const auto deadline = moved.last_sent + s.limits().idle_timeout;
+    head_ec = co_await up.read_response_head(deadline);
+  }
+  if (head_ec) {
     const bool refused =
-        ec == h2::Error::stream_reset &&
+        head_ec == h2::Error::stream_reset &&
         up.reset_code() == static_cast<std::uint32_t>(h2::ResetCode::refused_stream);
-    moved.head_failure = refused ? h2::Error::refused : ec;
+    moved.head_failure = refused ? h2::Error::refused : head_ec;
   }
   if (moved.head_failure) {
     up.reset();  // a stream still open at the destination (it timed out) is cancelled there
@@ -616,9 +624,9 @@ asio::awaitable<void> forward_h2(Session& s, Upstreams& ups, std::shared_ptr<Sha
   } unlist{ups, &up};
   moved.last_sent = std::chrono::steady_clock::now();
   if (first == 0) {
-    co_await pump_response(s, ex, up, moved);
+    co_await pump_response(s, ex, up, moved, false);
   } else {
-    co_await (pump_request(s, ex, up, buf, first, moved) && pump_response(s, ex, up, moved));
+    co_await (pump_request(s, ex, up, buf, first, moved) && pump_response(s, ex, up, moved, true));
   }
   if (moved.head_failure) co_await head_failed(s, ex, moved, responder, buf);
   if (moved.undecodable == Moved::Undecodable::head) {

@@ -141,6 +141,16 @@ TEST_F(ProxySharedH2, AClientConnectionsEndResetsOnlyItsOwnStreams) {
   EXPECT_EQ(clients({kSb1 + "=/conn"}), std::vector<std::string>{"0 /conn 200 conn=1"});
 }
 
+// A connection the origin sent GOAWAY on takes no new stream: the next goes over a new one.
+TEST_F(ProxySharedH2, AfterTheOriginsGoawayStreamsGoOverANewConnection) {
+  ASSERT_TRUE(ca_made_);
+  start();
+  EXPECT_EQ(clients({kSb1 + "=/goaway"}), std::vector<std::string>{"0 /goaway 200 conn=1"});
+  EXPECT_EQ(clients({kSb1 + "=/conn,/conn"}),
+            (std::vector<std::string>{"0 /conn 200 conn=2", "0 /conn 200 conn=2"}));
+  EXPECT_EQ(stats(), "conns=2 resets=0");
+}
+
 // A reload starts afresh: the connection kept under the old config is not used under the new
 // one. Without keep-alive nothing is kept, and the daemon stops at once either way.
 TEST_F(ProxySharedH2, AReloadOrNoKeepAliveStartsAfresh) {

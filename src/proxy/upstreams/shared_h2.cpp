@@ -146,7 +146,8 @@ std::shared_ptr<SharedH2> SharedH2Registry::launch(H2Origin& origin,
 }
 
 void SharedH2Registry::settle(H2Origin& origin) {
-  std::erase_if(origin.conns_, [](const auto& c) { return !c->usable() && c->streams == 0; });
+  if (closed_) return;  // close_all() closed them all
+  drop_ended(origin);
   // Beyond one connection per user (at least one), those without a stream close, the last
   // opened first.
   const std::size_t wanted = std::max<std::size_t>(origin.sessions_, 1);
@@ -158,14 +159,21 @@ void SharedH2Registry::settle(H2Origin& origin) {
   if (origin.sessions_ > 0 || origin.idle_counted_ || origin.conns_.empty()) return;
   // The last user left. One connection waits for the next (its streams, if any, finish).
   const config::Limits& limits = origin.snap_->config->limits;
-  if (closed_ || limits.upstream_keepalive.count() == 0 ||
-      idle_ >= limits.max_idle_upstream_connections) {
+  if (limits.upstream_keepalive.count() == 0 || idle_ >= limits.max_idle_upstream_connections) {
     for (const auto& c : origin.conns_) c->close();
     origin.conns_.clear();
     return;
   }
   origin.idle_until_ = Clock::now() + limits.upstream_keepalive;
   count_idle(origin, true);
+}
+
+void SharedH2Registry::drop_ended(H2Origin& origin) {
+  std::erase_if(origin.conns_, [](const std::shared_ptr<SharedH2>& c) {
+    if (c->usable() || c->streams != 0) return false;
+    c->close();  // a GOAWAY from the destination: its transport too
+    return true;
+  });
 }
 
 void SharedH2Registry::count_idle(H2Origin& origin, bool idle) {
@@ -178,7 +186,7 @@ void SharedH2Registry::count_idle(H2Origin& origin, bool idle) {
 void SharedH2Registry::sweep(Clock::time_point now, const Snapshot* current) {
   for (auto it = by_key_.begin(); it != by_key_.end();) {
     H2Origin& origin = *it->second;
-    std::erase_if(origin.conns_, [](const auto& c) { return !c->usable() && c->streams == 0; });
+    drop_ended(origin);
     const bool stale = current != nullptr && origin.snap_.get() != current;
     const bool expired = origin.sessions_ == 0 && (now >= origin.idle_until_ || closed_ || stale);
     if (expired) {

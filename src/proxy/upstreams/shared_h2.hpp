@@ -179,6 +179,8 @@ class SharedH2Registry {
   // Drops connections that ended; closes idle ones past their keep-alive or kept under
   // another snapshot than `current` (when not null).
   void sweep(std::chrono::steady_clock::time_point now, const Snapshot* current = nullptr);
+  // Closes and forgets the connections that take no more streams and carry none.
+  void drop_ended(H2Origin& origin);
   void count_idle(H2Origin& origin, bool idle);
   std::shared_ptr<SharedH2> launch(H2Origin& origin, std::unique_ptr<UpstreamConn> conn);
 

@@ -8,6 +8,7 @@ Prints port=N once listening. Every accepted connection is numbered from 1 in ac
   /conn          200 "conn=N"
   /slow?ms=M     the same, M milliseconds later
   /silent        never answered
+  /goaway        "conn=N", then GOAWAY (the connection stays open: the client must not use it)
 STATS_FILE is rewritten on every change as "conns=C resets=R": connections accepted, and
 streams the client reset (RST_STREAM received).
 """
@@ -60,6 +61,7 @@ def serve(raw, number):
     c.initiate_connection()
     t.sendall(c.data_to_send())
     due = []  # (when, stream id)
+    goaway_after = set()
     body = ("conn=%d" % number).encode()
     while True:
         timeout = max(0.0, min(w for w, _ in due) - time.monotonic()) if due else None
@@ -79,6 +81,9 @@ def serve(raw, number):
                     path = dict(e.headers)[":path"]
                     if path.startswith("/slow?ms="):
                         due.append((time.monotonic() + int(path[9:]) / 1000.0, e.stream_id))
+                    elif path == "/goaway":
+                        goaway_after.add(e.stream_id)
+                        due.append((0.0, e.stream_id))
                     elif path != "/silent":
                         due.append((0.0, e.stream_id))
                 elif isinstance(e, h2.events.StreamReset):
@@ -94,6 +99,8 @@ def serve(raw, number):
                 c.send_data(sid, body, end_stream=True)
             except h2.exceptions.StreamClosedError:
                 pass
+            if sid in goaway_after:
+                c.close_connection(last_stream_id=sid)
         try:
             t.sendall(c.data_to_send())
         except (OSError, ssl.SSLError):
