@@ -281,13 +281,15 @@ nghttp2_nv make_nv(std::string_view name, std::string_view value) {
 
 void add_sendable_nv(std::vector<nghttp2_nv>& nva, const Fields& fields,
                      std::vector<std::string>& lowered) {
-  lowered.reserve(fields.size());  // never reallocated below: the views into it stay valid
   for (const Field& f : fields) {
     if (!sendable(f.name, f.value)) continue;
     if (std::none_of(f.name.begin(), f.name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
       nva.push_back(make_nv(f.name, f.value));
       continue;
     }
+    // Reserved at the first name to lowercase (most heads have none), for all of them: never
+    // reallocated after, so the views into it stay valid.
+    if (lowered.capacity() == 0) lowered.reserve(fields.size());
     std::string& name = lowered.emplace_back(f.name);
     for (char& c : name) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
     nva.push_back(make_nv(name, f.value));

@@ -303,8 +303,8 @@ error_code Core::submit_response(StreamState& s, int status, const Fields& field
                                  bool end_stream) {
   if (s.head_sent || s.closed) return make_error_code(Error::invalid_state);
   const std::string status_text = std::to_string(status);
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(fields.size() + 1);
+  std::vector<nghttp2_nv>& nva = nva_;  // nghttp2 copies the head at submission
+  nva.clear();
   nva.push_back(make_nv(":status", status_text));
   std::vector<std::string> lowered;
   add_sendable_nv(nva, fields, lowered);
@@ -340,10 +340,11 @@ asio::awaitable<std::pair<error_code, std::shared_ptr<StreamState>>> Core::submi
       co_return std::pair{error_code(asio::error::operation_aborted), nullptr};
     }
   }
-  std::string authority = head.authority;
+  std::string_view authority = head.authority;
   if (authority.empty()) authority = find_field_ascii(head.fields, "host");
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(head.fields.size() + 4);
+  // Filled and submitted with no suspension in between: nghttp2 copies the head.
+  std::vector<nghttp2_nv>& nva = nva_;
+  nva.clear();
   nva.push_back(make_nv(":method", head.method));
   if (head.method != "CONNECT") {
     nva.push_back(make_nv(":scheme", head.scheme));

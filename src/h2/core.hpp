@@ -214,6 +214,7 @@ class Core {
   std::size_t open_client_streams() const { return streams_.size(); }
 
   asio::any_io_executor ex_;
+  std::vector<nghttp2_nv> nva_;  // a head being submitted (its capacity kept between heads)
   Role role_;
   Settings settings_;
   nghttp2_session* session_ = nullptr;
