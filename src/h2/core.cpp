@@ -79,12 +79,19 @@ bool RateLimit::take() {
 }
 
 StreamState::StreamState(Core& c, const asio::any_io_executor& ex)
-    : core(&c), readable(ex), writable(ex) {
-  c.live_.insert(this);
+    : core(&c), readable(ex), writable(ex), live_next(c.live_) {
+  if (live_next != nullptr) live_next->live_prev = this;
+  c.live_ = this;
 }
 
 StreamState::~StreamState() {
-  if (core) core->live_.erase(this);
+  if (core == nullptr) return;
+  if (live_prev != nullptr) {
+    live_prev->live_next = live_next;
+  } else {
+    core->live_ = live_next;
+  }
+  if (live_next != nullptr) live_next->live_prev = live_prev;
 }
 
 Core::Core(const asio::any_io_executor& ex, Role role, const Settings& settings)
@@ -183,7 +190,9 @@ bool Core::wants_write() const {
 void Core::end() {
   if (ended_) return;
   ended_ = true;
-  for (StreamState* s : live_) {
+  for (StreamState* s = std::exchange(live_, nullptr); s != nullptr;) {
+    StreamState* next = std::exchange(s->live_next, nullptr);
+    s->live_prev = nullptr;
     s->core = nullptr;
     if (!s->closed) {
       s->closed = true;
@@ -192,8 +201,8 @@ void Core::end() {
     s->outbox = {};
     s->readable.notify();
     s->writable.notify();
+    s = next;
   }
-  live_.clear();
   streams_.clear();
   slot_free_.notify();
   write_wanted_.notify();

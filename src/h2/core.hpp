@@ -16,7 +16,6 @@
 #include <span>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "h2/h2.hpp"
@@ -132,6 +131,10 @@ struct StreamState {
   Signal readable;  // data, end of stream, head, close
   Signal writable;  // outbox drained, close
 
+  // Core::live_'s list (no allocation per stream), while `core` is set.
+  StreamState* live_prev = nullptr;
+  StreamState* live_next = nullptr;
+
   std::size_t unread() const { return inbox.size() - inbox_pos; }
 };
 
@@ -219,7 +222,7 @@ class Core {
   Settings settings_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<std::int32_t, std::shared_ptr<StreamState>> streams_;  // open in nghttp2
-  std::unordered_set<StreamState*> live_;  // every state that points at this core
+  StreamState* live_ = nullptr;  // every state that points at this core (StreamState::live_next)
   RateLimit abnormal_ends_;
   Signal write_wanted_;
   Signal slot_free_;  // client: a stream closed, SETTINGS or GOAWAY arrived, or the end
