@@ -9,14 +9,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string key_of(const Session& s, const std::string& authority) {
+}  // namespace
+
+std::string upstream_key(const Session& s, const std::string& authority) {
   std::string key = s.sandbox;
   key += '\n';
   key += authority;
   return key;
 }
-
-}  // namespace
 
 UpstreamPool::UpstreamPool(telemetry::Metrics* metrics) : metrics_(metrics) {}
 UpstreamPool::~UpstreamPool() {
@@ -39,14 +39,14 @@ void UpstreamPool::put(const Session& s, std::unique_ptr<UpstreamConn> conn) {
       !upstream_reusable(*conn)) {
     return;  // closed as it goes
   }
-  by_key_[key_of(s, conn->authority)].push_back(
+  by_key_[upstream_key(s, conn->authority)].push_back(
       {s.snap, std::move(conn), now + limits.upstream_keepalive});
   resize(size_ + 1);
 }
 
 std::unique_ptr<UpstreamConn> UpstreamPool::take(const Session& s, const std::string& authority) {
   if (size_ == 0) return nullptr;
-  const auto it = by_key_.find(key_of(s, authority));
+  const auto it = by_key_.find(upstream_key(s, authority));
   if (it == by_key_.end()) return nullptr;
   const auto now = Clock::now();
   std::unique_ptr<UpstreamConn> found;

@@ -27,6 +27,9 @@ struct Session;
 struct Snapshot;
 struct UpstreamConn;
 
+// Whose upstream connection a kept one is: `s`'s sandbox's, to `authority`.
+std::string upstream_key(const Session& s, const std::string& authority);
+
 class UpstreamPool {
  public:
   // `metrics` (may be null) gets the pool's size as sandgate_upstream_pool_connections, summed

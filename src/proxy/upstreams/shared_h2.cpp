@@ -9,6 +9,7 @@
 #include "proxy/runtime.hpp"
 #include "proxy/session.hpp"
 #include "proxy/tls_streams.hpp"
+#include "proxy/upstreams/pool.hpp"
 #include "telemetry/metrics.hpp"
 
 namespace sandgate::proxy {
@@ -20,9 +21,7 @@ using Clock = std::chrono::steady_clock;
 // The snapshot is part of the key: connections opened under one config are never used under
 // another (the origin holds its snapshot, so the address is not reused while it lives).
 std::string key_of(const Session& s, const std::string& authority) {
-  std::string key = s.sandbox;
-  key += '\n';
-  key += authority;
+  std::string key = upstream_key(s, authority);
   key += '\n';
   key += std::to_string(reinterpret_cast<std::uintptr_t>(s.snap.get()));
   return key;
