@@ -151,6 +151,20 @@ TEST_F(ProxySharedH2, AfterTheOriginsGoawayStreamsGoOverANewConnection) {
   EXPECT_EQ(stats(), "conns=2 resets=0");
 }
 
+// A shared connection that breaks fails every stream on it, whichever client connection's
+// (each is answered 502, as over a connection of its own); the next request dials anew.
+TEST_F(ProxySharedH2, ABrokenSharedConnectionFailsItsStreamsAndIsReplaced) {
+  ASSERT_TRUE(ca_made_);
+  start();
+  const auto broken = clients({kSb1 + "=/slow?ms=1500", kSb1 + "=/silent,/drop"});
+  ASSERT_EQ(broken.size(), 3u) << ::testing::PrintToString(broken);
+  for (const std::string& line : broken) {
+    EXPECT_EQ(line.substr(line.find(' ', 2) + 1, 4), "502 ") << line;
+    EXPECT_NE(line.find("UPSTREAM_CONNECT_FAILED"), std::string::npos) << line;
+  }
+  EXPECT_EQ(clients({kSb1 + "=/conn"}), std::vector<std::string>{"0 /conn 200 conn=2"});
+}
+
 // A reload starts afresh: the connection kept under the old config is not used under the new
 // one. Without keep-alive nothing is kept, and the daemon stops at once either way.
 TEST_F(ProxySharedH2, AReloadOrNoKeepAliveStartsAfresh) {

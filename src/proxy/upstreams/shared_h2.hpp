@@ -12,8 +12,8 @@
 //   connections than before sharing: THREATS 31); past that, the stream waits for a slot on the
 //   least busy one.
 // - When the last client connection leaves, one connection is kept idle for [limits]
-//   upstream_keepalive_ms (within max_idle_upstream_connections, counted with the worker's
-//   HTTP/1.1 pool in sandgate_upstream_pool_connections); the rest close.
+//   upstream_keepalive_ms (within max_idle_upstream_connections, counted apart from the
+//   worker's HTTP/1.1 pool; both in sandgate_upstream_pool_connections); the rest close.
 // - A connection is closed by the registry alone (surplus, expired, the worker stopping):
 //   one client connection's deadline or abort resets its own streams on it, never the
 //   connection (the session does that: Session::abort does not reach it).
@@ -33,9 +33,6 @@
 
 #include "h2/connection.hpp"
 
-namespace sandgate::config {
-struct Limits;
-}
 namespace sandgate::telemetry {
 class Metrics;
 }

@@ -80,7 +80,7 @@ def run(index, t, c, paths, close_ms, go):
     with lock:
         for sid, p in sids.items():
             out.append("%d %s %s %s" % (index, p, status.get(sid, "-"),
-                                        body.get(sid, b"").decode() or "-"))
+                                        body.get(sid, b"").decode().strip() or "-"))
 
 
 conns = []

@@ -9,6 +9,7 @@ Prints port=N once listening. Every accepted connection is numbered from 1 in ac
   /slow?ms=M     the same, M milliseconds later
   /silent        never answered
   /goaway        "conn=N", then GOAWAY (the connection stays open: the client must not use it)
+  /drop          the connection is closed at once (no GOAWAY): its other streams fail too
 STATS_FILE is rewritten on every change as "conns=C resets=R": connections accepted, and
 streams the client reset (RST_STREAM received).
 """
@@ -81,6 +82,9 @@ def serve(raw, number):
                     path = dict(e.headers)[":path"]
                     if path.startswith("/slow?ms="):
                         due.append((time.monotonic() + int(path[9:]) / 1000.0, e.stream_id))
+                    elif path == "/drop":
+                        t.close()
+                        return
                     elif path == "/goaway":
                         goaway_after.add(e.stream_id)
                         due.append((0.0, e.stream_id))
