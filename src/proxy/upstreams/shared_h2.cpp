@@ -115,22 +115,15 @@ SharedH2Registry::Lease::~Lease() {
   registry_.settle(*origin_);
 }
 
-std::shared_ptr<H2Origin> SharedH2Registry::origin_for(const Session& s,
-                                                       const std::string& authority, bool create) {
-  const std::string key = key_of(s, authority);
-  const auto it = by_key_.find(key);
-  if (it != by_key_.end()) return it->second;
-  if (!create) return nullptr;
-  auto origin = std::make_shared<H2Origin>();
-  origin->snap_ = s.snap;
-  by_key_.emplace(key, origin);
-  return origin;
-}
-
 std::unique_ptr<SharedH2Registry::Share> SharedH2Registry::share(const Session& s,
                                                                  const std::string& authority) {
   if (closed_ || s.sandbox.empty()) return nullptr;
-  return std::make_unique<Share>(*this, origin_for(s, authority, true));
+  std::shared_ptr<H2Origin>& origin = by_key_[key_of(s, authority)];
+  if (!origin) {
+    origin = std::make_shared<H2Origin>();
+    origin->snap_ = s.snap;
+  }
+  return std::make_unique<Share>(*this, origin);
 }
 
 std::shared_ptr<SharedH2> SharedH2Registry::launch(H2Origin& origin,
@@ -159,9 +152,7 @@ void SharedH2Registry::settle(H2Origin& origin) {
   // The last user left. One connection waits for the next (its streams, if any, finish).
   const config::Limits& limits = origin.snap_->config->limits;
   if (limits.upstream_keepalive.count() == 0 || idle_ >= limits.max_idle_upstream_connections) {
-    for (const auto& c : origin.conns_) c->close();
-    origin.conns_.clear();
-    return;
+    return close_conns(origin);
   }
   origin.idle_until_ = Clock::now() + limits.upstream_keepalive;
   count_idle(origin, true);
@@ -173,6 +164,11 @@ void SharedH2Registry::drop_ended(H2Origin& origin) {
     c->close();  // a GOAWAY from the destination: its transport too
     return true;
   });
+}
+
+void SharedH2Registry::close_conns(H2Origin& origin) {
+  for (const auto& c : origin.conns_) c->close();
+  origin.conns_.clear();
 }
 
 void SharedH2Registry::count_idle(H2Origin& origin, bool idle) {
@@ -188,10 +184,7 @@ void SharedH2Registry::sweep(Clock::time_point now, const Snapshot* current) {
     drop_ended(origin);
     const bool stale = current != nullptr && origin.snap_.get() != current;
     const bool expired = origin.sessions_ == 0 && (now >= origin.idle_until_ || closed_ || stale);
-    if (expired) {
-      for (const auto& c : origin.conns_) c->close();
-      origin.conns_.clear();
-    }
+    if (expired) close_conns(origin);
     if (origin.sessions_ == 0 && origin.conns_.empty()) {
       count_idle(origin, false);
       it = by_key_.erase(it);
@@ -207,16 +200,8 @@ void SharedH2Registry::expire(const Snapshot* current) {
 
 void SharedH2Registry::close_all() {
   closed_ = true;
-  for (auto& [key, origin] : by_key_) {
-    for (const auto& c : origin->conns_) c->close();
-  }
+  for (auto& [key, origin] : by_key_) close_conns(*origin);
   sweep(Clock::now());
-}
-
-std::size_t SharedH2Registry::size() const {
-  std::size_t n = 0;
-  for (const auto& [key, origin] : by_key_) n += origin->conns_.size();
-  return n;
 }
 
 }  // namespace sandgate::proxy

@@ -165,11 +165,7 @@ class SharedH2Registry {
   // worker's thread and before its io_context goes: the destructor closes nothing).
   void close_all();
 
-  // Connections open now (for tests and the benchmark's notes).
-  std::size_t size() const;
-
  private:
-  std::shared_ptr<H2Origin> origin_for(const Session& s, const std::string& authority, bool create);
   // Closes connections beyond what the users need that carry no stream; when the last user
   // left, keeps one idle for the keep-alive (or none).
   void settle(H2Origin& origin);
@@ -178,6 +174,8 @@ class SharedH2Registry {
   void sweep(std::chrono::steady_clock::time_point now, const Snapshot* current = nullptr);
   // Closes and forgets the connections that take no more streams and carry none.
   void drop_ended(H2Origin& origin);
+  // Closes and forgets all of them (those with streams fail them).
+  void close_conns(H2Origin& origin);
   void count_idle(H2Origin& origin, bool idle);
   std::shared_ptr<SharedH2> launch(H2Origin& origin, std::unique_ptr<UpstreamConn> conn);
 
