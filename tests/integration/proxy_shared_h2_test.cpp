@@ -152,11 +152,12 @@ TEST_F(ProxySharedH2, AfterTheOriginsGoawayStreamsGoOverANewConnection) {
 }
 
 // A shared connection that breaks fails every stream on it, whichever client connection's
-// (each is answered 502, as over a connection of its own); the next request dials anew.
+// (each is answered 502, as over a connection of its own); the next request dials anew. The
+// break comes 300 ms after the streams were sent, so that all three are on the connection.
 TEST_F(ProxySharedH2, ABrokenSharedConnectionFailsItsStreamsAndIsReplaced) {
   ASSERT_TRUE(ca_made_);
   start();
-  const auto broken = clients({kSb1 + "=/slow?ms=1500", kSb1 + "=/silent,/drop"});
+  const auto broken = clients({kSb1 + "=/slow?ms=1500", kSb1 + "=/silent,/drop?ms=300"});
   ASSERT_EQ(broken.size(), 3u) << ::testing::PrintToString(broken);
   for (const std::string& line : broken) {
     EXPECT_EQ(line.substr(line.find(' ', 2) + 1, 4), "502 ") << line;

@@ -9,7 +9,8 @@ Prints port=N once listening. Every accepted connection is numbered from 1 in ac
   /slow?ms=M     the same, M milliseconds later
   /silent        never answered
   /goaway        "conn=N", then GOAWAY (the connection stays open: the client must not use it)
-  /drop          the connection is closed at once (no GOAWAY): its other streams fail too
+  /drop?ms=M     the connection is closed M milliseconds later (no GOAWAY): its other
+                 streams fail too
 STATS_FILE is rewritten on every change as "conns=C resets=R": connections accepted, and
 streams the client reset (RST_STREAM received).
 """
@@ -63,6 +64,7 @@ def serve(raw, number):
     t.sendall(c.data_to_send())
     due = []  # (when, stream id)
     goaway_after = set()
+    drop_after = set()
     body = ("conn=%d" % number).encode()
     while True:
         timeout = max(0.0, min(w for w, _ in due) - time.monotonic()) if due else None
@@ -82,9 +84,9 @@ def serve(raw, number):
                     path = dict(e.headers)[":path"]
                     if path.startswith("/slow?ms="):
                         due.append((time.monotonic() + int(path[9:]) / 1000.0, e.stream_id))
-                    elif path == "/drop":
-                        t.close()
-                        return
+                    elif path.startswith("/drop?ms="):
+                        drop_after.add(e.stream_id)
+                        due.append((time.monotonic() + int(path[9:]) / 1000.0, e.stream_id))
                     elif path == "/goaway":
                         goaway_after.add(e.stream_id)
                         due.append((0.0, e.stream_id))
@@ -98,6 +100,9 @@ def serve(raw, number):
         now = time.monotonic()
         for when, sid in [d for d in due if d[0] <= now]:
             due.remove((when, sid))
+            if sid in drop_after:
+                t.close()
+                return
             try:
                 c.send_headers(sid, [(":status", "200"), ("content-length", str(len(body)))])
                 c.send_data(sid, body, end_stream=True)
