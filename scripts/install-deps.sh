@@ -48,6 +48,8 @@ packages=(
   systemd
   # strace: a test checks the unit's SystemCallFilter= against the calls the daemon makes.
   strace
+  # time: bench/proxy/h2.sh measures h2load's CPU per request with /usr/bin/time.
+  time
 )
 
 # npm drives one end-to-end test (a package installed through sandgate). A Node.js from

@@ -50,6 +50,7 @@ while [ $# -gt 0 ]; do
 done
 
 fail() { echo "h2.sh: $*" >&2; exit 2; }
+[ -x /usr/bin/time ] || fail "/usr/bin/time not found (Debian package time)"
 for tool in ip nft nghttpd h2load openssl setpriv; do command -v $tool >/dev/null || fail "$tool not found"; done
 # shellcheck source=netns_lib.sh
 . "$here/netns_lib.sh"
@@ -88,7 +89,7 @@ for i in "${!names[@]}"; do
     mkdir -p "$work/ca-$i"
     "${paths[$i]}" ca init "$work/ca-$i" >/dev/null 2>&1 || fail "sandgate ca init failed"
     cat >"$work/sandgate-$i.toml" <<EOF
-workers = 0
+workers = ${H2_WORKERS:-0}
 sandboxes_dir = ""
 [listeners]
 explicit = ["127.0.0.1:$((13210 + i))"]
@@ -121,7 +122,9 @@ for port in "${ports[@]}"; do wait_port "$port"; done
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # measure TARGET POINT SECONDS: prints "TARGET POINT requests req_per_s mean_latency_us
-# sandgate_cpu_us_per_req origin_cpu_us_per_req" (sandgate's is 0 for direct).
+# sandgate_cpu_us_per_req origin_cpu_us_per_req client_cpu_us_per_req" (sandgate's is 0 for
+# direct; the client's is h2load's, from /usr/bin/time). Every CPU figure includes h2load's
+# warm-up second, the same share for all three.
 measure() {
     local name=$1 point=$2 dur=$3 uid=0 pid="" i=0
     local c=${point%x*} m=${point#*x}
@@ -133,11 +136,12 @@ measure() {
     [ -n "$pid" ] && s0=$(cpu_ticks "$pid")
     o0=$(cpu_ticks "$pid_origin")
     out=$(ip netns exec "$ns" setpriv --reuid=$uid --regid=$uid --clear-groups -- \
-        h2load -c "$c" -m "$m" -t 1 -D "$dur" --warm-up-time=1 \
+        /usr/bin/time -f 'h2load-cpu %U %S' h2load -c "$c" -m "$m" -t 1 -D "$dur" --warm-up-time=1 \
         "https://localhost:$origin_port/index.html" 2>&1) || fail "$name $point: h2load failed: $out"
     [ -n "$pid" ] && s1=$(cpu_ticks "$pid")
     o1=$(cpu_ticks "$pid_origin")
-    local done_n rps mean
+    local done_n rps mean client
+    client=$(awk '/^h2load-cpu / { print ($2 + $3) * 1e6 }' <<<"$out")
     done_n=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
     rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
     mean=$(awk '/^time for request:/ { v = $6; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
@@ -145,8 +149,8 @@ measure() {
     [ -n "$done_n" ] && [ "$done_n" -gt 0 ] ||
         fail "$name $point completed nothing: $(grep -E '^(requests|status codes):' <<<"$out"); sandgate's last audit lines: $(tail -n 2 "$work"/audit-*.log)"
     awk -v n="$name" -v p="$point" -v ok="$done_n" -v r="$rps" -v l="$mean" \
-        -v s="$((s1 - s0))" -v o="$((o1 - o0))" -v hz="$(getconf CLK_TCK)" \
-        'BEGIN { printf "%s %s %d %.0f %.0f %.2f %.2f\n", n, p, ok, r, l, s * 1e6 / hz / ok, o * 1e6 / hz / ok }'
+        -v s="$((s1 - s0))" -v o="$((o1 - o0))" -v hz="$(getconf CLK_TCK)" -v c="${client:-0}" \
+        'BEGIN { printf "%s %s %d %.0f %.0f %.2f %.2f %.2f\n", n, p, ok, r, l, s * 1e6 / hz / ok, o * 1e6 / hz / ok, c / ok }'
 }
 
 targets=(direct "${names[@]}")
@@ -172,6 +176,7 @@ if [ -n "$perf_point" ]; then
     perf_pid=$!
     measure "${names[-1]}" "$perf_point" "$seconds" >/dev/null
     wait $perf_pid || true
+    [ -z "${H2_PERF_DATA:-}" ] || cp "$work/perf.data" "$H2_PERF_DATA"   # to report on it again
     for sort in dso symbol; do
         perf report -i "$work/perf.data" --no-children --sort $sort --stdio ${H2_PERF_REPORT:--g none} 2>/dev/null |
             grep -v '^#' | grep '%' | head -30 | cut -c1-160
@@ -230,13 +235,16 @@ if [ -n "$allocs_point" ]; then
     read -r n loaded < <(counted_run loaded)
     awk -v n="$n" -v a="$idle" -v b="$loaded" -v p="$allocs_point" 'BEGIN {
         printf "sandgate heap allocations per request at %s: %.1f (%d requests)\n", p, (b - a) / n, n }'
+    # Asio's recycling allocator missing its cache, by frame size (at least 0.1 per request).
+    awk -v n="$n" '$1 == "aligned" && $3 / n >= 0.1 { printf "  aligned %6d bytes: %.2f per request\n", $2, $3 / n }' \
+        "$work/allocs-loaded"
 fi
 
 # Per target and point: medians over the reps of requests/s, mean latency, CPU per request,
 # and of each rep's ratios to direct at the same point.
 printf '%s\n' "${results[@]}" | awk '
     { rep = $1; nm = $2; pt = $3; k = nm SUBSEP pt
-      rps[k, rep] = $5; lat[k, rep] = $6; scpu[k, rep] = $7; ocpu[k, rep] = $8
+      rps[k, rep] = $5; lat[k, rep] = $6; scpu[k, rep] = $7; ocpu[k, rep] = $8; ccpu[k, rep] = $9
       if (!(nm in seen)) { seen[nm] = 1; names[++n] = nm }
       if (!(pt in pseen)) { pseen[pt] = 1; pts[++np] = pt }
       if (rep > reps) reps = rep }
@@ -246,16 +254,16 @@ printf '%s\n' "${results[@]}" | awk '
         return reps % 2 ? v[(reps + 1) / 2] : (v[reps / 2] + v[reps / 2 + 1]) / 2
     }
     END {
-        printf "%-10s %-7s %9s %8s %10s %8s %12s %12s %10s\n", "target", "point", "req/s", "x direct",
-               "mean us", "x direct", "sg us/req", "origin us/req", "sg/origin"
+        printf "%-10s %-7s %9s %8s %10s %8s %12s %12s %10s %12s\n", "target", "point", "req/s", "x direct",
+               "mean us", "x direct", "sg us/req", "origin us/req", "sg/origin", "client us/req"
         for (p = 1; p <= np; p++) for (i = 1; i <= n; i++) {
             nm = names[i]; pt = pts[p]; k = nm SUBSEP pt; d = "direct" SUBSEP pt
             for (r = 1; r <= reps; r++) {
                 rr[k, r] = rps[k, r] / rps[d, r]; lr[k, r] = lat[k, r] / lat[d, r]
                 cr[k, r] = ocpu[d, r] > 0 ? scpu[k, r] / ocpu[d, r] : 0
             }
-            printf "%-10s %-7s %9.0f %8.2f %10.0f %8.2f %12.2f %12.2f %10.2f\n", nm, pt, median(rps, k),
+            printf "%-10s %-7s %9.0f %8.2f %10.0f %8.2f %12.2f %12.2f %10.2f %12.2f\n", nm, pt, median(rps, k),
                    median(rr, k), median(lat, k), median(lr, k), median(scpu, k), median(ocpu, k),
-                   nm == "direct" ? 0 : median(cr, k)
+                   nm == "direct" ? 0 : median(cr, k), median(ccpu, k)
         }
     }'
