@@ -11,6 +11,9 @@
 #   bench/proxy/h2.sh --perf 10x10             # also: perf record sandgate at that point
 #   bench/proxy/h2.sh --trace 1x1              # also: system calls and context switches per
 #                                              # request of sandgate and the origin there
+#   bench/proxy/h2.sh --io 50x10               # also: writes and reads per request of sandgate,
+#                                              # the origin and h2load there (perf stat, every
+#                                              # target)
 #   bench/proxy/h2.sh --allocs 10x10           # also: sandgate's heap allocations per request
 #                                              # there (alloc_count.c preloaded, counted at exit)
 #
@@ -32,6 +35,8 @@ seconds=5
 points=1x1,1x10,10x10,50x10,4x100
 perf_point=""
 trace_point=""
+io_point=""
+client_wrap=()
 allocs_point=""
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
@@ -43,6 +48,7 @@ while [ $# -gt 0 ]; do
         --points) points=$2; shift 2 ;;
         --perf) perf_point=$2; shift 2 ;;
         --trace) trace_point=$2; shift 2 ;;
+        --io) io_point=$2; shift 2 ;;
         --allocs) allocs_point=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "h2.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -135,7 +141,7 @@ measure() {
     local s0=0 s1=0 o0 o1 out
     [ -n "$pid" ] && s0=$(cpu_ticks "$pid")
     o0=$(cpu_ticks "$pid_origin")
-    out=$(ip netns exec "$ns" setpriv --reuid=$uid --regid=$uid --clear-groups -- \
+    out=$(ip netns exec "$ns" "${client_wrap[@]}" setpriv --reuid=$uid --regid=$uid --clear-groups -- \
         /usr/bin/time -f 'h2load-cpu %U %S' h2load -c "$c" -m "$m" -t 1 -D "$dur" --warm-up-time=1 \
         "https://localhost:$origin_port/index.html" 2>&1) || fail "$name $point: h2load failed: $out"
     [ -n "$pid" ] && s1=$(cpu_ticks "$pid")
@@ -212,6 +218,39 @@ if [ -n "$trace_point" ]; then
         echo "$who's system calls per request through ${names[-1]} at $trace_point (under strace: rates are not the figures):"
         awk -v n="$n" '$1 ~ /^[0-9.]+$/ && NF >= 5 { printf "  %-16s %8.2f\n", $NF, $4 / n }
                        $1 == "total" { printf "  %-16s %8.2f\n", "total", $3 / n }' "$work/strace-$who.txt" | head -14
+    done
+fi
+
+if [ -n "$io_point" ]; then
+    # Fewer, larger writes are what batching buys: each write is a TLS record and a segment the
+    # peer must read. Counted with perf stat on each process (h2load under perf stat itself).
+    command -v perf >/dev/null || fail "perf not found"
+    io_events=syscalls:sys_enter_sendto,syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_recvfrom,syscalls:sys_enter_read
+    io_sum() {  # FILE: "writes reads" summed from perf stat -x, output
+        awk -F, '$3 ~ /enter_(sendto|write|writev)$/ { w += $1 } $3 ~ /enter_(recvfrom|read)$/ { r += $1 }
+                 END { print w + 0, r + 0 }' "$1"
+    }
+    echo "writes / reads per request at $io_point (perf stat):"
+    for t in direct "${names[@]}"; do
+        sg_pid=""
+        for i in "${!names[@]}"; do [ "$t" = "${names[$i]}" ] && sg_pid=${pids[$i]}; done
+        [ -z "$sg_pid" ] || { perf stat -x, -e "$io_events" -p "$sg_pid" -o "$work/io-sg" & }
+        ps_sg=$!
+        perf stat -x, -e "$io_events" -p "$pid_origin" -o "$work/io-origin" &
+        ps_origin=$!
+        client_wrap=(perf stat -x, -e "$io_events" -o "$work/io-client" --)
+        line=$(measure "$t" "$io_point" "$seconds")
+        client_wrap=()
+        kill -INT $ps_origin; wait $ps_origin 2>/dev/null || true
+        [ -z "$sg_pid" ] || { kill -INT $ps_sg; wait $ps_sg 2>/dev/null || true; }
+        n=$(awk '{ print $3 }' <<<"$line")
+        read -r cw cr < <(io_sum "$work/io-client")
+        read -r ow or < <(io_sum "$work/io-origin")
+        sw=0 sr=0
+        [ -z "$sg_pid" ] || read -r sw sr < <(io_sum "$work/io-sg")
+        awk -v t="$t" -v n="$n" -v cw="$cw" -v cr="$cr" -v ow="$ow" -v or="$or" -v sw="$sw" -v sr="$sr" 'BEGIN {
+            printf "  %-10s client %.2f / %.2f   origin %.2f / %.2f   sandgate %.2f / %.2f\n",
+                   t, cw / n, cr / n, ow / n, or / n, sw / n, sr / n }'
     done
 fi
 

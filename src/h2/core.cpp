@@ -149,10 +149,15 @@ Core::~Core() {
 bool Core::receive(std::span<const std::uint8_t> bytes) {
   if (failed_ || ended_) return false;
   const ssize_t rv = nghttp2_session_mem_recv(session_, bytes.data(), bytes.size());
-  write_wanted_.notify();
-  if (rv >= 0) return true;
+  if (rv >= 0) {
+    // The write side wakes only for something to do: frames to send (ACKs, WINDOW_UPDATEs,
+    // what a callback submitted) or the session's end; not after every read.
+    if (wants_write() || !wants_read()) write_wanted_.notify();
+    return true;
+  }
   // A fatal error (a flood nghttp2 caught, bad client magic, ...): end the session with a
   // GOAWAY the write side may still get out, and read nothing more.
+  write_wanted_.notify();
   failed_ = true;
   if (rv == NGHTTP2_ERR_FLOODED) {
     fail_connection(NGHTTP2_ENHANCE_YOUR_CALM, "control_frame_flood");
