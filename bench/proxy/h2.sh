@@ -21,9 +21,12 @@
 # measures every target at every point, the targets in an order that rotates with the rep. The
 # origin serves a 1 KiB file. Per target and point: requests/s, mean latency (h2load's "time
 # for request"), sandgate's CPU per request (user + system, all threads, /proc) and the
-# origin's; ratios to direct in the same rep, medians over the reps. Runs in a network
-# namespace of its own (loopback only), removed when done. Needs root, ip, nft, nghttpd, h2load,
-# openssl.
+# origin's and h2load's; ratios to direct in the same rep, medians over the reps. Runs in a
+# network namespace of its own (loopback only), removed when done. Needs root, ip, nft, nghttpd,
+# h2load, openssl, /usr/bin/time.
+# Environment: H2_AUDIT (the daemons' audit log; "off" for none), H2_WORKERS (their workers;
+# default 0, one per core), H2_PERF_ARGS and H2_PERF_REPORT (perf record's and perf report's
+# options for --perf), H2_PERF_DATA (a file to keep --perf's perf.data in).
 # Exit status: 0 done, 2 setup failure.
 set -euo pipefail
 
