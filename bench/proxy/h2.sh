@@ -229,9 +229,9 @@ if [ -n "$io_point" ]; then
     # peer must read. Counted with perf stat on each process (h2load under perf stat itself).
     command -v perf >/dev/null || fail "perf not found"
     io_events=syscalls:sys_enter_sendto,syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_recvfrom,syscalls:sys_enter_read
-    io_sum() {  # FILE: "writes reads" summed from perf stat -x, output
+    io_sum() {  # FILE: "writes reads" summed from perf stat -x, output (0 0 without it)
         awk -F, '$3 ~ /enter_(sendto|write|writev)$/ { w += $1 } $3 ~ /enter_(recvfrom|read)$/ { r += $1 }
-                 END { print w + 0, r + 0 }' "$1"
+                 END { print w + 0, r + 0 }' "$1" 2>/dev/null || echo 0 0
     }
     echo "writes / reads per request at $io_point (perf stat):"
     for t in direct "${names[@]}"; do
@@ -247,10 +247,15 @@ if [ -n "$io_point" ]; then
         kill -INT $ps_origin; wait $ps_origin 2>/dev/null || true
         [ -z "$sg_pid" ] || { kill -INT $ps_sg; wait $ps_sg 2>/dev/null || true; }
         n=$(awk '{ print $3 }' <<<"$line")
-        read -r cw cr < <(io_sum "$work/io-client")
-        read -r ow or < <(io_sum "$work/io-origin")
+        # A count perf stat did not write is reported as such, not taken for 0 (nor fatal).
+        for f in io-client io-origin ${sg_pid:+io-sg}; do
+            [ -s "$work/$f" ] || echo "h2.sh: --io $t: perf stat wrote no $f" >&2
+        done
+        read -r cw cr < <(io_sum "$work/io-client") || true
+        read -r ow or < <(io_sum "$work/io-origin") || true
         sw=0 sr=0
-        [ -z "$sg_pid" ] || read -r sw sr < <(io_sum "$work/io-sg")
+        [ -z "$sg_pid" ] || read -r sw sr < <(io_sum "$work/io-sg") || true
+        rm -f "$work/io-client" "$work/io-origin" "$work/io-sg"
         awk -v t="$t" -v n="$n" -v cw="$cw" -v cr="$cr" -v ow="$ow" -v or="$or" -v sw="$sw" -v sr="$sr" 'BEGIN {
             printf "  %-10s client %.2f / %.2f   origin %.2f / %.2f   sandgate %.2f / %.2f\n",
                    t, cw / n, cr / n, ow / n, or / n, sw / n, sr / n }'
