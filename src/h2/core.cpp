@@ -483,15 +483,6 @@ asio::awaitable<error_code> send_trailers(StreamState& s, const Fields& fields) 
   co_return error_code{};
 }
 
-asio::awaitable<error_code> read_response_head(StreamState& s) {
-  for (;;) {
-    if (s.head_complete) co_return error_code{};
-    if (s.closed) co_return stream_error(s);
-    const bool woke = co_await s.readable.wait();
-    if (!woke) co_return error_code(asio::error::operation_aborted);
-  }
-}
-
 asio::awaitable<error_code> read_response_head(StreamState& s,
                                                std::chrono::steady_clock::time_point deadline) {
   for (;;) {

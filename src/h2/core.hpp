@@ -247,7 +247,7 @@ asio::awaitable<std::pair<error_code, std::size_t>> read_body(StreamState& s,
 asio::awaitable<error_code> send_data(StreamState& s, std::span<const std::uint8_t> bytes,
                                       bool end_stream);
 asio::awaitable<error_code> send_trailers(StreamState& s, const Fields& fields);
-asio::awaitable<error_code> read_response_head(StreamState& s);
+// time_point::max(): no deadline.
 asio::awaitable<error_code> read_response_head(StreamState& s,
                                                std::chrono::steady_clock::time_point deadline);
 

@@ -79,7 +79,7 @@ bool ServerExchange::response_ended() const {
 }
 
 boost::asio::awaitable<error_code> ClientExchange::read_response_head() {
-  return detail::read_response_head(*s_);
+  return detail::read_response_head(*s_, std::chrono::steady_clock::time_point::max());
 }
 
 boost::asio::awaitable<error_code> ClientExchange::read_response_head(
