@@ -258,7 +258,7 @@ struct Moved {
   // `redact`, its body through `scrub`, made from `forms` once the head says its codings.
   secrets::Redactor* redact = nullptr;
   const std::vector<std::string>* forms = nullptr;
-  std::optional<secrets::ResponseScrubber> scrub;
+  std::unique_ptr<secrets::ResponseScrubber> scrub;
   // Its coding could not be decoded: from the head (the client is answered 502), or in the
   // body (the stream is reset).
   enum class Undecodable { no, head, body } undecodable = Undecodable::no;
@@ -330,7 +330,7 @@ bool scrub_head(Moved& moved, h2::Fields& fields, bool has_body) {
     return false;
   }
   const bool decoded = !codings->empty();
-  moved.scrub.emplace(*moved.forms, std::move(*codings));
+  moved.scrub = std::make_unique<secrets::ResponseScrubber>(*moved.forms, std::move(*codings));
   if (decoded) {
     std::erase_if(fields, [](const h2::Field& f) {
       return f.name == "content-encoding" || f.name == "content-length";
@@ -845,6 +845,73 @@ class WholeH2Body final : public BodyReader {
   std::vector<std::uint8_t> bytes_;
 };
 
+// A stream whose request body had to stop (Moved::tripped or Moved::unsignable), told why. A
+// placeholder in the body, going where it may not, is told as one in a header is: a 403 on
+// this stream, unless the destination's answer had begun and the stream is reset. An upload
+// whose chunks could not be signed again had the destination's stream reset before its end;
+// the client is told why, as over HTTP/1.1. (A coroutine of its own, so that what it needs is
+// not in the frame of every stream.)
+template <class NameRequest>
+asio::awaitable<void> refuse_body(Session& s, h2::ServerExchange& ex, const Moved& moved,
+                                  RequestBody& body, const std::string& shown, std::uint16_t port,
+                                  const policy::Host& host, StreamResponder& responder,
+                                  std::vector<std::uint8_t>& buf, NameRequest& name_request) {
+  if (moved.tripped) {
+    const policy::Decision d = policy::placeholder_denial(body.tripwire()->check().credential);
+    if (moved.status != 0) {
+      ex.reset();
+    } else {
+      co_await drain_body(ex, buf);
+    }
+    name_request();
+    co_await s.deny(policy::EntryMode::http, shown, port, d, &host, {}, &responder);
+  } else {
+    co_await drain_body(ex, buf);
+    name_request();
+    const std::string why =
+        "the upload's chunks cannot be signed again: " + std::string(body.why());
+    co_await s.fail(policy::EntryMode::http, Errc::signature_not_resignable, shown, port, why,
+                    telemetry::Phase::request, &responder, false, telemetry::Ended::malformed);
+  }
+  if (!ex.response_ended()) ex.reset();
+}
+
+// The line of a stream that was forwarded (whatever became of it), and its metrics.
+void record_stream(Session& s, const std::string& shown, std::uint16_t port, const Moved& moved,
+                   const policy::Decision& decision, const secrets::Redactor* redactor,
+                   std::chrono::steady_clock::time_point started) {
+  telemetry::AuditRecord r = s.record(policy::EntryMode::http);
+  // A body that could not be decoded was cut off (its stream reset): the line says why.
+  const bool undecodable = moved.undecodable == Moved::Undecodable::body;
+  r.event = undecodable ? code_name(Errc::upstream_encoding_unsupported)
+                        : std::string_view("http_request");
+  if (undecodable) r.reason = "response_not_decodable";
+  r.outcome = moved.complete ? "success" : "failure";
+  r.host = shown;
+  r.port = port;
+  r.http_status = moved.status;
+  r.bytes_up = moved.up;
+  r.bytes_down = moved.down;
+  if (redactor != nullptr) r.redactions = redactor->redactions();
+  if (moved.scrub) r.redactions += moved.scrub->redactions();
+  r.http_version = "2";
+  r.rule = decision.rule;
+  if (decision.audit) r.would_deny = policy::reason_name(decision.reason);
+  const char* sni = SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+  if (sni != nullptr) r.tls_sni = sni;
+  r.ended =
+      moved.complete ? telemetry::Ended::completed : s.ended(telemetry::Ended::upstream_close);
+  if (!moved.complete) r.phase = telemetry::Phase::body;
+  r.duration = std::chrono::steady_clock::now() - started;
+  auto& shared = *s.deps.shared;
+  shared.audit->write(r);
+  if (undecodable) shared.metrics->error(Errc::upstream_encoding_unsupported);
+  shared.metrics->request(telemetry::Mode::https,
+                          moved.complete ? telemetry::Outcome::allowed : telemetry::Outcome::error);
+  shared.metrics->bytes(telemetry::Direction::upstream, moved.up);
+  shared.metrics->bytes(telemetry::Direction::downstream, moved.down);
+}
+
 // One stream: decided, forwarded, logged.
 asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchange& ex) {
   const h2::RequestHead& head = ex.request();
@@ -945,19 +1012,20 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
   }
   if (ex.closed()) co_return;
   Moved moved;
-  std::optional<secrets::Redactor> redactor;
+  std::unique_ptr<secrets::Redactor> redactor;
   if (!request.secret_forms.empty()) {
-    redactor.emplace(request.secret_forms);
-    moved.redact = &*redactor;
+    redactor = std::make_unique<secrets::Redactor>(request.secret_forms);
+    moved.redact = redactor.get();
     moved.forms = &request.secret_forms;
   }
   // The body is scanned for placeholders on its way out, as the head was, and an upload's
   // chunks signed again.
-  RequestBody body;
+  std::unique_ptr<RequestBody> body;
   if (first > 0) {
-    body.scan(s, host, port, true);
-    if (request.resign_chunks) body.resign(std::move(request.resign_chunks));
-    if (!body.idle()) moved.body = &body;
+    body = std::make_unique<RequestBody>();
+    body->scan(s, host, port, true);
+    if (request.resign_chunks) body->resign(std::move(request.resign_chunks));
+    if (!body->idle()) moved.body = body.get();
   }
   std::shared_ptr<SharedH2> over_h2;
   if (ups.h2) over_h2 = co_await h2_connection(s, *ups.h2);
@@ -967,65 +1035,14 @@ asio::awaitable<void> serve_stream(Session& s, Upstreams& ups, h2::ServerExchang
     co_await forward_h1(s, ups, ex, out, fields, buf.empty() ? buffer() : buf, first, moved,
                         responder);
   }
-  if (moved.tripped) {
-    // A placeholder in the body, going where it may not: told as for one in a header (a 403
-    // on this stream, unless the destination's answer had begun and the stream is reset).
-    const policy::Decision d = policy::placeholder_denial(body.tripwire()->check().credential);
-    if (moved.status != 0) {
-      ex.reset();
-    } else {
-      co_await drain_body(ex, buf);
-    }
-    name_request();
-    co_await s.deny(policy::EntryMode::http, shown, port, d, &host, {}, &responder);
-    if (!ex.response_ended()) ex.reset();
-    co_return;
-  }
-  if (moved.unsignable) {
-    // An upload whose chunks could not be signed again: the destination's stream was reset
-    // before its end; the client is told why, as over HTTP/1.1.
-    co_await drain_body(ex, buf);
-    name_request();
-    const std::string why =
-        "the upload's chunks cannot be signed again: " + std::string(body.why());
-    co_await s.fail(policy::EntryMode::http, Errc::signature_not_resignable, shown, port, why,
-                    telemetry::Phase::request, &responder, false, telemetry::Ended::malformed);
-    if (!ex.response_ended()) ex.reset();
+  if (moved.tripped || moved.unsignable) {
+    co_await refuse_body(s, ex, moved, *body, shown, port, host, responder, buf, name_request);
     co_return;
   }
   if (!moved.complete && !ex.response_ended()) ex.reset();
   if (moved.reported) co_return;
   name_request();
-  telemetry::AuditRecord r = s.record(policy::EntryMode::http);
-  // A body that could not be decoded was cut off (its stream reset): the line says why.
-  const bool undecodable = moved.undecodable == Moved::Undecodable::body;
-  r.event = undecodable ? code_name(Errc::upstream_encoding_unsupported)
-                        : std::string_view("http_request");
-  if (undecodable) r.reason = "response_not_decodable";
-  r.outcome = moved.complete ? "success" : "failure";
-  r.host = shown;
-  r.port = port;
-  r.http_status = moved.status;
-  r.bytes_up = moved.up;
-  r.bytes_down = moved.down;
-  if (redactor) r.redactions = redactor->redactions();
-  if (moved.scrub) r.redactions += moved.scrub->redactions();
-  r.http_version = "2";
-  r.rule = result.decision.rule;
-  if (result.decision.audit) r.would_deny = policy::reason_name(result.decision.reason);
-  const char* sni = SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
-  if (sni != nullptr) r.tls_sni = sni;
-  r.ended =
-      moved.complete ? telemetry::Ended::completed : s.ended(telemetry::Ended::upstream_close);
-  if (!moved.complete) r.phase = telemetry::Phase::body;
-  r.duration = std::chrono::steady_clock::now() - started;
-  auto& shared = *s.deps.shared;
-  shared.audit->write(r);
-  if (undecodable) shared.metrics->error(Errc::upstream_encoding_unsupported);
-  shared.metrics->request(telemetry::Mode::https,
-                          moved.complete ? telemetry::Outcome::allowed : telemetry::Outcome::error);
-  shared.metrics->bytes(telemetry::Direction::upstream, moved.up);
-  shared.metrics->bytes(telemetry::Direction::downstream, moved.down);
+  record_stream(s, shown, port, moved, result.decision, redactor.get(), started);
 }
 
 // The line of a connection the codec ended for the client's doing (a flood, a protocol
