@@ -16,6 +16,8 @@
 #                                              # target)
 #   bench/proxy/h2.sh --allocs 10x10           # also: sandgate's heap allocations per request
 #                                              # there (alloc_count.c preloaded, counted at exit)
+#   bench/proxy/h2.sh --instr 10x10            # also: each binary's user-space instructions
+#                                              # per request there (callgrind; load-independent)
 #
 # Points are CONNECTIONSxSTREAMS (h2load -c, -m); default 1x1,1x10,10x10,50x10,4x100. Each rep
 # measures every target at every point, the targets in an order that rotates with the rep. The
@@ -26,7 +28,9 @@
 # h2load, openssl, /usr/bin/time.
 # Environment: H2_AUDIT (the daemons' audit log; "off" for none), H2_WORKERS (their workers;
 # default 0, one per core), H2_PERF_ARGS and H2_PERF_REPORT (perf record's and perf report's
-# options for --perf), H2_PERF_DATA (a file to keep --perf's perf.data in).
+# options for --perf), H2_PERF_DATA (a file to keep --perf's perf.data in), H2_INSTR_REQUESTS
+# (--instr's smaller run, default 2000 requests; the larger one is twice that), H2_INSTR_DIR (a
+# directory to keep --instr's callgrind outputs in, for callgrind_annotate).
 # Exit status: 0 done, 2 setup failure.
 set -euo pipefail
 
@@ -41,6 +45,7 @@ trace_point=""
 io_point=""
 client_wrap=()
 allocs_point=""
+instr_point=""
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
@@ -53,6 +58,7 @@ while [ $# -gt 0 ]; do
         --trace) trace_point=$2; shift 2 ;;
         --io) io_point=$2; shift 2 ;;
         --allocs) allocs_point=$2; shift 2 ;;
+        --instr) instr_point=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "h2.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -285,6 +291,39 @@ if [ -n "$allocs_point" ]; then
     # Asio's recycling allocator missing its cache, by frame size (at least 0.1 per request).
     awk -v n="$n" '$1 == "aligned" && $3 / n >= 0.1 { printf "  aligned %6d bytes: %.2f per request\n", $2, $3 / n }' \
         "$work/allocs-loaded"
+fi
+
+if [ -n "$instr_point" ]; then
+    # Instructions do not depend on what else the machine runs, so small changes show that the
+    # CPU figures' noise hides. Each binary again, as a daemon of its own under callgrind on its
+    # listener (the measured one stopped), twice: loaded with N and with 2N requests by h2load,
+    # counted at exit; the difference per request, so start-up, shutdown and the first
+    # connections cancel. Kernel time is not in it.
+    command -v valgrind >/dev/null || fail "valgrind not found"
+    n1=${H2_INSTR_REQUESTS:-2000}
+    echo "user-space instructions per request at $instr_point (callgrind, $n1 and $((2 * n1)) requests):"
+    for i in "${!names[@]}"; do
+        kill -TERM "${pids[$i]}" 2>/dev/null; wait "${pids[$i]}" 2>/dev/null || true
+        declare -A ir=()
+        for n in $n1 $((2 * n1)); do
+            ip netns exec "$ns" valgrind --tool=callgrind --callgrind-out-file="$work/callgrind-$i-$n" \
+                "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$work/callgrind-$i-$n.log" 2>&1 &
+            pids[$i]=$!
+            wait_port $((13310 + i)) 600
+            out=$(ip netns exec "$ns" setpriv --reuid=$((64100 + i)) --regid=$((64100 + i)) --clear-groups -- \
+                h2load -c "${instr_point%x*}" -m "${instr_point#*x}" -t 1 -n "$n" \
+                "https://localhost:$origin_port/index.html" 2>&1) || fail "--instr ${names[$i]}: h2load failed: $out"
+            grep -q "^requests: .* $n succeeded" <<<"$out" ||
+                fail "--instr ${names[$i]}: not every request succeeded: $(grep '^requests:' <<<"$out")"
+            kill -TERM "${pids[$i]}"; wait "${pids[$i]}" 2>/dev/null || true
+            ir[$n]=$(awk '/^(summary|totals):/ { print $2; exit }' "$work/callgrind-$i-$n")
+            [ -n "${ir[$n]}" ] || fail "--instr ${names[$i]}: no totals from callgrind ($work/callgrind-$i-$n.log)"
+            [ -z "${H2_INSTR_DIR:-}" ] || cp "$work/callgrind-$i-$n" "$H2_INSTR_DIR/${names[$i]}-$instr_point-$n.callgrind"
+        done
+        awk -v t="${names[$i]}" -v a="${ir[$n1]}" -v b="${ir[$((2 * n1))]}" -v n="$n1" \
+            'BEGIN { printf "  %-10s %.0f\n", t, (b - a) / n }'
+        unset ir
+    done
 fi
 
 # Per target and point: medians over the reps of requests/s, mean latency, CPU per request,

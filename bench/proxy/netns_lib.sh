@@ -37,8 +37,8 @@ netns_cleanup() {
     rm -rf "$work"
 }
 
-wait_port() {
-    for _ in $(seq 100); do
+wait_port() {  # PORT [TRIES]: tries every 0.1 s, 100 times unless told
+    for _ in $(seq "${2:-100}"); do
         ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
         sleep 0.1
     done
