@@ -50,6 +50,8 @@ packages=(
   strace
   # time: bench/proxy/h2.sh measures h2load's CPU per request with /usr/bin/time.
   time
+  # valgrind: bench/proxy/percall.py and h2.sh --instr count instructions with callgrind.
+  valgrind
 )
 
 # npm drives one end-to-end test (a package installed through sandgate). A Node.js from
