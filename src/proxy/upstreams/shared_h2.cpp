@@ -29,8 +29,15 @@ std::string key_of(const Session& s, const std::string& authority) {
 
 }  // namespace
 
+// A shared connection is busy while it lives: OpenSSL keeps its record buffers instead of
+// freeing them whenever they are empty and allocating them again for the next record (Asio sets
+// SSL_MODE_RELEASE_BUFFERS on every stream, which suits the many idle ones). There are few shared
+// connections (one per sandbox, destination and worker at most), so the 33 KiB they hold is
+// bounded.
 SharedH2::SharedH2(std::unique_ptr<UpstreamConn> c)
-    : conn(std::move(c)), client(conn->tls->stream) {}
+    : conn(std::move(c)), client(conn->tls->stream) {
+  SSL_clear_mode(conn->tls->stream.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+}
 SharedH2::~SharedH2() = default;
 
 bool SharedH2::usable() const {
