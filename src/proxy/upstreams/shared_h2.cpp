@@ -29,11 +29,11 @@ std::string key_of(const Session& s, const std::string& authority) {
 
 }  // namespace
 
-// A shared connection is busy while it lives: OpenSSL keeps its record buffers instead of
-// freeing them whenever they are empty and allocating them again for the next record (Asio sets
-// SSL_MODE_RELEASE_BUFFERS on every stream, which suits the many idle ones). There are few shared
-// connections (one per sandbox, destination and worker at most), so the 33 KiB they hold is
-// bounded.
+// A shared connection carries the streams of several client connections: OpenSSL keeps its
+// record buffers (about 33 KiB) instead of freeing them whenever they are empty and allocating
+// them again for the next record (Asio sets SSL_MODE_RELEASE_BUFFERS on every stream, which
+// suits the many idle ones). Shared connections are fewer than the client connections that use
+// them, and idle ones are bounded by max_idle_upstream_connections.
 SharedH2::SharedH2(std::unique_ptr<UpstreamConn> c)
     : conn(std::move(c)), client(conn->tls->stream) {
   SSL_clear_mode(conn->tls->stream.native_handle(), SSL_MODE_RELEASE_BUFFERS);
