@@ -99,6 +99,23 @@ pid_origin=$!
     printf '}\n}\n'
 } | ip netns exec "$ns" nft -f -
 
+# start_daemon I LOG [WRAPPER...]: binary i as a daemon on its config (its listeners), under
+# WRAPPER when given (a profiler, a preloaded shim), its output in LOG; its pid in pids[I].
+start_daemon() {
+    local i=$1 log=$2
+    shift 2
+    ip netns exec "$ns" "$@" "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$log" 2>&1 &
+    pids[$i]=$!
+}
+# as_client UID COMMAND...: COMMAND in the namespace as UID, which decides where nftables sends
+# its connections (64100+i: binary i's transparent listener; 0: the origin itself), under
+# client_wrap when that is set.
+as_client() {
+    local uid=$1
+    shift
+    ip netns exec "$ns" "${client_wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+}
+
 pids=() ports=($origin_port)
 for i in "${!names[@]}"; do
     mkdir -p "$work/ca-$i"
@@ -128,8 +145,7 @@ allow = ["localhost"]
 inspect = ["localhost:$origin_port"]
 allow_cidrs = ["127.0.0.1/32"]   # localhost resolves to loopback
 EOF
-    ip netns exec "$ns" "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$work/sandgate-$i.log" 2>&1 &
-    pids+=($!)
+    start_daemon "$i" "$work/sandgate-$i.log"
     ports+=($((13310 + i)))
 done
 
@@ -150,8 +166,7 @@ measure() {
     local s0=0 s1=0 o0 o1 out
     [ -n "$pid" ] && s0=$(cpu_ticks "$pid")
     o0=$(cpu_ticks "$pid_origin")
-    out=$(ip netns exec "$ns" "${client_wrap[@]}" setpriv --reuid=$uid --regid=$uid --clear-groups -- \
-        /usr/bin/time -f 'h2load-cpu %U %S' h2load -c "$c" -m "$m" -t 1 -D "$dur" --warm-up-time=1 \
+    out=$(as_client "$uid" /usr/bin/time -f 'h2load-cpu %U %S' h2load -c "$c" -m "$m" -t 1 -D "$dur" --warm-up-time=1 \
         "https://localhost:$origin_port/index.html" 2>&1) || fail "$name $point: h2load failed: $out"
     [ -n "$pid" ] && s1=$(cpu_ticks "$pid")
     o1=$(cpu_ticks "$pid_origin")
@@ -275,9 +290,8 @@ if [ -n "$allocs_point" ]; then
     kill -TERM "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
     last=$((${#names[@]} - 1))
     counted_run() {
-        ip netns exec "$ns" env LD_PRELOAD="$work/alloc_count.so" ALLOC_COUNT_FILE="$work/allocs-$1" \
-            "${paths[$last]}" --config "$work/sandgate-$last.toml" </dev/null >"$work/alloc-daemon.log" 2>&1 &
-        pids[$last]=$!
+        start_daemon "$last" "$work/alloc-daemon.log" \
+            env LD_PRELOAD="$work/alloc_count.so" ALLOC_COUNT_FILE="$work/allocs-$1"
         wait_port $((13310 + last))
         local n=0
         [ "$1" = idle ] || n=$(measure "${names[$last]}" "$allocs_point" "$seconds" | awk '{ print $3 }')
@@ -303,26 +317,24 @@ if [ -n "$instr_point" ]; then
     n1=${H2_INSTR_REQUESTS:-2000}
     echo "user-space instructions per request at $instr_point (callgrind, $n1 and $((2 * n1)) requests):"
     for i in "${!names[@]}"; do
-        kill -TERM "${pids[$i]}" 2>/dev/null; wait "${pids[$i]}" 2>/dev/null || true
-        declare -A ir=()
+        kill -TERM "${pids[$i]}" 2>/dev/null || true   # --allocs may have stopped it already
+        wait "${pids[$i]}" 2>/dev/null || true
+        ir=()  # the totals of the N run, then of the 2N run
         for n in $n1 $((2 * n1)); do
-            ip netns exec "$ns" valgrind --tool=callgrind --callgrind-out-file="$work/callgrind-$i-$n" \
-                "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$work/callgrind-$i-$n.log" 2>&1 &
-            pids[$i]=$!
+            start_daemon "$i" "$work/callgrind-$i-$n.log" \
+                valgrind --tool=callgrind --callgrind-out-file="$work/callgrind-$i-$n"
             wait_port $((13310 + i)) 600
-            out=$(ip netns exec "$ns" setpriv --reuid=$((64100 + i)) --regid=$((64100 + i)) --clear-groups -- \
-                h2load -c "${instr_point%x*}" -m "${instr_point#*x}" -t 1 -n "$n" \
+            out=$(as_client $((64100 + i)) h2load -c "${instr_point%x*}" -m "${instr_point#*x}" -t 1 -n "$n" \
                 "https://localhost:$origin_port/index.html" 2>&1) || fail "--instr ${names[$i]}: h2load failed: $out"
             grep -q "^requests: .* $n succeeded" <<<"$out" ||
                 fail "--instr ${names[$i]}: not every request succeeded: $(grep '^requests:' <<<"$out")"
             kill -TERM "${pids[$i]}"; wait "${pids[$i]}" 2>/dev/null || true
-            ir[$n]=$(awk '/^(summary|totals):/ { print $2; exit }' "$work/callgrind-$i-$n")
-            [ -n "${ir[$n]}" ] || fail "--instr ${names[$i]}: no totals from callgrind ($work/callgrind-$i-$n.log)"
+            ir+=("$(awk '/^(summary|totals):/ { print $2; exit }' "$work/callgrind-$i-$n")")
+            [ -n "${ir[-1]}" ] || fail "--instr ${names[$i]}: no totals from callgrind ($work/callgrind-$i-$n.log)"
             [ -z "${H2_INSTR_DIR:-}" ] || cp "$work/callgrind-$i-$n" "$H2_INSTR_DIR/${names[$i]}-$instr_point-$n.callgrind"
         done
-        awk -v t="${names[$i]}" -v a="${ir[$n1]}" -v b="${ir[$((2 * n1))]}" -v n="$n1" \
+        awk -v t="${names[$i]}" -v a="${ir[0]}" -v b="${ir[1]}" -v n="$n1" \
             'BEGIN { printf "  %-10s %.0f\n", t, (b - a) / n }'
-        unset ir
     done
 fi
 
