@@ -6,18 +6,32 @@
 #   bench/proxy/l4.sh                                  # build/release, 3 reps of 8 s
 #   bench/proxy/l4.sh --bin /tmp/sg-old --reps 5 --seconds 10 --conc 64
 #   bench/proxy/l4.sh --bin before=/tmp/sg-old --bin after=build/release/src/app/sandgate
+#   bench/proxy/l4.sh --tls                            # HTTPS tunnels instead (below)
+#   bench/proxy/l4.sh --other-port                     # the origin on the harness's ports
 #
 # The harness's S3 compares sandgate's CONNECT with haproxy's L4 relay, to which the client
 # sends no CONNECT at all. Here they all run at once on loopback, in a network namespace of
 # the script's own, beside the harness's nginx origin, and tunnelbench (from a harness run)
-# loads one at a time:
-#   haproxy      tunnelbench --raw to the harness's L4 relay (`listen l4_http`), which dials
-#                the origin
+# loads one at a time (64 concurrent, each tunnel a GET of /small with Connection: close):
+#   haproxy      tunnelbench --raw to haproxy's L4 relay (the harness's `listen l4_http`), which
+#                dials the origin
 #   transparent  tunnelbench --raw to the origin itself, as a uid of its own; an nftables rule
 #                for that uid redirects it to sandgate's transparent listener, which knows the
 #                sandbox by its source address, takes the connection as HTTP (the port's first
 #                bytes), decides each request on its Host and forwards it
 #   connect      tunnelbench with CONNECT to sandgate's explicit listener (the harness's S3)
+# With --tls every tunnel carries HTTPS, as nearly all of a sandbox's do: tlsbench --mode cycle
+# (a full TLS handshake with the harness's S5/S6 origin, one GET, the close; from a harness run
+# with --intercept) through haproxy's relay (`listen l4_https`), sandgate's transparent listener
+# (which reads the ClientHello, decides on its name and relays) and its CONNECT. Nothing is
+# intercepted: every target relays bytes. Plain HTTP, by contrast, is forwarded request by
+# request by the transparent listener (parsed, decided on each Host, written again), which is
+# more than a relay does.
+# The origin (the harness's nginx, its configuration copied) listens on ports 80 and 443 in
+# the namespace, the ports a sandbox's web traffic goes to, where the transparent listener
+# waits for the client's first bytes. --other-port keeps the harness's 18080 and 18446, a port
+# where the transparent listener lets the server speak first if the client is silent for
+# `peek_timeout_ms` (a timer raced against the first bytes, for every connection).
 # Each --bin NAME=PATH (or PATH, named sandgate) runs as a daemon of its own, and adds the
 # targets NAME-transparent and NAME-connect (one binary: transparent and connect), so binaries
 # are compared in one run, against the same haproxy. Each rep measures every target one after
@@ -37,6 +51,8 @@ bins=()
 reps=3
 seconds=8
 conc=64
+tls=0
+web=1
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
@@ -45,6 +61,8 @@ while [ $# -gt 0 ]; do
         --reps) reps=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --conc) conc=$2; shift 2 ;;
+        --tls) tls=1; shift ;;
+        --other-port) web=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "l4.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -57,6 +75,16 @@ for tool in ip nft haproxy nginx; do command -v $tool >/dev/null || fail "$tool 
 binaries_of "$root" "${bins[@]}"
 [ -f "$run/nginx/nginx.conf" ] && [ -x "$run/bin/tunnelbench" ] ||
     fail "no harness run in $run (run bench/proxy/run.sh once, or set PEERS_RUN_DIR)"
+# The origin port each client dials (the nat rule's), haproxy's relay to it, and the client.
+http_port=18080 https_port=18446
+[ $web = 1 ] && http_port=80 https_port=443
+origin_port=$http_port relay_port=18081 client=("$run/bin/tunnelbench")
+if [ $tls = 1 ]; then
+    [ -x "$run/bin/tlsbench" ] && [ -f "$run/tls/s56-ca-ec256.crt" ] ||
+        fail "no tlsbench or S5/S6 origin in $run (run bench/proxy/run.sh --intercept once)"
+    origin_port=$https_port relay_port=18447
+    client=("$run/bin/tlsbench" --mode cycle --cafile "$run/tls/s56-ca-ec256.crt")
+fi
 
 enter_netns sgl4
 # Binary i's transparent client runs as uid 64000+i, which the rule for it sends to its
@@ -64,15 +92,17 @@ enter_netns sgl4
 {
     printf 'table ip sgl4 {\nchain out {\ntype nat hook output priority -100;\n'
     for i in "${!names[@]}"; do
-        echo "meta skuid $((64000 + i)) ip daddr 127.0.0.1 tcp dport 18080 redirect to :$((13300 + i))"
+        echo "meta skuid $((64000 + i)) ip daddr 127.0.0.1 tcp dport $origin_port redirect to :$((13300 + i))"
     done
     printf '}\n}\n'
 } | ip netns exec "$ns" nft -f -
 
 mkdir -p "$run/nginx/tmp"
-ip netns exec "$ns" nginx -c "$run/nginx/nginx.conf" -p "$run/nginx/" </dev/null >"$work/nginx.log" 2>&1 &
+sed -e "s|^pid .*|pid $work/nginx.pid;|" -e "s|127.0.0.1:18080 |127.0.0.1:$http_port |" \
+    -e "s|127.0.0.1:18446 |127.0.0.1:$https_port |" "$run/nginx/nginx.conf" >"$work/nginx.conf"
+ip netns exec "$ns" nginx -c "$work/nginx.conf" -p "$run/nginx/" </dev/null >"$work/nginx.log" 2>&1 &
 
-# The harness's haproxy L4 relay (its conf/haproxy.cfg's `listen l4_http`).
+# The harness's haproxy L4 relay (its conf/haproxy.cfg's `listen l4_http`, or `l4_https`).
 cat >"$work/haproxy.cfg" <<EOF
 global
     maxconn 9000
@@ -83,17 +113,17 @@ defaults
     timeout connect 5s
     timeout client 600s
     timeout server 600s
-listen l4_http
+listen l4
     mode tcp
     option tcplog
-    bind 127.0.0.1:18081 backlog 4096
-    server origin 127.0.0.1:18080
+    bind 127.0.0.1:$relay_port backlog 4096
+    server origin 127.0.0.1:$origin_port
 EOF
 ip netns exec "$ns" haproxy -f "$work/haproxy.cfg" </dev/null >"$work/haproxy.log" 2>&1 &
 pid_haproxy=$!   # `ip netns exec` execs the command: the same process
 
 # config/bench.toml's S1-S4 part, with a transparent listener and the client's address.
-pids=() ports=(18080 18081)
+pids=() ports=($origin_port $relay_port)
 for i in "${!names[@]}"; do
 cat >"$work/sandgate-$i.toml" <<EOF
 workers = 0
@@ -110,7 +140,7 @@ audit = "$work/audit-$i.log"
 [sandboxes.bench]
 token = "bench"
 sources = ["127.0.0.1"]
-ports = [18080]
+ports = [$origin_port]
 allow_cidrs = ["127.0.0.1/32"]
 EOF
 ip netns exec "$ns" "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$work/sandgate-$i.log" 2>&1 &
@@ -143,21 +173,21 @@ measure() {
             pid=${pids[$i]} ;;
     esac
     case $name in
-        haproxy) pid=$pid_haproxy args=(--raw --proxy 127.0.0.1:18081) ;;
-        *transparent) uid=$((64000 + i)) args=(--raw --proxy 127.0.0.1:18080) ;;
+        haproxy) pid=$pid_haproxy args=(--raw --proxy 127.0.0.1:$relay_port) ;;
+        *transparent) uid=$((64000 + i)) args=(--raw --proxy 127.0.0.1:$origin_port) ;;
         *connect) args=(--proxy 127.0.0.1:$((13200 + i)) --proxy-auth "$auth") ;;
     esac
     local u0 u1 out ok rate p99
     read -r -a u0 < <(usage_of "$pid")
-    out=$(ip netns exec "$ns" setpriv --reuid=$uid --regid=$uid --clear-groups -- "$run/bin/tunnelbench" "${args[@]}" \
-        --target 127.0.0.1:18080 --concurrency "$conc" --duration "$dur" 2>&1) ||
-        fail "$name: tunnelbench failed: $out"
+    out=$(ip netns exec "$ns" setpriv --reuid=$uid --regid=$uid --clear-groups -- "${client[@]}" "${args[@]}" \
+        --target 127.0.0.1:$origin_port --concurrency "$conc" --duration "$dur" 2>&1) ||
+        fail "$name: ${client[0]##*/} failed: $out"
     read -r -a u1 < <(usage_of "$pid")
     ok=$(grep -o 'ok=[0-9]*' <<<"$out" | cut -d= -f2)
     rate=$(grep -o 'rate=[0-9.]*' <<<"$out" | cut -d= -f2)
     p99=$(grep -o 'p99_us=[0-9]*' <<<"$out" | cut -d= -f2)
     [ -n "$ok" ] && [ "$ok" -gt 0 ] || fail "$name completed nothing: $out"
-    grep -q 'err_[a-z_]*=[1-9]' <<<"$out" && echo "l4.sh: $name had errors: $out" >&2
+    grep -q 'err_[a-z_]*=[1-9]\| errors=[1-9]' <<<"$out" && echo "l4.sh: $name had errors: $out" >&2
     awk -v n="$name" -v ok="$ok" -v u="$((u1[0] - u0[0]))" -v s="$((u1[1] - u0[1]))" \
         -v v="$((u1[2] - u0[2]))" -v iv="$((u1[3] - u0[3]))" -v hz="$(getconf CLK_TCK)" -v r="$rate" -v p="$p99" \
         'BEGIN { printf "%s %d %.1f %.0f %s %.1f %.1f %.3f %.3f\n", n, ok, (u + s) * 1e6 / hz / ok, r, p,
