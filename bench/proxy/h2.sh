@@ -30,7 +30,10 @@
 # default 0, one per core), H2_PERF_ARGS and H2_PERF_REPORT (perf record's and perf report's
 # options for --perf), H2_PERF_DATA (a file to keep --perf's perf.data in), H2_INSTR_REQUESTS
 # (--instr's smaller run, default 2000 requests; the larger one is twice that), H2_INSTR_DIR (a
-# directory to keep --instr's callgrind outputs in, for callgrind_annotate).
+# directory to keep --instr's callgrind outputs in, for callgrind_annotate), H2_PIN (set: the
+# load on cores of their own, the way a proxy on its own host sees it: sandgate on CPU 0 with
+# one worker unless H2_WORKERS says otherwise, nghttpd and h2load on CPU 1, directly and
+# through sandgate alike).
 # Exit status: 0 done, 2 setup failure.
 set -euo pipefail
 
@@ -85,7 +88,11 @@ openssl x509 -req -in "$work/origin.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key
 mkdir -p "$work/www"
 head -c 1024 /dev/zero | tr '\0' x >"$work/www/index.html"
 origin_port=18447
-ip netns exec "$ns" nghttpd -d "$work/www" "$origin_port" "$work/origin.key" "$work/origin.pem" \
+pin_proxy=() pin_load=() workers=${H2_WORKERS:-0}
+if [ -n "${H2_PIN:-}" ]; then
+    pin_proxy=(taskset -c 0) pin_load=(taskset -c 1) workers=${H2_WORKERS:-1}
+fi
+ip netns exec "$ns" "${pin_load[@]}" nghttpd -d "$work/www" "$origin_port" "$work/origin.key" "$work/origin.pem" \
     </dev/null >"$work/nghttpd.log" 2>&1 &
 pid_origin=$!
 
@@ -104,7 +111,7 @@ pid_origin=$!
 start_daemon() {
     local i=$1 log=$2
     shift 2
-    ip netns exec "$ns" "$@" "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$log" 2>&1 &
+    ip netns exec "$ns" "${pin_proxy[@]}" "$@" "${paths[$i]}" --config "$work/sandgate-$i.toml" </dev/null >"$log" 2>&1 &
     pids[$i]=$!
 }
 # as_client UID COMMAND...: COMMAND in the namespace as UID, which decides where nftables sends
@@ -113,7 +120,7 @@ start_daemon() {
 as_client() {
     local uid=$1
     shift
-    ip netns exec "$ns" "${client_wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+    ip netns exec "$ns" "${client_wrap[@]}" "${pin_load[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
 }
 
 pids=() ports=($origin_port)
@@ -121,7 +128,7 @@ for i in "${!names[@]}"; do
     mkdir -p "$work/ca-$i"
     "${paths[$i]}" ca init "$work/ca-$i" >/dev/null 2>&1 || fail "sandgate ca init failed"
     cat >"$work/sandgate-$i.toml" <<EOF
-workers = ${H2_WORKERS:-0}
+workers = $workers
 sandboxes_dir = ""
 [listeners]
 explicit = ["127.0.0.1:$((13210 + i))"]
