@@ -12,7 +12,7 @@
 # The harness's S3 compares sandgate's CONNECT with haproxy's L4 relay, to which the client
 # sends no CONNECT at all. Here they all run at once on loopback, in a network namespace of
 # the script's own, beside the harness's nginx origin, and tunnelbench (from a harness run)
-# loads one at a time (64 concurrent, each tunnel a GET of /small with Connection: close):
+# loads one at a time (--conc tunnels at once, 64 unless told; each a GET of /small, closed):
 #   haproxy      tunnelbench --raw to haproxy's L4 relay (the harness's `listen l4_http`), which
 #                dials the origin
 #   transparent  tunnelbench --raw to the origin itself, as a uid of its own; an nftables rule
