@@ -735,11 +735,7 @@ asio::awaitable<bool> exchange(Session& s, Client& client, Upstream& upstream,
       // Let through by an audit-mode rule: the line says what enforcing it would refuse.
       if (decision->audit) r.would_deny = policy::reason_name(decision->reason);
     }
-    if (s.tls) {
-      const char* sni =
-          SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
-      if (sni != nullptr) r.tls_sni = sni;
-    }
+    r.tls_sni = s.client_sni();
     r.http_version = client_version == 10 ? "1.0" : "1.1";
     r.duration = std::chrono::steady_clock::now() - started;
     r.http_status = status;

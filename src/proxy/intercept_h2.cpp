@@ -897,8 +897,7 @@ void record_stream(Session& s, const std::string& shown, std::uint16_t port, con
   r.http_version = "2";
   r.rule = decision.rule;
   if (decision.audit) r.would_deny = policy::reason_name(decision.reason);
-  const char* sni = SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
-  if (sni != nullptr) r.tls_sni = sni;
+  r.tls_sni = s.client_sni();
   r.ended =
       moved.complete ? telemetry::Ended::completed : s.ended(telemetry::Ended::upstream_close);
   if (!moved.complete) r.phase = telemetry::Phase::body;
@@ -1057,8 +1056,7 @@ void record_connection_error(Session& s, std::string_view cause) {
   r.port = s.intercepted_port;
   r.reason = cause;
   r.http_version = "2";
-  const char* sni = SSL_get_servername(s.tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
-  if (sni != nullptr) r.tls_sni = sni;
+  r.tls_sni = s.client_sni();
   auto& shared = *s.deps.shared;
   shared.audit->write(r);
   shared.metrics->error(Errc::http2_connection_error);

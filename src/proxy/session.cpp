@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 
 #include "proxy/auth.hpp"
+#include "proxy/tls_streams.hpp"
 
 namespace sandgate::proxy {
 
@@ -41,6 +42,12 @@ telemetry::AuditRecord Session::record(policy::EntryMode mode) const {
     r.credential_fingerprint = request_fingerprint;
   }
   return r;
+}
+
+std::string_view Session::client_sni() const {
+  if (!tls) return {};
+  const char* sni = SSL_get_servername(tls->stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+  return sni != nullptr ? std::string_view(sni) : std::string_view();
 }
 
 asio::awaitable<Dialed> Session::dial(const policy::Host& host, std::uint16_t port) {

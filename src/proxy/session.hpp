@@ -212,6 +212,9 @@ struct Session : std::enable_shared_from_this<Session> {
   }
   // Base audit record with the fields every line of this session shares.
   telemetry::AuditRecord record(policy::EntryMode mode) const;
+  // Intercepted: the server name the client's ClientHello sent to sandgate (valid while `tls`
+  // lives); empty when it sent none, or when the session is not intercepted.
+  std::string_view client_sni() const;
 };
 
 // Reads and parses the next request head (refreshing s.snap) and consumes its bytes from
